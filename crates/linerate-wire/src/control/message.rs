@@ -1,0 +1,350 @@
+//! Control messages.
+//!
+//! Every message is one JSON object `{"type": "<snake_case name>", "data": {...}}`. Fields added
+//! in later minor versions carry `#[serde(default)]`; unknown fields are ignored (never
+//! `deny_unknown_fields`), so an older peer keeps working with a newer one.
+//!
+//! A normal session (client `C`, server `S`):
+//!
+//! ```text
+//! C: hello            S: welcome | reject
+//! C: test_request     S: accept | error
+//! C: (opens data connections, each starting with a StreamHello carrying the token)
+//! C: streams_ready    S: start            -- both ends start their engines
+//! S: interval*        (optional, when the client listed "interval_events")
+//! S: finished         (only when the server's senders ended by byte count)
+//! C: stop             S: results
+//! C: results          S: done
+//! ```
+//!
+//! Any message out of this order is a protocol error: the receiver answers `error` with code
+//! `protocol` and closes; it never waits for something that cannot come.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::version::ProtocolVersion;
+use crate::report::{IntervalReport, SideReport};
+
+/// A control message, the body of one frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Message {
+    /// Client → server, first message: who I am and what I speak.
+    Hello(Hello),
+    /// Server → client: the session is open.
+    Welcome(Welcome),
+    /// Server → client: the session is refused (e.g. incompatible major version); the server closes.
+    Reject(Reject),
+    /// Client → server: the test to run.
+    TestRequest(TestRequest),
+    /// Server → client: the test is accepted; data connections must present `token`.
+    Accept(Accept),
+    /// Client → server: all TCP data connections are open; UDP ports are listed.
+    StreamsReady(StreamsReady),
+    /// Server → client: both ends start now.
+    Start(Start),
+    /// Server → client: one interval of the server's measurements.
+    Interval(IntervalMsg),
+    /// Server → client: the server's senders finished their byte count.
+    Finished(Finished),
+    /// Client → server: the client's senders stopped; stop yours and report.
+    Stop(Stop),
+    /// Either way: one end's measurements.
+    Results(Results),
+    /// Server → client: the session is over; the server closes.
+    Done(Done),
+    /// Either way: a fatal error; the sender closes after it.
+    Error(ErrorMsg),
+}
+
+impl Message {
+    /// The message's type name, as on the wire.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Message::Hello(_) => "hello",
+            Message::Welcome(_) => "welcome",
+            Message::Reject(_) => "reject",
+            Message::TestRequest(_) => "test_request",
+            Message::Accept(_) => "accept",
+            Message::StreamsReady(_) => "streams_ready",
+            Message::Start(_) => "start",
+            Message::Interval(_) => "interval",
+            Message::Finished(_) => "finished",
+            Message::Stop(_) => "stop",
+            Message::Results(_) => "results",
+            Message::Done(_) => "done",
+            Message::Error(_) => "error",
+        }
+    }
+}
+
+/// First message of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Hello {
+    /// The protocol version the client speaks.
+    pub protocol: ProtocolVersion,
+    /// Free text, e.g. "linerate 0.1.0".
+    #[serde(default)]
+    pub software: String,
+    /// Features the client offers.
+    #[serde(default)]
+    pub features: Vec<String>,
+}
+
+/// Server limits, sent so a client can explain a refusal before asking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ServerLimits {
+    /// Longest test accepted, milliseconds.
+    pub max_duration_ms: u64,
+    /// Most parallel streams per direction.
+    pub max_streams: u16,
+    /// Highest paced rate accepted per direction, bits per second; `None` for no limit.
+    #[serde(default)]
+    pub max_rate_bps: Option<u64>,
+    /// Largest write or datagram size, bytes.
+    pub max_write_size: u32,
+    /// Largest socket buffer a client may ask the server to set, bytes.
+    #[serde(default)]
+    pub max_socket_buffer: u32,
+}
+
+/// Reply to a compatible hello.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Welcome {
+    /// The version the session runs at (same major, lower minor of the two).
+    pub protocol: ProtocolVersion,
+    /// Server-chosen id of this session, for logs.
+    pub session_id: String,
+    /// Features both sides offer.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Free text, e.g. "linerate 0.1.0".
+    #[serde(default)]
+    pub software: String,
+    /// The server's limits.
+    pub limits: ServerLimits,
+}
+
+/// Refusal of a hello.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Reject {
+    /// Machine-readable reason, e.g. `incompatible_version`.
+    pub code: ErrorCode,
+    /// The server's protocol version.
+    pub server_protocol: ProtocolVersion,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+/// Transport of a stream test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// TCP byte streams.
+    Tcp,
+    /// UDP datagrams with a [`crate::probe`] header.
+    Udp,
+}
+
+/// Which way data flows, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client sends, server receives (netperf TCP_STREAM).
+    Send,
+    /// Server sends, client receives (netperf TCP_MAERTS, iperf3 -R).
+    Receive,
+    /// Both at once, on separate streams.
+    Both,
+}
+
+impl Direction {
+    /// Whether the client sends data in this direction.
+    pub fn client_sends(self) -> bool {
+        matches!(self, Direction::Send | Direction::Both)
+    }
+    /// Whether the client receives data in this direction.
+    pub fn client_receives(self) -> bool {
+        matches!(self, Direction::Receive | Direction::Both)
+    }
+}
+
+/// The test a client asks for. All sizes in bytes, all times in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TestSpec {
+    /// TCP or UDP.
+    pub transport: Transport,
+    /// Which way data flows.
+    pub direction: Direction,
+    /// Parallel streams per direction (1 or more).
+    pub streams: u16,
+    /// Fixed-time test: the client stops senders after this long. Exactly one of
+    /// `duration_ms` and `bytes` is set.
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    /// Fixed-size test (ttcp): bytes to send per direction, split over the streams.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Size of each write (TCP) or of each datagram's payload (UDP).
+    pub write_size: u32,
+    /// SO_SNDBUF to request on the server's sockets.
+    #[serde(default)]
+    pub server_sndbuf: Option<u32>,
+    /// SO_RCVBUF to request on the server's sockets.
+    #[serde(default)]
+    pub server_rcvbuf: Option<u32>,
+    /// TCP_NODELAY on every data socket.
+    #[serde(default)]
+    pub nodelay: bool,
+    /// TCP_MAXSEG on every data socket.
+    #[serde(default)]
+    pub mss: Option<u32>,
+    /// TCP congestion control algorithm name (TCP_CONGESTION).
+    #[serde(default)]
+    pub congestion: Option<String>,
+    /// IP TOS / traffic class byte (DSCP << 2 | ECN).
+    #[serde(default)]
+    pub tos: Option<u8>,
+    /// Paced rate per direction, all streams together, bits per second of payload.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
+    /// Interval report period.
+    pub interval_ms: u64,
+    /// Warm-up left out of the totals.
+    #[serde(default)]
+    pub omit_ms: u64,
+    /// CPU to pin the server's data threads to.
+    #[serde(default)]
+    pub server_cpu: Option<u32>,
+    /// Allow UDP GSO/GRO where the kernel has them.
+    #[serde(default)]
+    pub udp_offload: bool,
+}
+
+/// Body of a test request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TestRequest {
+    /// What to run.
+    pub spec: TestSpec,
+}
+
+/// Acceptance of a test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Accept {
+    /// 32 hex digits (128 random bits) each data connection must present.
+    pub token: String,
+    /// The server's CPU count, for service demand.
+    #[serde(default)]
+    pub server_cpu_count: u32,
+}
+
+/// The client's data sockets are ready.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamsReady {
+    /// For UDP: the client's local port of each stream, by stream index.
+    #[serde(default)]
+    pub udp_ports: Vec<u16>,
+}
+
+/// Start signal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Start {}
+
+/// One server interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IntervalMsg {
+    /// The interval.
+    pub interval: IntervalReport,
+}
+
+/// The server's byte-count senders are done.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Finished {}
+
+/// Stop request.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Stop {
+    /// True when the client stops early (Ctrl-C), so the server logs it as interrupted.
+    #[serde(default)]
+    pub interrupted: bool,
+}
+
+/// One end's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Results {
+    /// The measurements.
+    pub report: SideReport,
+}
+
+/// End of session.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Done {}
+
+/// Machine-readable error codes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The peer's major protocol version differs.
+    IncompatibleVersion,
+    /// A message out of order or malformed.
+    Protocol,
+    /// The request asks for more than the server allows.
+    LimitExceeded,
+    /// The server runs as many tests as it allows; try again later.
+    Busy,
+    /// A request that cannot be honoured (e.g. an unknown congestion control).
+    BadRequest,
+    /// The peer did not answer in time.
+    Timeout,
+    /// The server is shutting down.
+    ShuttingDown,
+    /// Anything else.
+    Internal,
+    /// A code this build does not know (from a newer peer).
+    #[serde(other)]
+    Unknown,
+}
+
+/// A fatal error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ErrorMsg {
+    /// Machine-readable reason.
+    pub code: ErrorCode,
+    /// Human-readable explanation, including how to fix it where we know.
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_shape() {
+        let m = Message::Stop(Stop { interrupted: false });
+        let v: serde_json::Value = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["type"], "stop");
+        assert_eq!(v["data"]["interrupted"], false);
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored() {
+        let body = br#"{"type":"hello","data":{"protocol":{"major":1,"minor":7},"software":"x","features":[],"future_field":42}}"#;
+        let m: Message = serde_json::from_slice(body).unwrap();
+        assert!(matches!(m, Message::Hello(h) if h.protocol.minor == 7));
+    }
+
+    #[test]
+    fn unknown_error_code_decodes() {
+        let body = br#"{"type":"error","data":{"code":"martians","message":"m"}}"#;
+        let m: Message = serde_json::from_slice(body).unwrap();
+        assert!(matches!(m, Message::Error(ErrorMsg { code: ErrorCode::Unknown, .. })));
+    }
+
+    #[test]
+    fn direction_helpers() {
+        assert!(Direction::Send.client_sends() && !Direction::Send.client_receives());
+        assert!(!Direction::Receive.client_sends() && Direction::Receive.client_receives());
+        assert!(Direction::Both.client_sends() && Direction::Both.client_receives());
+    }
+}

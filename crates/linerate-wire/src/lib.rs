@@ -1,0 +1,28 @@
+//! Wire formats of linerate, with no I/O and no clock.
+//!
+//! Everything a linerate client and server put on the network is defined here:
+//!
+//! * [`control`]: the framed control protocol (8-byte header, JSON body) and its messages;
+//! * [`stream_hello`]: the fixed 24 bytes that open every TCP data connection and tie it to a test;
+//! * [`probe`]: the header at the front of every UDP test datagram;
+//! * [`report`]: the measurement records the two ends exchange at the end of a test.
+//!
+//! The contract follows smoltcp's `Packet`/`Repr` split: a view over bytes is checked once
+//! (`new_checked`) and no accessor panics afterwards; `parse` turns a checked view into a plain
+//! value and `emit` writes a value into a buffer that the caller sized with `buffer_len`.
+//! Lengths from the network are compared with a cap before any allocation.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod control;
+mod error;
+pub mod probe;
+pub mod report;
+pub mod stream_hello;
+
+pub use error::{WireError, WireErrorKind};
+
+/// Serializes `value` as pretty JSON Schema for `T`. Used to generate the documented schemas.
+pub fn schema_for<T: schemars::JsonSchema>() -> schemars::schema::RootSchema {
+    schemars::schema_for!(T)
+}

@@ -1,0 +1,276 @@
+//! Measurement records one end sends the other in `results` and `interval` messages.
+//!
+//! Units live in field names: `_bytes`, `_ns`, `_us`, `_bps`, `_percent`. A value that could not
+//! be measured is `None` (absent in JSON) and the reason is in `warnings`; it is never a fake 0.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which end produced a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The end that ran `linerate tcp|udp`.
+    Client,
+    /// The end that ran `linerate serve`.
+    Server,
+}
+
+/// Facts about a host.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HostInfo {
+    /// Host name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Kernel release (uname -r).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// Online CPUs.
+    pub cpu_count: u32,
+    /// "linerate x.y.z".
+    #[serde(default)]
+    pub software: String,
+}
+
+/// Whether a stream sends or receives, seen from the end that reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamRole {
+    /// This end writes.
+    Tx,
+    /// This end reads.
+    Rx,
+}
+
+/// One end's measurements of a whole test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SideReport {
+    /// Client or server.
+    pub role: Role,
+    /// The host.
+    pub host: HostInfo,
+    /// Per stream, over the measured window.
+    pub streams: Vec<StreamReport>,
+    /// Interval samples, warm-up ones marked `omitted`.
+    #[serde(default)]
+    pub intervals: Vec<IntervalReport>,
+    /// Totals over the measured window (warm-up excluded).
+    pub totals: Totals,
+    /// System-wide CPU over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuReport>,
+    /// CPU time of this test's own threads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_cpu: Option<ProcessCpu>,
+    /// What could not be measured, and why.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// One stream over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StreamReport {
+    /// Index within the test.
+    pub index: u16,
+    /// Whether this end sent or received on it.
+    pub role: StreamRole,
+    /// Payload bytes written or read.
+    pub bytes: u64,
+    /// send/recv system calls (a sendmmsg/recvmmsg counts once).
+    pub io_calls: u64,
+    /// UDP datagrams (None for TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packets: Option<u64>,
+    /// Time from the window start to this stream's last byte, nanoseconds.
+    pub duration_ns: u64,
+    /// SO_SNDBUF as granted by the kernel (Linux reports twice the request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_bytes: Option<u32>,
+    /// SO_RCVBUF as granted by the kernel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf_bytes: Option<u32>,
+    /// TCP_MAXSEG at the end of the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss_bytes: Option<u32>,
+    /// TCP congestion control in use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// TCP_INFO at the end of the test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<TcpInfoReport>,
+    /// UDP receiver accounting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_rx: Option<UdpRxReport>,
+    /// Local socket address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_addr: Option<String>,
+    /// Peer socket address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_addr: Option<String>,
+}
+
+/// Totals over the measured window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Totals {
+    /// Length of the measured window at this end, nanoseconds.
+    pub duration_ns: u64,
+    /// Payload bytes sent.
+    pub tx_bytes: u64,
+    /// Payload bytes received.
+    pub rx_bytes: u64,
+    /// Send calls.
+    pub tx_calls: u64,
+    /// Receive calls.
+    pub rx_calls: u64,
+    /// Time from window start to the last sent byte, nanoseconds (0 when nothing was sent).
+    #[serde(default)]
+    pub tx_duration_ns: u64,
+    /// Time from window start to the last received byte, nanoseconds (0 when nothing arrived).
+    #[serde(default)]
+    pub rx_duration_ns: u64,
+    /// UDP datagrams sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_packets: Option<u64>,
+    /// UDP datagrams received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_packets: Option<u64>,
+    /// TCP segments retransmitted by this end's senders (TCP_INFO total_retrans).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// UDP receiver accounting, all streams together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_rx: Option<UdpRxReport>,
+}
+
+/// UDP receiver accounting (iperf semantics: a late packet counts as out of order and is
+/// removed from the lost count).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UdpRxReport {
+    /// Datagrams received, duplicates included.
+    pub packets: u64,
+    /// Datagrams the sender sent that never arrived (highest sequence seen + 1 − distinct received).
+    pub lost: u64,
+    /// Datagrams that arrived more than once.
+    pub duplicates: u64,
+    /// Datagrams that arrived after a higher sequence number.
+    pub reordered: u64,
+    /// RFC 3550 interarrival jitter, nanoseconds; absent with fewer than two datagrams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jitter_ns: Option<u64>,
+}
+
+/// TCP_INFO fields linerate reports. Fields the running kernel does not fill are absent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TcpInfoReport {
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, segments.
+    pub snd_cwnd: u32,
+    /// Sender MSS, bytes.
+    pub snd_mss: u32,
+    /// Retransmitted segments over the connection's life.
+    pub total_retrans: u32,
+    /// Peer's advertised receive window scale-adjusted, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snd_wnd_bytes: Option<u32>,
+    /// Minimum RTT seen, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_rtt_us: Option<u32>,
+    /// Delivery rate estimate, bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_rate_bytes_per_sec: Option<u64>,
+    /// Pacing rate, bytes per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_rate_bytes_per_sec: Option<u64>,
+    /// Time busy sending data, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busy_time_us: Option<u64>,
+    /// Time limited by the receiver's window, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_us: Option<u64>,
+    /// Time limited by the send buffer, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_us: Option<u64>,
+    /// Bytes acknowledged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_acked: Option<u64>,
+    /// Bytes retransmitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_retrans: Option<u64>,
+}
+
+/// One interval at one end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct IntervalReport {
+    /// Start, nanoseconds after the test start.
+    pub start_ns: u64,
+    /// End, nanoseconds after the test start.
+    pub end_ns: u64,
+    /// Part of the warm-up, left out of totals.
+    #[serde(default)]
+    pub omitted: bool,
+    /// Payload bytes sent in the interval.
+    pub tx_bytes: u64,
+    /// Payload bytes received in the interval.
+    pub rx_bytes: u64,
+    /// UDP datagrams sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_packets: Option<u64>,
+    /// UDP datagrams received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_packets: Option<u64>,
+    /// UDP datagrams lost in the interval, as far as known at its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_lost: Option<u64>,
+    /// TCP retransmits during the interval, all sending streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// Mean smoothed RTT over sending streams at the interval's end, microseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_us: Option<u32>,
+    /// Sum of congestion windows at the interval's end, bytes (cwnd × MSS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_bytes: Option<u64>,
+    /// System-wide CPU utilisation in the interval, percent of all CPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_percent: Option<f64>,
+}
+
+/// System-wide CPU utilisation from /proc/stat over the measured window.
+///
+/// Percentages are of all CPUs together (100 = every CPU busy), as netperf's `-c/-C`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuReport {
+    /// CPUs counted.
+    pub cpu_count: u32,
+    /// Busy share: everything but idle and iowait.
+    pub util_percent: f64,
+    /// user + nice.
+    pub user_percent: f64,
+    /// system.
+    pub system_percent: f64,
+    /// hardware interrupts.
+    pub irq_percent: f64,
+    /// software interrupts (NET_RX/NET_TX processing lands here).
+    pub softirq_percent: f64,
+    /// stolen by the hypervisor.
+    pub steal_percent: f64,
+    /// The busiest single CPU.
+    pub busiest_cpu: u32,
+    /// Its utilisation, percent of that one CPU.
+    pub busiest_cpu_util_percent: f64,
+    /// Softirq share of the busiest CPU, percent of that one CPU.
+    #[serde(default)]
+    pub busiest_cpu_softirq_percent: f64,
+}
+
+/// CPU time used by the test's own threads (getrusage RUSAGE_THREAD), nanoseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProcessCpu {
+    /// User time.
+    pub user_ns: u64,
+    /// System time.
+    pub system_ns: u64,
+}
