@@ -41,7 +41,9 @@ pub enum LabError {
     },
 
     /// A required external program is not installed.
-    #[error("`{tool}` not found in PATH, /usr/sbin or /sbin: install the Debian package `{package}`")]
+    #[error(
+        "`{tool}` not found in PATH, /usr/sbin or /sbin: install the Debian package `{package}`"
+    )]
     MissingTool {
         /// The program, e.g. `nft`.
         tool: String,
@@ -105,5 +107,48 @@ impl LabError {
             context: context.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_root_message() {
+        assert_eq!(
+            LabError::NotRoot.to_string(),
+            "linerate lab needs root (CAP_NET_ADMIN): run it with sudo"
+        );
+    }
+
+    #[test]
+    fn messages_are_one_line() {
+        let errs = [
+            LabError::MissingTool {
+                tool: "nft".into(),
+                package: "nftables".into(),
+            },
+            LabError::Teardown {
+                lab: "x".into(),
+                errors: vec!["one".into(), "two".into()],
+            },
+            LabError::UnknownHost {
+                lab: "x".into(),
+                host: "q".into(),
+                hosts: "a, b".into(),
+            },
+        ];
+        for e in errs {
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
+        assert_eq!(
+            LabError::Teardown {
+                lab: "x".into(),
+                errors: vec!["one".into(), "two".into()],
+            }
+            .to_string(),
+            "tearing down lab \"x\" failed: one; two"
+        );
     }
 }

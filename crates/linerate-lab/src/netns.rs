@@ -110,17 +110,17 @@ mod tests {
 
     #[test]
     fn ns_path_is_under_netns_dir() {
-        assert_eq!(
-            ns_path("lr-x-a"),
-            PathBuf::from("/var/run/netns/lr-x-a")
-        );
+        assert_eq!(ns_path("lr-x-a"), PathBuf::from("/var/run/netns/lr-x-a"));
     }
 
     #[test]
     fn run_in_missing_namespace_is_a_clear_error() {
         let err = run_in("lr-definitely-missing-zz", || 1).unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("/var/run/netns/lr-definitely-missing-zz"), "{msg}");
+        assert!(
+            msg.contains("/var/run/netns/lr-definitely-missing-zz"),
+            "{msg}"
+        );
     }
 
     #[test]

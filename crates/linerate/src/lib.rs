@@ -1,1 +1,17 @@
-//! linerate
+//! linerate: network performance tests with both ends' CPU cost.
+//!
+//! The binary's `main` parses [`cli::args::Args`] and calls [`app::run`]. See
+//! `docs/ARCHITECTURE.md` for the parts and how data flows through them.
+
+pub mod app;
+pub mod cli;
+pub mod engine;
+pub mod export;
+pub mod model;
+pub mod session;
+pub mod sys;
+
+/// "linerate x.y.z", as sent in hellos and recorded in results.
+pub fn software() -> String {
+    format!("linerate {}", env!("CARGO_PKG_VERSION"))
+}

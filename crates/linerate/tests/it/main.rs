@@ -1,1 +1,8 @@
+//! One integration-test binary (ripgrep's layout): real clients and servers on 127.0.0.1
+//! with port 0, the CLI as a subprocess, and lab tests in network namespaces.
 
+mod cli;
+mod common;
+mod lab;
+mod robustness;
+mod stream;

@@ -1,0 +1,465 @@
+#!/usr/bin/env python3
+"""Helper for bench/run.sh (standard library only).
+
+Subcommands:
+  parse KIND FILE       print the figures bench/run.sh needs from one tool's output
+  debian-mirror         print "URI<TAB>SUITES<TAB>SIGNED_BY" of the Debian mirror apt already uses
+  report RESULTS META [--doc PATH]
+                        print the markdown table (and with --doc, write docs/PERFORMANCE.md)
+
+RESULTS is a TSV written by run.sh: run, case, tool, metric, value ("NA" when a test failed).
+META is a small key=value file written by run.sh (RUNS, DURATION, LINERATE, loadavg, ...).
+"""
+
+import datetime
+import glob
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+LOSS_LIMIT = 0.1  # percent
+
+# --------------------------------------------------------------------------------------------
+# parse
+
+
+def _load_json(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    # linerate prints one record; be lenient about anything before the first '{'.
+    start = text.find("{")
+    if start < 0:
+        raise ValueError(f"{path}: no JSON object")
+    return json.loads(text[start:])
+
+
+def _num(v, what):
+    if v is None:
+        raise ValueError(f"missing {what}")
+    return float(v)
+
+
+def parse(kind, path):
+    """Print space-separated numbers for run.sh."""
+    if kind == "linerate-tcp":
+        flow = _load_json(path)["summary"]["flows"][0]
+        print(f"{_num(flow.get('receiver_bps'), 'receiver_bps'):.0f}")
+    elif kind == "linerate-udp":
+        flow = _load_json(path)["summary"]["flows"][0]
+        rx_pps = _num(flow.get("receiver_pps"), "receiver_pps")
+        tx_pps = _num(flow.get("sender_pps"), "sender_pps")
+        loss = _num(flow.get("loss_percent"), "loss_percent")
+        tx_bps = _num(flow.get("sender_bps"), "sender_bps")
+        print(f"{rx_pps:.0f} {tx_pps:.0f} {loss:.6f} {tx_bps:.0f}")
+    elif kind == "iperf3-tcp":
+        d = _load_json(path)
+        if "error" in d:
+            raise ValueError(f"iperf3: {d['error']}")
+        print(f"{_num(d['end']['sum_received'].get('bits_per_second'), 'bits_per_second'):.0f}")
+    elif kind == "iperf3-udp":
+        d = _load_json(path)
+        if "error" in d:
+            raise ValueError(f"iperf3: {d['error']}")
+        sent = d["end"]["sum_sent"]
+        recv = d["end"]["sum_received"]
+        secs_rx = _num(recv.get("seconds"), "seconds")
+        secs_tx = _num(sent.get("seconds"), "seconds")
+        packets = _num(recv.get("packets"), "packets")
+        lost = _num(recv.get("lost_packets"), "lost_packets")
+        rx_pps = (packets - lost) / secs_rx
+        tx_pps = _num(sent.get("packets"), "packets") / secs_tx
+        loss = _num(recv.get("lost_percent"), "lost_percent")
+        tx_bps = _num(sent.get("bits_per_second"), "bits_per_second")
+        print(f"{rx_pps:.0f} {tx_pps:.0f} {loss:.6f} {tx_bps:.0f}")
+    elif kind == "netperf-tcp":
+        # -P 0 ... -o THROUGHPUT,THROUGHPUT_UNITS  ->  "17506.95,10^6bits/s"
+        line = _last_csv_line(path)
+        value, units = line.split(",")[:2]
+        if units.strip() != "10^6bits/s":
+            raise ValueError(f"netperf: unexpected units {units!r}")
+        print(f"{float(value) * 1e6:.0f}")
+    elif kind == "netperf-udp":
+        # -o THROUGHPUT,THROUGHPUT_UNITS,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS,ELAPSED_TIME
+        line = _last_csv_line(path)
+        f = line.split(",")
+        sent, recvd, elapsed = float(f[2]), float(f[3]), float(f[4])
+        if elapsed <= 0 or sent <= 0:
+            raise ValueError(f"netperf: bad figures {line!r}")
+        rx_pps = recvd / elapsed
+        tx_pps = sent / elapsed
+        loss = max(0.0, 100.0 * (1.0 - recvd / sent))
+        print(f"{rx_pps:.0f} {tx_pps:.0f} {loss:.6f} {tx_pps * 64 * 8:.0f}")
+    elif kind == "time-maxrss":
+        with open(path, encoding="utf-8") as f:
+            m = re.search(r"Maximum resident set size \(kbytes\):\s*(\d+)", f.read())
+        if not m:
+            raise ValueError("no 'Maximum resident set size' line")
+        print(m.group(1))
+    else:
+        raise SystemExit(f"unknown parse kind {kind}")
+
+
+def _last_csv_line(path):
+    with open(path, encoding="utf-8") as f:
+        lines = [l.strip() for l in f if l.strip() and "," in l]
+    if not lines:
+        raise ValueError(f"{path}: no CSV line")
+    return lines[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# debian-mirror
+
+
+def debian_mirror():
+    """Find the URI apt uses for the main Debian archive (not security), deb822 or one-line."""
+    stanzas = []
+    for p in sorted(glob.glob("/etc/apt/sources.list.d/*.sources")):
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for block in re.split(r"\n\s*\n", f.read()):
+                fields = {}
+                for line in block.splitlines():
+                    if line.startswith("#") or ":" not in line:
+                        continue
+                    k, v = line.split(":", 1)
+                    fields[k.strip().lower()] = v.strip()
+                if fields.get("enabled", "yes").lower() == "no":
+                    continue
+                if "deb" not in fields.get("types", "").split():
+                    continue
+                for uri in fields.get("uris", "").split():
+                    stanzas.append((uri, fields.get("suites", "").split(), fields.get("signed-by", "")))
+    one_line = ["/etc/apt/sources.list"] + sorted(glob.glob("/etc/apt/sources.list.d/*.list"))
+    for p in one_line:
+        if not os.path.exists(p):
+            continue
+        with open(p, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                m = re.match(r"deb\s+(\[[^\]]*\]\s+)?(\S+)\s+(\S+)", line)
+                if m:
+                    opts = m.group(1) or ""
+                    sb = re.search(r"signed-by=(\S+?)\]?(\s|$)", opts)
+                    stanzas.append((m.group(2), [m.group(3)], sb.group(1) if sb else ""))
+    codename = _os_release().get("VERSION_CODENAME", "bookworm")
+    for uri, suites, signed_by in stanzas:
+        if "security" in uri or "debian" not in uri:
+            continue
+        keep = [s for s in suites if s == codename or s in (f"{codename}-updates",)]
+        if codename in keep:
+            print(f"{uri}\t{' '.join(keep)}\t{signed_by}")
+            return
+    # Fall back to the default mirror.
+    print(f"http://deb.debian.org/debian\t{codename} {codename}-updates\t")
+
+
+def _os_release():
+    out = {}
+    try:
+        with open("/etc/os-release", encoding="utf-8") as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    out[k] = v.strip('"')
+    except OSError:
+        pass
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# report
+
+TOOLS = ["linerate", "iperf3", "netperf"]
+
+# (case, metric, label, unit scale, unit label, higher_is_better)
+ROWS = [
+    ("tcp1", "bps", "TCP, 1 stream, 128 KiB writes", 1e9, "Gbit/s"),
+    ("tcp4", "bps", "TCP, 4 streams (-P 4)", 1e9, "Gbit/s"),
+    ("tcpR", "bps", "TCP reverse, 1 stream (-R; netperf TCP_MAERTS)", 1e9, "Gbit/s"),
+    ("udp_unpaced", "rx_pps", "UDP 64 B, unpaced: received", 1e3, "kpps"),
+    ("udp_unpaced", "tx_pps", "UDP 64 B, unpaced: sent", 1e3, "kpps"),
+    ("udp_unpaced", "loss", "UDP 64 B, unpaced: loss", 1, "%"),
+    ("udp_ndr", "rx_pps", "UDP 64 B, received at <= 0.1 % loss", 1e3, "kpps"),
+    ("udp_ndr", "rate_pps", "UDP 64 B, offered rate found (-b)", 1e3, "kpps"),
+    ("tcp8", "bps", "TCP, 8 streams (-P 8, RSS run)", 1e9, "Gbit/s"),
+    ("rss", "client_kib", "Peak RSS, client, TCP -P 8", 1024, "MiB"),
+    ("rss", "server_kib", "Peak RSS, server (fresh), TCP -P 8", 1024, "MiB"),
+    ("size", "bytes", "Release binary size (stripped)", 1e6, "MB"),
+]
+NO_RATIO = {("udp_unpaced", "loss"), ("udp_ndr", "rate_pps")}
+
+
+def read_results(path):
+    data = {}  # (case, metric, tool) -> [values]
+    fails = {}  # (case, tool) -> count
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) != 5:
+                continue
+            _run, case, tool, metric, value = parts
+            key = (case, metric, tool)
+            if value == "NA":
+                fails[(case, tool)] = fails.get((case, tool), 0) + 1
+                continue
+            data.setdefault(key, []).append(float(value))
+    return data, fails
+
+
+def read_meta(path):
+    meta = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                meta[k] = v
+    return meta
+
+
+def fmt(v, scale):
+    x = v / scale
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    if abs(x) >= 10:
+        return f"{x:.1f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def cell(vals, scale):
+    if not vals:
+        return "–"
+    med = statistics.median(vals)
+    if len(vals) == 1:
+        return f"{fmt(med, scale)}"
+    return f"{fmt(med, scale)} [{fmt(min(vals), scale)}–{fmt(max(vals), scale)}]"
+
+
+def ratio(a, b):
+    if not a or not b:
+        return "–"
+    mb = statistics.median(b)
+    if mb == 0:
+        return "–"
+    return f"{statistics.median(a) / mb:.2f}x"
+
+
+def table(data, fails):
+    lines = [
+        "| Test | unit | linerate | iperf3 | netperf | linerate/iperf3 | linerate/netperf |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for case, metric, label, scale, unit in ROWS:
+        vals = {t: data.get((case, metric, t), []) for t in TOOLS}
+        if not any(vals.values()) and not any(fails.get((case, t)) for t in TOOLS):
+            continue
+        cells = []
+        for t in TOOLS:
+            c = cell(vals[t], scale)
+            nf = fails.get((case, t), 0)
+            if nf and metric in ("bps", "rx_pps", "client_kib", "bytes"):
+                c += f" ({nf} failed)"
+            cells.append(c)
+        if (case, metric) in NO_RATIO:
+            r1 = r2 = ""
+        else:
+            r1 = ratio(vals["linerate"], vals["iperf3"])
+            r2 = ratio(vals["linerate"], vals["netperf"])
+        lines.append(f"| {label} | {unit} | " + " | ".join(cells) + f" | {r1} | {r2} |")
+    return "\n".join(lines)
+
+
+def targets(data):
+    out = []
+
+    def med(case, metric, tool):
+        v = data.get((case, metric, tool))
+        return statistics.median(v) if v else None
+
+    def status(ok):
+        return "**met**" if ok else "**not met**"
+
+    a, b = med("tcp1", "bps", "linerate"), med("tcp1", "bps", "iperf3")
+    if a is not None and b:
+        r = a / b
+        out.append(f"| TCP one stream >= 1.0x iperf3 | {r:.2f}x | {status(r >= 1.0)} |")
+    else:
+        out.append("| TCP one stream >= 1.0x iperf3 | not measured | **not met** |")
+
+    a, b = med("udp_ndr", "rx_pps", "linerate"), med("udp_ndr", "rx_pps", "iperf3")
+    if a is not None and b:
+        r = a / b
+        out.append(f"| UDP 64 B received pps (<= 0.1 % loss) >= 1.5x iperf3 | {r:.2f}x | {status(r >= 1.5)} |")
+    else:
+        out.append("| UDP 64 B received pps (<= 0.1 % loss) >= 1.5x iperf3 | not measured | **not met** |")
+
+    for metric, who in (("client_kib", "client"), ("server_kib", "server")):
+        v = data.get(("rss", metric, "linerate"))
+        if v:
+            worst = max(v) / 1024
+            out.append(
+                f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | {worst:.1f} MiB (worst of {len(v)}) | {status(worst <= 32)} |"
+            )
+        else:
+            out.append(f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | not measured | **not met** |")
+
+    v = data.get(("size", "bytes", "linerate"))
+    if v:
+        size = v[0]
+        out.append(
+            f"| Release binary <= 8 MB (8,000,000 bytes) | {size / 1e6:.2f} MB ({int(size):,} bytes) | {status(size <= 8_000_000)} |"
+        )
+    else:
+        out.append("| Release binary <= 8 MB | not measured | **not met** |")
+    return "| Target | measured | status |\n| --- | --- | --- |\n" + "\n".join(out)
+
+
+def _first_line(cmd):
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
+        text = (r.stdout or r.stderr).strip()
+        return text.splitlines()[0].strip() if text else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "not installed"
+
+
+def machine(meta):
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/etc/debian_version", encoding="utf-8") as f:
+            debian = f.read().strip()
+    except OSError:
+        debian = "unknown"
+    osr = _os_release().get("PRETTY_NAME", "")
+    linerate = meta.get("LINERATE", "linerate")
+    rows = [
+        ("CPUs (nproc)", str(os.cpu_count())),
+        ("CPU model", model),
+        ("kernel", platform.release()),
+        ("Debian", f"{debian} ({osr})" if osr else debian),
+        ("linerate", _first_line([linerate, "--version"])),
+        ("iperf3", _first_line(["iperf3", "--version"])),
+        ("netperf", _first_line(["netperf", "-V"])),
+        ("load average before / after", f"{meta.get('LOAD_BEFORE', '?')} / {meta.get('LOAD_AFTER', '?')}"),
+    ]
+    return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+
+
+def report(results, meta_path, doc=None):
+    data, fails = read_results(results)
+    meta = read_meta(meta_path)
+    tbl = table(data, fails)
+    tgt = targets(data)
+    print(tbl)
+    print()
+    print(tgt)
+    if doc is None:
+        return
+    runs, dur = meta.get("RUNS", "?"), meta.get("DURATION", "?")
+    steps = meta.get("UDP_STEPS", "6")
+    date = meta.get("DATE") or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    elapsed = meta.get("ELAPSED", "?")
+    text = f"""# linerate performance
+
+Generated by `bench/run.sh --write-doc`; do not edit by hand: rerun the script instead.
+Every number below was measured by that run; nothing here is a hand-written claim.
+
+## What is measured and how
+
+linerate is compared with iperf3 and netperf on the loopback interface (127.0.0.1 only) of
+one machine, client and server on the same host.
+
+- **Interleaved runs.** Each case is run {runs} times, {dur} s each. The runs are interleaved
+  round-robin (run 1 of every tool and case, then run 2, ...), and the order of the tools
+  rotates from one round to the next, so slow drifts of the machine hit every tool alike.
+- **Medians.** Each cell is the median of the runs, with [min–max] beside it. The ratio
+  columns are the ratio of the medians (linerate / peer); above 1 means linerate is faster
+  (or, for RSS and size, larger).
+- **Noise.** Run-to-run noise on this machine is 10–20 % (shared 2-core host, other jobs may
+  run on it); only ratios measured side by side in the same run of the script count. Compare
+  absolute numbers across machines or dates with care.
+- **TCP.** Receiver throughput: linerate `.summary.flows[0].receiver_bps`, iperf3
+  `end.sum_received.bits_per_second`, netperf `THROUGHPUT` (10^6 bits/s). 128 KiB writes
+  (`-l 128K`, netperf `-m 131072`). Reverse is `-R` (netperf `TCP_MAERTS`, remote send size
+  131072).
+- **UDP, 64-byte datagrams.** First an unpaced run (linerate `udp -l 64` without `-b`,
+  iperf3 `-u -l 64 -b 0`, netperf `UDP_STREAM -m 64`). If its loss is at most 0.1 %, its
+  received packets per second are the result. Otherwise the offered rate (`-b`) is
+  binary-searched between 0 and the unpaced sender rate, {steps} steps, for the highest
+  rate with loss <= 0.1 %, and the received pps at that rate is reported (0 if no step
+  passed). netperf cannot pace (built without `--enable-burst`), so it only has the unpaced
+  row (it appears in the "<= 0.1 % loss" row only when its unpaced loss was that low).
+  linerate uses UDP GSO/GRO where the kernel has them (its default); iperf3 and netperf
+  send one datagram per system call.
+- **Memory.** linerate client and a freshly started linerate server, TCP `-P 8`: client peak
+  RSS from `/usr/bin/time -v` ("Maximum resident set size"), server `VmHWM` from
+  `/proc/PID/status` after the test. The target is judged on the worst run.
+- **Binary size.** `stat -c %s` of the release binary (the release profile strips symbols).
+
+Run: {date}, {runs} runs × {dur} s, total {elapsed} s.
+
+## Machine
+
+{machine(meta)}
+
+## Results
+
+{tbl}
+
+## Targets
+
+{tgt}
+
+## Reproduce
+
+```sh
+RUNS={runs} DURATION={dur} bench/run.sh --write-doc
+```
+
+`bench/run.sh` installs iperf3, netperf (Debian non-free) and GNU time when missing, builds
+linerate in release mode (or uses `LINERATE=/path/to/linerate`), starts the three servers on
+127.0.0.1 and stops them at exit.
+"""
+    with open(doc, "w", encoding="utf-8") as f:
+        f.write(text)
+    print(f"\nwrote {doc}", file=sys.stderr)
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[0] == "parse":
+        try:
+            parse(argv[1], argv[2])
+        except (ValueError, KeyError, IndexError, TypeError, json.JSONDecodeError, OSError) as e:
+            print(f"parse {argv[1]} {argv[2]}: {type(e).__name__}: {e}", file=sys.stderr)
+            return 1
+        return 0
+    if argv and argv[0] == "debian-mirror":
+        debian_mirror()
+        return 0
+    if len(argv) >= 3 and argv[0] == "report":
+        doc = None
+        if len(argv) >= 5 and argv[3] == "--doc":
+            doc = argv[4]
+        report(argv[1], argv[2], doc)
+        return 0
+    print(__doc__, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,367 @@
+#!/usr/bin/env bash
+# linerate benchmark: linerate vs iperf3 vs netperf on loopback (127.0.0.1 only).
+#
+# Usage: [RUNS=3] [DURATION=5] [LINERATE=/path/to/linerate] bench/run.sh [--write-doc]
+#
+# What it does
+#   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
+#      machine already uses when apt has no candidate) and GNU time if missing, and builds
+#      linerate in release mode (CARGO_TARGET_DIR is honoured) unless LINERATE is set.
+#   2. Starts `linerate serve`, `iperf3 -s` and `netserver` bound to 127.0.0.1 on their own
+#      ports (LR_PORT=15301, IPERF_PORT=15201, NETPERF_PORT=12866 by default, so they don't
+#      clash with servers someone else runs) and stops them at exit.
+#   3. Runs every case RUNS times, DURATION seconds each, interleaved round-robin
+#      (for run: for case: for tool), rotating the order of the tools every round.
+#   4. Prints a markdown table: per tool the median [min-max] of the runs, and the ratio of
+#      the medians linerate/peer; --write-doc also regenerates docs/PERFORMANCE.md.
+#
+# Cases
+#   tcp1  TCP, one stream, 128 KiB writes: linerate -l 128K, iperf3 -l 128K,
+#         netperf TCP_STREAM -m 131072. Receiver bits/s.
+#   tcp4  TCP, -P 4: linerate vs iperf3.
+#   tcpR  TCP reverse: linerate -R, iperf3 -R, netperf TCP_MAERTS (remote send size 131072).
+#   udp   64-byte datagrams, received packets/s with at most 0.1 % loss:
+#         an unpaced run first (linerate udp -l 64 without -b; iperf3 -u -l 64 -b 0;
+#         netperf UDP_STREAM -m 64). If its loss is <= 0.1 %, its received pps is the result.
+#         Otherwise binary-search the offered rate (-b) between 0 and the unpaced sender rate,
+#         UDP_STEPS (default 6) steps, for the highest rate with loss <= 0.1 %, and report the
+#         received pps at that rate (0 when no step passes). netperf can't pace (no
+#         --enable-burst), so it is run unpaced only and its received pps and loss reported.
+#   rss   linerate TCP -P 8 against a freshly started linerate server: client peak RSS from
+#         /usr/bin/time -v, server VmHWM from /proc/PID/status after the test.
+#   size  stat -c %s of the (stripped) release binary.
+#
+# Time: per round 3+2+3 TCP tests, up to 2x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
+# about 24 x (DURATION + ~1.5 s): RUNS=3 DURATION=5 takes about 8-10 minutes.
+#
+# Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
+
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+HOST=127.0.0.1
+
+RUNS="${RUNS:-3}"
+DURATION="${DURATION:-5}"
+UDP_STEPS="${UDP_STEPS:-6}"
+LOSS_LIMIT="${LOSS_LIMIT:-0.1}"
+LR_PORT="${LR_PORT:-15301}"
+LR_RSS_PORT="${LR_RSS_PORT:-15302}"
+IPERF_PORT="${IPERF_PORT:-15201}"
+NETPERF_PORT="${NETPERF_PORT:-12866}"
+WRITE_DOC=0
+
+for arg in "$@"; do
+    case "$arg" in
+        --write-doc) WRITE_DOC=1 ;;
+        -h|--help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "unknown argument: $arg (try --help)" >&2; exit 2 ;;
+    esac
+done
+
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive integer" >&2; exit 2; }
+[[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "DURATION must be a positive integer (seconds)" >&2; exit 2; }
+
+REPORT=(python3 "$HERE/report.py")
+log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+# ------------------------------------------------------------------------------------------
+# 1. dependencies and build
+
+APT_UPDATED=0
+apt_update() {
+    if [[ $APT_UPDATED == 0 ]]; then
+        log "apt-get update"
+        apt-get update -qq >&2
+        APT_UPDATED=1
+    fi
+}
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+ensure_nonfree_source() {
+    local codename uri suites signed_by file
+    codename="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
+    IFS=$'\t' read -r uri suites signed_by < <("${REPORT[@]}" debian-mirror)
+    file=/etc/apt/sources.list.d/linerate-bench-nonfree.sources
+    log "adding $file ($uri $suites non-free)"
+    {
+        echo "Types: deb"
+        echo "URIs: $uri"
+        echo "Suites: ${suites:-$codename}"
+        echo "Components: non-free"
+        if [[ -n "$signed_by" ]]; then echo "Signed-By: $signed_by"; fi
+    } > "$file"
+    APT_UPDATED=0
+    apt_update
+}
+
+install_deps() {
+    if ! command -v iperf3 >/dev/null; then apt_update; apt_install iperf3; fi
+    if [[ ! -x /usr/bin/time ]]; then apt_update; apt_install time; fi
+    if ! command -v netperf >/dev/null || ! command -v netserver >/dev/null; then
+        apt_update
+        if apt-cache policy netperf | grep -q 'Candidate: (none)' || [[ -z "$(apt-cache policy netperf)" ]]; then
+            ensure_nonfree_source
+        fi
+        apt_install netperf
+        # The package may start its own netserver on the default port; ours uses NETPERF_PORT.
+    fi
+}
+
+build_linerate() {
+    if [[ -n "${LINERATE:-}" ]]; then
+        [[ -x "$LINERATE" ]] || { echo "LINERATE=$LINERATE is not executable" >&2; exit 2; }
+        return
+    fi
+    local target="${CARGO_TARGET_DIR:-$ROOT/target}"
+    log "cargo build --release -p linerate (target dir $target)"
+    (cd "$ROOT" && CARGO_TARGET_DIR="$target" cargo build --release -q -p linerate) >&2
+    LINERATE="$target/release/linerate"
+}
+
+install_deps
+build_linerate
+LINERATE="$(cd "$(dirname "$LINERATE")" && pwd)/$(basename "$LINERATE")"
+
+# ------------------------------------------------------------------------------------------
+# 2. servers
+
+WORK="$(mktemp -d /tmp/linerate-bench.XXXXXX)"
+RESULTS="$WORK/results.tsv"
+META="$WORK/meta"
+: > "$RESULTS"
+SERVER_PIDS=()
+
+cleanup() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+    done
+    for pid in "${SERVER_PIDS[@]}"; do
+        wait "$pid" 2>/dev/null || true
+    done
+    if [[ "${KEEP_WORK:-0}" != 1 ]]; then rm -rf "$WORK"; else log "kept $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_busy() { ss -Htanl "sport = :$1" 2>/dev/null | grep -q . ; }
+
+wait_port() { # PORT PID NAME
+    local i
+    for ((i = 0; i < 100; i++)); do
+        if ! kill -0 "$2" 2>/dev/null; then
+            echo "$3 exited at start; log:" >&2; cat "$WORK/$3.log" >&2 || true; exit 1
+        fi
+        if (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "$3 did not listen on $HOST:$1" >&2
+    exit 1
+}
+
+for p in "$LR_PORT" "$LR_RSS_PORT" "$IPERF_PORT" "$NETPERF_PORT"; do
+    if port_busy "$p"; then echo "port $p is already in use; set LR_PORT/IPERF_PORT/NETPERF_PORT" >&2; exit 1; fi
+done
+
+"$LINERATE" serve --bind "$HOST" -p "$LR_PORT" -q > "$WORK/linerate-serve.log" 2>&1 &
+LR_PID=$!; SERVER_PIDS+=("$LR_PID")
+iperf3 -s -B "$HOST" -p "$IPERF_PORT" > "$WORK/iperf3-server.log" 2>&1 &
+IPERF_PID=$!; SERVER_PIDS+=("$IPERF_PID")
+netserver -D -L "$HOST" -p "$NETPERF_PORT" > "$WORK/netserver.log" 2>&1 &
+NETSERVER_PID=$!; SERVER_PIDS+=("$NETSERVER_PID")
+wait_port "$LR_PORT" "$LR_PID" linerate-serve
+wait_port "$IPERF_PORT" "$IPERF_PID" iperf3-server
+wait_port "$NETPERF_PORT" "$NETSERVER_PID" netserver
+log "servers up: linerate $LR_PID, iperf3 $IPERF_PID, netserver $NETSERVER_PID ($WORK)"
+
+# ------------------------------------------------------------------------------------------
+# 3. measurements
+
+ROUND=0
+FAILS=0
+record() { printf '%s\t%s\t%s\t%s\t%s\n' "$ROUND" "$1" "$2" "$3" "$4" >> "$RESULTS"; }
+
+# try NAME OUTFILE CMD...: run CMD (stdout to OUTFILE), retrying twice (iperf3's server can be
+# briefly busy after a test). Returns non-zero if every attempt failed.
+try() {
+    local name="$1" out="$2" attempt
+    shift 2
+    for attempt in 1 2 3; do
+        if timeout $((DURATION + 30)) "$@" > "$out" 2> "$out.err"; then
+            sleep 0.5
+            return 0
+        fi
+        log "$name: attempt $attempt failed (exit $?): $(tail -c 300 "$out.err" | tr '\n' ' ') $(tail -c 300 "$out" | tr '\n' ' ')"
+        sleep 2
+    done
+    return 1
+}
+
+# parse KIND FILE: prints the parsed figures, or nothing (and logs) on failure.
+parse() { "${REPORT[@]}" parse "$1" "$2" || true; }
+
+N=0
+next() { N=$((N + 1)); printf '%s/%03d' "$WORK" "$N"; }
+
+tcp_case() { # CASE TOOL
+    local case="$1" tool="$2" out v="" lr=() ip=() np=()
+    out="$(next)"
+    case "$case" in
+        tcp1) lr=(-l 128K); ip=(-l 128K); np=(TCP_STREAM -m 131072) ;;
+        tcp4) lr=(-l 128K -P 4); ip=(-l 128K -P 4) ;;
+        tcpR) lr=(-l 128K -R); ip=(-l 128K -R); np=(TCP_MAERTS -m 131072,131072) ;;
+    esac
+    case "$tool" in
+        linerate)
+            try "$case linerate" "$out" "$LINERATE" tcp "$HOST" -p "$LR_PORT" -t "$DURATION" "${lr[@]}" --json \
+                && v="$(parse linerate-tcp "$out")" ;;
+        iperf3)
+            try "$case iperf3" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" "${ip[@]}" -J \
+                && v="$(parse iperf3-tcp "$out")" ;;
+        netperf)
+            [[ ${#np[@]} -gt 0 ]] || return 0
+            try "$case netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t "${np[0]}" -l "$DURATION" \
+                -- "${np[@]:1}" -o THROUGHPUT,THROUGHPUT_UNITS \
+                && v="$(parse netperf-tcp "$out")" ;;
+    esac
+    if [[ -z "$v" ]]; then FAILS=$((FAILS + 1)); v=NA; fi
+    record "$case" "$tool" bps "$v"
+    log "round $ROUND $case $tool: $v bit/s"
+}
+
+# udp_once TOOL RATE: prints "rx_pps tx_pps loss tx_bps" (RATE 0 = unpaced), or nothing.
+udp_once() {
+    local tool="$1" rate="$2" out b=()
+    out="$(next)"
+    case "$tool" in
+        linerate)
+            [[ "$rate" == 0 ]] || b=(-b "$rate")
+            try "udp linerate b=$rate" "$out" "$LINERATE" udp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 64 "${b[@]}" --json \
+                && parse linerate-udp "$out" ;;
+        iperf3)
+            try "udp iperf3 b=$rate" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" -u -l 64 -b "$rate" -J \
+                && parse iperf3-udp "$out" ;;
+        netperf)
+            try "udp netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t UDP_STREAM -l "$DURATION" \
+                -- -m 64 -o THROUGHPUT,THROUGHPUT_UNITS,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS,ELAPSED_TIME \
+                && parse netperf-udp "$out" ;;
+    esac
+    return 0
+}
+
+loss_ok() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$LOSS_LIMIT') else 1)"; }
+
+udp_case() { # TOOL
+    local tool="$1" res rx tx loss txbps lo hi mid best best_rate i
+    res="$(udp_once "$tool" 0)"
+    if [[ -z "$res" ]]; then
+        FAILS=$((FAILS + 1))
+        record udp_unpaced "$tool" rx_pps NA; record udp_ndr "$tool" rx_pps NA
+        log "round $ROUND udp $tool: unpaced run failed"
+        return 0
+    fi
+    read -r rx tx loss txbps <<< "$res"
+    record udp_unpaced "$tool" rx_pps "$rx"
+    record udp_unpaced "$tool" tx_pps "$tx"
+    record udp_unpaced "$tool" loss "$loss"
+    log "round $ROUND udp $tool unpaced: rx $rx pps, tx $tx pps, loss $loss %, tx $txbps bit/s"
+    if loss_ok "$loss"; then
+        record udp_ndr "$tool" rx_pps "$rx"
+        record udp_ndr "$tool" rate_pps "$tx"
+        return 0
+    fi
+    [[ "$tool" != netperf ]] || return 0   # netperf can't pace
+    lo=0; hi="$txbps"; best=0; best_rate=0
+    for ((i = 1; i <= UDP_STEPS; i++)); do
+        mid=$(( (lo + hi) / 2 ))
+        res="$(udp_once "$tool" "$mid")"
+        if [[ -z "$res" ]]; then
+            log "round $ROUND udp $tool b=$mid: failed, treated as over the loss limit"
+            hi=$mid; continue
+        fi
+        read -r rx tx loss txbps <<< "$res"
+        if loss_ok "$loss"; then
+            lo=$mid; best=$rx; best_rate=$mid
+            log "round $ROUND udp $tool b=$mid: rx $rx pps, loss $loss % (ok)"
+        else
+            hi=$mid
+            log "round $ROUND udp $tool b=$mid: rx $rx pps, loss $loss % (over)"
+        fi
+    done
+    record udp_ndr "$tool" rx_pps "$best"
+    record udp_ndr "$tool" rate_pps "$(( best_rate / (64 * 8) ))"
+    log "round $ROUND udp $tool: $best pps received at <= $LOSS_LIMIT % loss (b=$best_rate)"
+}
+
+rss_case() {
+    local out spid hwm crss bps=""
+    out="$(next)"
+    "$LINERATE" serve --bind "$HOST" -p "$LR_RSS_PORT" -q > "$WORK/linerate-rss-serve.log" 2>&1 &
+    spid=$!; SERVER_PIDS+=("$spid")
+    wait_port "$LR_RSS_PORT" "$spid" linerate-rss-serve
+    if try "rss linerate -P 8" "$out" /usr/bin/time -v -o "$out.time" \
+        "$LINERATE" tcp "$HOST" -p "$LR_RSS_PORT" -t "$DURATION" -l 128K -P 8 --json; then
+        bps="$(parse linerate-tcp "$out")"
+        crss="$(parse time-maxrss "$out.time")"
+        hwm="$(awk '/^VmHWM:/ {print $2}' "/proc/$spid/status" 2>/dev/null || true)"
+    fi
+    kill "$spid" 2>/dev/null || true
+    wait "$spid" 2>/dev/null || true
+    [[ -n "$bps" ]] || FAILS=$((FAILS + 1))
+    record tcp8 linerate bps "${bps:-NA}"
+    record rss linerate client_kib "${crss:-NA}"
+    record rss linerate server_kib "${hwm:-NA}"
+    log "round $ROUND rss: client ${crss:-NA} KiB, server ${hwm:-NA} KiB, -P 8 ${bps:-NA} bit/s"
+}
+
+# rotate ROUND TOOLS...: prints TOOLS rotated left by ROUND-1.
+rotate() {
+    local k=$(( ($1 - 1) % ($# - 1) )); shift
+    local a=("$@")
+    echo "${a[@]:k}" "${a[@]:0:k}"
+}
+
+START=$SECONDS
+LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
+log "RUNS=$RUNS DURATION=$DURATION linerate=$LINERATE"
+for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
+    for case in tcp1 tcp4 tcpR; do
+        for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
+            [[ "$case" == tcp4 && "$tool" == netperf ]] && continue
+            tcp_case "$case" "$tool"
+        done
+    done
+    for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
+        udp_case "$tool"
+    done
+    rss_case
+done
+ROUND=0
+record size linerate bytes "$(stat -L -c %s "$LINERATE")"
+LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
+
+{
+    echo "RUNS=$RUNS"
+    echo "DURATION=$DURATION"
+    echo "UDP_STEPS=$UDP_STEPS"
+    echo "LINERATE=$LINERATE"
+    echo "LOAD_BEFORE=$LOAD_BEFORE"
+    echo "LOAD_AFTER=$LOAD_AFTER"
+    echo "ELAPSED=$((SECONDS - START))"
+    echo "DATE=$(date -u '+%Y-%m-%d %H:%M UTC')"
+} > "$META"
+
+# ------------------------------------------------------------------------------------------
+# 4. report
+
+if [[ $WRITE_DOC == 1 ]]; then
+    "${REPORT[@]}" report "$RESULTS" "$META" --doc "$ROOT/docs/PERFORMANCE.md"
+else
+    "${REPORT[@]}" report "$RESULTS" "$META"
+fi
+if [[ -n "${SAVE_RESULTS:-}" ]]; then cp "$RESULTS" "$SAVE_RESULTS"; cp "$META" "$SAVE_RESULTS.meta"; fi
+if [[ $FAILS -gt 0 ]]; then log "$FAILS test(s) failed; see the log above"; fi

@@ -1,0 +1,228 @@
+//! Raw command-line arguments (clap derive). Nothing here is validated across flags; that is
+//! [`super::plan`]'s job, so engines never see these types.
+
+use clap::{Args as ClapArgs, Parser, Subcommand};
+
+use super::units;
+
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed; 2 usage, network, protocol or I/O error.";
+
+/// linerate: how much data a system really moves, at what CPU cost, and what stops it.
+#[derive(Debug, Parser)]
+#[command(name = "linerate", version, about, after_help = EXIT_CODES)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a server that many clients can test against at once (netserver, iperf3 -s).
+    #[command(after_help = "Examples:\n  linerate serve                      # port 5301, TCP and UDP, IPv4 and IPv6\n  linerate serve --port 6000 --max-tests 4 --max-duration 60\n  linerate serve --one-off            # serve one test, then exit\n\nSIGINT or SIGTERM end running tests cleanly.")]
+    Serve(ServeArgs),
+    /// TCP stream test against a server (netperf TCP_STREAM / TCP_MAERTS, ttcp, iperf3).
+    #[command(after_help = "Examples:\n  linerate tcp 192.0.2.10                   # send for 10 s\n  linerate tcp HOST -R                      # server sends (TCP_MAERTS)\n  linerate tcp HOST --bidir -P 4            # both ways, 4 streams each\n  linerate tcp HOST -n 16M -l 8K --format ttcp   # ttcp: buflen=8192 nbuf=2048\n  linerate tcp HOST -l 64K -s 256K -S 256K --format netperf\n  linerate tcp HOST -t 30 -O 2 --json > run.json")]
+    Tcp(StreamArgs),
+    /// UDP stream test: loss, duplicates, reordering, jitter, packets per second.
+    #[command(after_help = "Examples:\n  linerate udp HOST -l 64                   # smallest datagrams, as fast as possible\n  linerate udp HOST -b 100M -l 1400         # paced at 100 Mbit/s\n  linerate udp HOST -R -b 1G --format netperf")]
+    Udp(StreamArgs),
+    /// Start a server on loopback and run a short suite: the quickest way to see linerate work.
+    #[command(after_help = "Examples:\n  linerate demo\n  linerate demo --json > demo.json")]
+    Demo(DemoArgs),
+    /// Print the JSON Schema of the result record (--json) or of the event stream.
+    #[command(hide = true)]
+    Schema {
+        /// "run" or "event".
+        #[arg(default_value = "run")]
+        which: String,
+    },
+}
+
+/// `linerate serve` arguments.
+#[derive(Debug, ClapArgs)]
+pub struct ServeArgs {
+    /// Address to listen on; [::] also accepts IPv4.
+    #[arg(long, default_value = "::")]
+    pub bind: String,
+    /// Port for control and data, TCP and UDP.
+    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
+    pub port: u16,
+    /// Longest test accepted.
+    #[arg(long, default_value = "3600", value_parser = units::parse_duration)]
+    pub max_duration: std::time::Duration,
+    /// Most parallel streams per direction in one test.
+    #[arg(long, default_value_t = 128)]
+    pub max_streams: u16,
+    /// Tests running at once.
+    #[arg(long, default_value_t = 16)]
+    pub max_tests: usize,
+    /// Highest paced rate per direction (e.g. 1G); unlimited if not given.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub max_rate: Option<u64>,
+    /// Largest write or datagram size.
+    #[arg(long, default_value = "1M", value_parser = units::parse_size32)]
+    pub max_write_size: u32,
+    /// Largest socket buffer a client may request.
+    #[arg(long, default_value = "64M", value_parser = units::parse_size32)]
+    pub max_socket_buffer: u32,
+    /// Time a new connection has to send its hello.
+    #[arg(long, default_value = "10", value_parser = units::parse_duration)]
+    pub handshake_timeout: std::time::Duration,
+    /// Time a session may sit idle before its test starts.
+    #[arg(long, default_value = "60", value_parser = units::parse_duration)]
+    pub idle_timeout: std::time::Duration,
+    /// Serve one test, then exit.
+    #[arg(long)]
+    pub one_off: bool,
+    /// Log every control frame to stderr.
+    #[arg(long)]
+    pub debug_protocol: bool,
+    /// No per-test log lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// Arguments of `tcp` and `udp`.
+#[derive(Debug, ClapArgs)]
+pub struct StreamArgs {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
+    pub port: u16,
+    /// Server sends, client receives (netperf TCP_MAERTS, iperf3 -R).
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once, each with -P streams.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Parallel streams per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u16,
+    /// Test length (seconds, or with a unit: 500ms, 2m).
+    #[arg(short = 't', long, value_parser = units::parse_duration, conflicts_with = "bytes")]
+    pub time: Option<std::time::Duration>,
+    /// Send this many bytes per direction instead of running for a time (ttcp's buflen x nbuf).
+    #[arg(short = 'n', long, value_parser = units::parse_size)]
+    pub bytes: Option<u64>,
+    /// Write size (TCP, default 128K) or datagram payload (UDP, default 1400).
+    #[arg(short = 'l', long, value_parser = units::parse_size32)]
+    pub len: Option<u32>,
+    /// Socket buffers (send and receive) on both ends, like iperf3 -w.
+    #[arg(short = 'w', long, value_parser = units::parse_size32)]
+    pub window: Option<u32>,
+    /// Socket buffers (send and receive) on this end, like netperf -s.
+    #[arg(short = 's', long, value_parser = units::parse_size32)]
+    pub local_buffer: Option<u32>,
+    /// Socket buffers (send and receive) on the server, like netperf -S.
+    #[arg(short = 'S', long, value_parser = units::parse_size32)]
+    pub remote_buffer: Option<u32>,
+    /// SO_SNDBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_sndbuf: Option<u32>,
+    /// SO_RCVBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_rcvbuf: Option<u32>,
+    /// SO_SNDBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_sndbuf: Option<u32>,
+    /// SO_RCVBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_rcvbuf: Option<u32>,
+    /// TCP_NODELAY on data sockets.
+    #[arg(short = 'N', long)]
+    pub nodelay: bool,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long)]
+    pub mss: Option<u32>,
+    /// TCP congestion control (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long)]
+    pub congestion: Option<String>,
+    /// IP TOS byte (e.g. 0x10); see also --dscp.
+    #[arg(long, value_parser = parse_tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DSCP code point 0-63 (sets TOS to DSCP << 2).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub dscp: Option<u8>,
+    /// Pace each direction to this rate, all streams together (e.g. 100M, 1G).
+    #[arg(short = 'b', long, value_parser = units::parse_rate)]
+    pub rate: Option<u64>,
+    /// Interval between reports.
+    #[arg(short = 'i', long, default_value = "1", value_parser = units::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Warm-up left out of the totals.
+    #[arg(short = 'O', long, value_parser = units::parse_duration)]
+    pub omit: Option<std::time::Duration>,
+    /// Pin data threads: LOCAL[,REMOTE] CPU numbers (iperf3 -A, netperf -T).
+    #[arg(short = 'A', long, value_parser = units::parse_affinity)]
+    pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Don't use UDP GSO/GRO (segmentation offload) even where the kernel has them.
+    #[arg(long)]
+    pub no_offload: bool,
+    /// Time to wait for the server to answer the connection.
+    #[arg(long, default_value = "5", value_parser = units::parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    /// Log every control frame to stderr.
+    #[arg(long)]
+    pub debug_protocol: bool,
+}
+
+/// Output selection, shared by commands that print results.
+#[derive(Debug, Clone, ClapArgs)]
+pub struct OutputArgs {
+    /// One JSON record (schema: docs/json-schema/run-v1.json).
+    #[arg(long, conflicts_with_all = ["json_stream", "csv", "format"])]
+    pub json: bool,
+    /// Line-delimited JSON events: start, every interval, end.
+    #[arg(long, conflicts_with_all = ["csv", "format"])]
+    pub json_stream: bool,
+    /// CSV: a header and one row per direction.
+    #[arg(long, conflicts_with = "format")]
+    pub csv: bool,
+    /// Output format: table, json, json-stream, csv, netperf, ttcp.
+    #[arg(long)]
+    pub format: Option<String>,
+}
+
+/// `linerate demo` arguments.
+#[derive(Debug, ClapArgs)]
+pub struct DemoArgs {
+    /// Seconds per test.
+    #[arg(short = 't', long, default_value = "2", value_parser = units::parse_duration)]
+    pub time: std::time::Duration,
+    /// Print the records as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u8::from_str_radix(h, 16)
+    } else {
+        t.parse()
+    };
+    v.map_err(|_| format!("invalid TOS '{s}': use 0-255 or hex such as 0x10"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn verify_cli() {
+        Args::command().debug_assert();
+    }
+
+    #[test]
+    fn tos_parses_hex_and_decimal() {
+        assert_eq!(parse_tos("0x10"), Ok(16));
+        assert_eq!(parse_tos("184"), Ok(184));
+        assert!(parse_tos("300").is_err());
+    }
+}

@@ -1,0 +1,586 @@
+//! Test engines: run the data streams of one end of a test and measure them.
+//!
+//! One thread per stream runs the loop in [`stream`]; a meter thread samples the streams'
+//! counters, TCP_INFO and /proc/stat once per interval and pushes [`IntervalReport`]s into a
+//! channel (push model: the caller decides whether they go to the console, to a JSON stream,
+//! or over the control connection). The warm-up (`omit`) ends with a baseline snapshot; the
+//! totals in the final [`SideReport`] are "end minus baseline".
+//!
+//! Life cycle: [`Engine::start`] → (intervals flow) → [`Engine::stop_senders`] (ends the
+//! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
+
+pub mod mmsg;
+pub mod pacing;
+pub mod stream;
+
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use linerate_wire::control::Transport;
+use linerate_wire::report::{
+    CpuReport, HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole,
+    Totals, UdpRxReport,
+};
+
+use crate::sys;
+pub use stream::{DataSocket, StreamCounters, StreamOutcome};
+
+/// One stream to run.
+pub struct StreamSetup {
+    /// Index within the test.
+    pub index: u16,
+    /// Send or receive at this end.
+    pub role: StreamRole,
+    /// The socket.
+    pub socket: DataSocket,
+    /// Bytes to send (fixed-size tests).
+    pub quota: Option<u64>,
+    /// Paced rate for this stream.
+    pub rate_bps: Option<u64>,
+}
+
+/// Engine settings common to all streams of one end.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Client or server.
+    pub role: Role,
+    /// TCP or UDP.
+    pub transport: Transport,
+    /// Write / datagram size.
+    pub write_size: u32,
+    /// Interval length.
+    pub interval: Duration,
+    /// Warm-up left out of totals.
+    pub omit: Duration,
+    /// CPU to pin data threads to.
+    pub cpu: Option<u32>,
+    /// UDP GSO/GRO.
+    pub udp_offload: bool,
+    /// Host facts for the report.
+    pub host: HostInfo,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Snapshot {
+    at_ns: u64,
+    bytes: Vec<u64>,
+    calls: Vec<u64>,
+    packets: Vec<u64>,
+    lost: Vec<u64>,
+    dups: Vec<u64>,
+    reordered: Vec<u64>,
+    retrans: Vec<Option<u32>>,
+}
+
+struct Shared {
+    epoch: Instant,
+    streams: Vec<(StreamSetup, Arc<StreamCounters>)>,
+    transport: Transport,
+    baseline: Mutex<Option<(Snapshot, Option<sys::cpu::CpuTimes>)>>,
+    baseline_flag: Arc<AtomicBool>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl Shared {
+    fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot {
+            at_ns: u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            ..Snapshot::default()
+        };
+        for (setup, c) in &self.streams {
+            s.bytes.push(c.bytes.load(Relaxed));
+            s.calls.push(c.calls.load(Relaxed));
+            s.packets.push(c.packets.load(Relaxed));
+            s.lost.push(c.lost.load(Relaxed));
+            s.dups.push(c.duplicates.load(Relaxed));
+            s.reordered.push(c.reordered.load(Relaxed));
+            s.retrans.push(match (&setup.socket, setup.role) {
+                (DataSocket::Tcp(t), StreamRole::Tx) => sys::tcp_info::read_tcp_info(t.as_fd())
+                    .ok()
+                    .map(|i| i.total_retrans),
+                _ => None,
+            });
+        }
+        s
+    }
+
+    fn warn(&self, w: String) {
+        if let Ok(mut v) = self.warnings.lock() {
+            if !v.contains(&w) {
+                v.push(w);
+            }
+        }
+    }
+
+    fn take_baseline(&self) {
+        let cpu = match sys::cpu::read_proc_stat() {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.warn(format!("CPU utilisation not measured: {e}"));
+                None
+            }
+        };
+        let snap = self.snapshot();
+        if let Ok(mut b) = self.baseline.lock() {
+            *b = Some((snap, cpu));
+        }
+        self.baseline_flag.store(true, Relaxed);
+    }
+}
+
+fn diff(a: &[u64], b: &[u64], pick: impl Fn(usize) -> bool) -> u64 {
+    a.iter()
+        .zip(b)
+        .enumerate()
+        .filter(|(i, _)| pick(*i))
+        .map(|(_, (x, y))| x.saturating_sub(*y))
+        .sum()
+}
+
+/// A running engine.
+pub struct Engine {
+    cfg: EngineConfig,
+    shared: Arc<Shared>,
+    tx_stop: Arc<AtomicBool>,
+    rx_stop: Arc<AtomicBool>,
+    meter_stop: Arc<AtomicBool>,
+    threads: Vec<(usize, JoinHandle<StreamOutcome>)>,
+    meter: Option<JoinHandle<()>>,
+    end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
+}
+
+impl Engine {
+    /// Starts one thread per stream and the meter. Each interval is pushed into `sink`.
+    pub fn start(
+        cfg: EngineConfig,
+        streams: Vec<StreamSetup>,
+        mut sink: impl FnMut(IntervalReport) + Send + 'static,
+    ) -> std::io::Result<Engine> {
+        let epoch = Instant::now();
+        let tx_stop = Arc::new(AtomicBool::new(false));
+        let rx_stop = Arc::new(AtomicBool::new(false));
+        let baseline_flag = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            epoch,
+            streams: streams
+                .into_iter()
+                .map(|s| (s, Arc::new(StreamCounters::default())))
+                .collect(),
+            transport: cfg.transport,
+            baseline: Mutex::new(None),
+            baseline_flag: baseline_flag.clone(),
+            warnings: Mutex::new(Vec::new()),
+        });
+        if cfg.omit.is_zero() {
+            shared.take_baseline();
+        }
+        let mut threads = Vec::new();
+        for (i, (setup, counters)) in shared.streams.iter().enumerate() {
+            let send = setup.role == StreamRole::Tx;
+            let ctx = stream::StreamCtx {
+                counters: counters.clone(),
+                epoch,
+                stop: if send {
+                    tx_stop.clone()
+                } else {
+                    rx_stop.clone()
+                },
+                baseline: baseline_flag.clone(),
+                quota: setup.quota,
+                rate_bps: setup.rate_bps,
+                write_size: cfg.write_size as usize,
+                udp_offload: cfg.udp_offload,
+                cpu: cfg.cpu,
+            };
+            let socket = setup.socket.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("lr-stream-{}", setup.index))
+                .spawn(move || stream::run(ctx, socket, send))?;
+            threads.push((i, h));
+        }
+        let meter_stop = Arc::new(AtomicBool::new(false));
+        let meter = {
+            let shared = shared.clone();
+            let stop = meter_stop.clone();
+            let interval = cfg.interval;
+            let omit = cfg.omit;
+            std::thread::Builder::new()
+                .name("lr-meter".into())
+                .spawn(move || meter_loop(&shared, &stop, interval, omit, &mut sink))?
+        };
+        Ok(Engine {
+            cfg,
+            shared,
+            tx_stop,
+            rx_stop,
+            meter_stop,
+            threads,
+            meter: Some(meter),
+            end: None,
+        })
+    }
+
+    /// True once every sending stream has ended by itself (fixed-size tests) or failed.
+    pub fn senders_done(&self) -> bool {
+        let mut any = false;
+        for (setup, c) in &self.shared.streams {
+            if setup.role == StreamRole::Tx {
+                any = true;
+                if !c.done.load(Relaxed) {
+                    return false;
+                }
+            }
+        }
+        any
+    }
+
+    /// True once every receiving stream has seen the end of its data (TCP) or failed.
+    pub fn receivers_done(&self) -> bool {
+        self.shared
+            .streams
+            .iter()
+            .filter(|(s, _)| s.role == StreamRole::Rx)
+            .all(|(_, c)| c.done.load(Relaxed))
+    }
+
+    /// True if this end has sending streams.
+    pub fn has_senders(&self) -> bool {
+        self.shared
+            .streams
+            .iter()
+            .any(|(s, _)| s.role == StreamRole::Tx)
+    }
+
+    fn rx_bytes_now(&self) -> u64 {
+        self.shared
+            .streams
+            .iter()
+            .filter(|(s, _)| s.role == StreamRole::Rx)
+            .map(|(_, c)| c.bytes.load(Relaxed))
+            .sum()
+    }
+
+    /// Stops the senders and ends the measured window (CPU is read now).
+    pub fn stop_senders(&mut self) {
+        if self.end.is_some() {
+            return;
+        }
+        self.tx_stop.store(true, Relaxed);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.senders_done() && self.has_senders() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let at = u64::try_from(self.shared.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.end = Some((at, sys::cpu::read_proc_stat().ok()));
+    }
+
+    /// Waits for receivers to drain, stops everything and builds this end's report.
+    ///
+    /// TCP receivers end at the peer's end of stream; UDP receivers when nothing arrived for
+    /// `quiet`. Either way no longer than `max_drain`.
+    pub fn finish(mut self, quiet: Duration, max_drain: Duration) -> SideReport {
+        self.stop_senders();
+        let deadline = Instant::now() + max_drain;
+        let mut last = self.rx_bytes_now();
+        let mut last_change = Instant::now();
+        while !self.receivers_done() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            let now_bytes = self.rx_bytes_now();
+            if now_bytes != last {
+                last = now_bytes;
+                last_change = Instant::now();
+            } else if self.cfg.transport == Transport::Udp && last_change.elapsed() >= quiet {
+                break;
+            }
+        }
+        self.rx_stop.store(true, Relaxed);
+        self.meter_stop.store(true, Relaxed);
+        let mut outcomes: Vec<Option<StreamOutcome>> =
+            (0..self.shared.streams.len()).map(|_| None).collect();
+        for (i, h) in self.threads.drain(..) {
+            match h.join() {
+                Ok(o) => outcomes[i] = Some(o),
+                Err(_) => self
+                    .shared
+                    .warn(format!("data thread of stream {i} panicked; its figures are partial")),
+            }
+        }
+        if let Some(m) = self.meter.take() {
+            let _ = m.join();
+        }
+        self.build_report(outcomes)
+    }
+
+    fn build_report(&self, outcomes: Vec<Option<StreamOutcome>>) -> SideReport {
+        let sh = &self.shared;
+        let fin = sh.snapshot();
+        let (base, base_cpu) = sh
+            .baseline
+            .lock()
+            .ok()
+            .and_then(|b| b.clone())
+            .unwrap_or_else(|| {
+                // The test ended inside the warm-up: nothing is left to measure.
+                sh.warn("the test ended before the warm-up (--omit) was over: totals are empty; shorten --omit".into());
+                (fin.clone(), None)
+            });
+        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin.at_ns, None));
+        let mut warnings = sh.warnings.lock().map(|w| w.clone()).unwrap_or_default();
+        let udp = sh.transport == Transport::Udp;
+        let mut streams = Vec::new();
+        let mut proc_cpu: Option<ProcessCpu> = None;
+        let mut udp_total: Option<UdpRxReport> = None;
+        let mut tx_last = 0u64;
+        let mut rx_last = 0u64;
+        for (i, ((setup, c), outcome)) in sh.streams.iter().zip(outcomes).enumerate() {
+            let outcome = outcome.unwrap_or_default();
+            if let Some(e) = &outcome.error {
+                warnings.push(format!("stream {} ended with an error: {e}", setup.index));
+            }
+            for w in &outcome.warnings {
+                if !warnings.contains(w) {
+                    warnings.push(w.clone());
+                }
+            }
+            if let Some(cpu) = &outcome.cpu {
+                let p = proc_cpu.get_or_insert_with(ProcessCpu::default);
+                p.user_ns += cpu.user_ns;
+                p.system_ns += cpu.system_ns;
+            }
+            let last = c.last_ns.load(Relaxed).saturating_sub(1);
+            let dur = last.saturating_sub(base.at_ns);
+            let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
+            if setup.role == StreamRole::Tx {
+                tx_last = tx_last.max(dur);
+            } else {
+                rx_last = rx_last.max(dur);
+            }
+            let udp_rx = outcome.udp_rx.map(|u| UdpRxReport {
+                packets: fin.packets[i].saturating_sub(base.packets[i]),
+                lost: fin.lost[i].saturating_sub(base.lost[i]),
+                duplicates: fin.dups[i].saturating_sub(base.dups[i]),
+                reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
+                jitter_ns: u.jitter_ns,
+            });
+            if let Some(u) = &udp_rx {
+                let t = udp_total.get_or_insert_with(UdpRxReport::default);
+                t.packets += u.packets;
+                t.lost += u.lost;
+                t.duplicates += u.duplicates;
+                t.reordered += u.reordered;
+                t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
+            }
+            streams.push(stream_report(setup, bytes, fin.calls[i].saturating_sub(base.calls[i]), udp.then(|| fin.packets[i].saturating_sub(base.packets[i])), dur, udp_rx, &mut warnings));
+        }
+        let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
+        let is_rx = |i: usize| !is_tx(i);
+        let retransmits = if udp {
+            None
+        } else {
+            let mut any = false;
+            let mut total = 0u64;
+            for i in (0..fin.retrans.len()).filter(|i| is_tx(*i)) {
+                if let (Some(a), Some(b)) = (fin.retrans[i], base.retrans[i]) {
+                    any = true;
+                    total += u64::from(a.saturating_sub(b));
+                }
+            }
+            any.then_some(total)
+        };
+        let totals = Totals {
+            duration_ns: end_ns.saturating_sub(base.at_ns),
+            tx_bytes: diff(&fin.bytes, &base.bytes, is_tx),
+            rx_bytes: diff(&fin.bytes, &base.bytes, is_rx),
+            tx_calls: diff(&fin.calls, &base.calls, is_tx),
+            rx_calls: diff(&fin.calls, &base.calls, is_rx),
+            tx_duration_ns: tx_last,
+            rx_duration_ns: rx_last,
+            tx_packets: udp.then(|| diff(&fin.packets, &base.packets, is_tx)),
+            rx_packets: udp.then(|| diff(&fin.packets, &base.packets, is_rx)),
+            retransmits,
+            udp_rx: udp_total,
+        };
+        let cpu: Option<CpuReport> = match (&base_cpu, &end_cpu) {
+            (Some(a), Some(b)) => sys::cpu::cpu_report(a, b),
+            _ => None,
+        };
+        if cpu.is_none() && !warnings.iter().any(|w| w.starts_with("CPU utilisation")) {
+            warnings.push("CPU utilisation not measured: /proc/stat could not be read at both ends of the window".into());
+        }
+        if proc_cpu.is_none() {
+            warnings.push("linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into());
+        }
+        SideReport {
+            role: self.cfg.role,
+            host: self.cfg.host.clone(),
+            streams,
+            intervals: Vec::new(),
+            totals,
+            cpu,
+            process_cpu: proc_cpu,
+            warnings,
+        }
+    }
+}
+
+fn stream_report(
+    setup: &StreamSetup,
+    bytes: u64,
+    calls: u64,
+    packets: Option<u64>,
+    duration_ns: u64,
+    udp_rx: Option<UdpRxReport>,
+    warnings: &mut Vec<String>,
+) -> StreamReport {
+    let (sndbuf, rcvbuf, local, remote, tcp_info, mss, congestion) = match &setup.socket {
+        DataSocket::Tcp(t) => {
+            let s = socket2::SockRef::from(t.as_ref());
+            let info = match sys::tcp_info::read_tcp_info(t.as_fd()) {
+                Ok(i) => Some(i),
+                Err(e) => {
+                    let w = format!("TCP_INFO not readable: {e}");
+                    if !warnings.contains(&w) {
+                        warnings.push(w);
+                    }
+                    None
+                }
+            };
+            (
+                s.send_buffer_size().ok(),
+                s.recv_buffer_size().ok(),
+                t.local_addr().ok(),
+                t.peer_addr().ok(),
+                info,
+                s.mss().ok(),
+                s.tcp_congestion()
+                    .ok()
+                    .map(|c| String::from_utf8_lossy(&c).trim_end_matches('\0').to_string()),
+            )
+        }
+        DataSocket::Udp(u) => {
+            let s = socket2::SockRef::from(u.as_ref());
+            (
+                s.send_buffer_size().ok(),
+                s.recv_buffer_size().ok(),
+                u.local_addr().ok(),
+                u.peer_addr().ok(),
+                None,
+                None,
+                None,
+            )
+        }
+    };
+    StreamReport {
+        index: setup.index,
+        role: setup.role,
+        bytes,
+        io_calls: calls,
+        packets,
+        duration_ns,
+        sndbuf_bytes: sndbuf.and_then(|v| u32::try_from(v).ok()),
+        rcvbuf_bytes: rcvbuf.and_then(|v| u32::try_from(v).ok()),
+        mss_bytes: mss,
+        congestion,
+        tcp_info,
+        udp_rx,
+        local_addr: local.map(|a| a.to_string()),
+        remote_addr: remote.map(|a| a.to_string()),
+    }
+}
+
+fn meter_loop(
+    sh: &Shared,
+    stop: &AtomicBool,
+    interval: Duration,
+    omit: Duration,
+    out: &mut dyn FnMut(IntervalReport),
+) {
+    let mut prev = sh.snapshot();
+    let mut prev_cpu = sys::cpu::read_proc_stat().ok();
+    let mut baseline_done = omit.is_zero();
+    let mut next = interval;
+    loop {
+        // Sleep until the next tick, or the warm-up boundary, looking at the stop flag.
+        let target = if baseline_done { next } else { next.min(omit) };
+        loop {
+            if stop.load(Relaxed) {
+                return;
+            }
+            let el = sh.epoch.elapsed();
+            if el >= target {
+                break;
+            }
+            std::thread::sleep((target - el).min(Duration::from_millis(20)));
+        }
+        if !baseline_done && sh.epoch.elapsed() >= omit {
+            sh.take_baseline();
+            baseline_done = true;
+        }
+        if sh.epoch.elapsed() < next {
+            continue;
+        }
+        next += interval;
+        let now = sh.snapshot();
+        let cpu = sys::cpu::read_proc_stat().ok();
+        let iv = interval_report(sh, &prev, &now, prev_cpu.as_ref(), cpu.as_ref(), omit);
+        prev = now;
+        prev_cpu = cpu;
+        out(iv);
+    }
+}
+
+fn interval_report(
+    sh: &Shared,
+    a: &Snapshot,
+    b: &Snapshot,
+    ca: Option<&sys::cpu::CpuTimes>,
+    cb: Option<&sys::cpu::CpuTimes>,
+    omit: Duration,
+) -> IntervalReport {
+    let udp = sh.transport == Transport::Udp;
+    let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
+    let is_rx = |i: usize| !is_tx(i);
+    let has_rx = (0..sh.streams.len()).any(is_rx);
+    let mut retrans = None;
+    let mut rtt_sum = 0u64;
+    let mut rtt_n = 0u64;
+    let mut cwnd = None;
+    if !udp {
+        for (i, (setup, _)) in sh.streams.iter().enumerate() {
+            if setup.role != StreamRole::Tx {
+                continue;
+            }
+            if let (Some(x), Some(y)) = (b.retrans[i], a.retrans[i]) {
+                *retrans.get_or_insert(0u64) += u64::from(x.saturating_sub(y));
+            }
+            if let DataSocket::Tcp(t) = &setup.socket {
+                if let Ok(info) = sys::tcp_info::read_tcp_info(t.as_fd()) {
+                    rtt_sum += u64::from(info.rtt_us);
+                    rtt_n += 1;
+                    *cwnd.get_or_insert(0u64) +=
+                        u64::from(info.snd_cwnd) * u64::from(info.snd_mss);
+                }
+            }
+        }
+    }
+    IntervalReport {
+        start_ns: a.at_ns,
+        end_ns: b.at_ns,
+        omitted: Duration::from_nanos(b.at_ns) <= omit && !omit.is_zero(),
+        tx_bytes: diff(&b.bytes, &a.bytes, is_tx),
+        rx_bytes: diff(&b.bytes, &a.bytes, is_rx),
+        tx_packets: udp.then(|| diff(&b.packets, &a.packets, is_tx)),
+        rx_packets: (udp && has_rx).then(|| diff(&b.packets, &a.packets, is_rx)),
+        rx_lost: (udp && has_rx).then(|| diff(&b.lost, &a.lost, is_rx)),
+        retransmits: retrans,
+        rtt_us: (rtt_n > 0).then(|| u32::try_from(rtt_sum / rtt_n).unwrap_or(u32::MAX)),
+        cwnd_bytes: cwnd,
+        cpu_percent: match (ca, cb) {
+            (Some(x), Some(y)) => sys::cpu::util_percent(x, y),
+            _ => None,
+        },
+    }
+}

@@ -1,0 +1,388 @@
+//! The per-stream data loops: one thread per stream, sending or receiving.
+//!
+//! Loops publish what they did through [`StreamCounters`] (relaxed atomics, read by the meter)
+//! and return a [`StreamOutcome`] when they end. Every blocking call is bounded by a socket
+//! time-out so that a loop notices its stop flag within [`POLL`].
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linerate_stats::{JitterEstimator, SeqTracker};
+use linerate_wire::probe::{self, Probe};
+use linerate_wire::report::{ProcessCpu, UdpRxReport};
+
+use super::mmsg::{self, RecvBatch};
+use super::pacing::{self, Pacer};
+use crate::sys;
+
+/// How often a blocked loop wakes to look at its stop flag.
+pub const POLL: Duration = Duration::from_millis(100);
+
+/// Counters one stream publishes while it runs.
+#[derive(Debug, Default)]
+pub struct StreamCounters {
+    /// Payload bytes.
+    pub bytes: AtomicU64,
+    /// I/O calls.
+    pub calls: AtomicU64,
+    /// Datagrams (UDP).
+    pub packets: AtomicU64,
+    /// UDP receiver: lost so far.
+    pub lost: AtomicU64,
+    /// UDP receiver: duplicates so far.
+    pub duplicates: AtomicU64,
+    /// UDP receiver: reordered so far.
+    pub reordered: AtomicU64,
+    /// Nanoseconds after the engine epoch of the last byte moved, plus one (0 = none yet).
+    pub last_ns: AtomicU64,
+    /// Set when the loop has ended.
+    pub done: AtomicBool,
+    /// Thread CPU at the warm-up boundary, user and system nanoseconds.
+    pub cpu_at_baseline_user_ns: AtomicU64,
+    /// See `cpu_at_baseline_user_ns`.
+    pub cpu_at_baseline_system_ns: AtomicU64,
+}
+
+/// The socket a stream runs on.
+#[derive(Debug, Clone)]
+pub enum DataSocket {
+    /// A TCP connection.
+    Tcp(Arc<TcpStream>),
+    /// A connected UDP socket.
+    Udp(Arc<UdpSocket>),
+}
+
+/// What a stream loop returns.
+#[derive(Debug, Default)]
+pub struct StreamOutcome {
+    /// UDP receiver accounting (receivers only).
+    pub udp_rx: Option<UdpRxReport>,
+    /// The thread's CPU time over the measured window.
+    pub cpu: Option<ProcessCpu>,
+    /// Why the loop ended early, if it did.
+    pub error: Option<String>,
+    /// Warnings (e.g. GSO turned off).
+    pub warnings: Vec<String>,
+}
+
+/// Everything a loop needs.
+pub struct StreamCtx {
+    /// Shared counters.
+    pub counters: Arc<StreamCounters>,
+    /// Engine epoch.
+    pub epoch: Instant,
+    /// Stop flag for this loop.
+    pub stop: Arc<AtomicBool>,
+    /// Set by the meter at the warm-up boundary.
+    pub baseline: Arc<AtomicBool>,
+    /// Bytes to send before stopping (fixed-size tests).
+    pub quota: Option<u64>,
+    /// Paced rate of this stream.
+    pub rate_bps: Option<u64>,
+    /// Write / datagram size.
+    pub write_size: usize,
+    /// UDP GSO on send, GRO on receive.
+    pub udp_offload: bool,
+    /// CPU to pin to.
+    pub cpu: Option<u32>,
+}
+
+impl StreamCtx {
+    fn now_ns(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn record(&self, bytes: u64, calls: u64, packets: u64) {
+        let c = &self.counters;
+        c.bytes.fetch_add(bytes, Relaxed);
+        c.calls.fetch_add(calls, Relaxed);
+        if packets > 0 {
+            c.packets.fetch_add(packets, Relaxed);
+        }
+        c.last_ns.store(self.now_ns() + 1, Relaxed);
+    }
+
+    /// Saves the thread's CPU once the warm-up is over (cheap check per loop turn).
+    fn check_baseline(&self, taken: &mut bool) {
+        if !*taken && self.baseline.load(Relaxed) {
+            *taken = true;
+            if let Some(c) = sys::rusage::thread_cpu() {
+                self.counters.cpu_at_baseline_user_ns.store(c.user_ns, Relaxed);
+                self.counters
+                    .cpu_at_baseline_system_ns
+                    .store(c.system_ns, Relaxed);
+            }
+        }
+    }
+
+    fn window_cpu(&self) -> Option<ProcessCpu> {
+        sys::rusage::thread_cpu().map(|c| ProcessCpu {
+            user_ns: c
+                .user_ns
+                .saturating_sub(self.counters.cpu_at_baseline_user_ns.load(Relaxed)),
+            system_ns: c
+                .system_ns
+                .saturating_sub(self.counters.cpu_at_baseline_system_ns.load(Relaxed)),
+        })
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Runs the loop for `socket` in the given role; called on the stream's own thread.
+pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
+    let mut out = StreamOutcome::default();
+    if let Some(cpu) = ctx.cpu {
+        if let Err(e) = sys::affinity::pin_current_thread(cpu) {
+            out.warnings.push(format!("could not pin a data thread: {e}"));
+        }
+    }
+    let res = match (&socket, send) {
+        (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
+        (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
+        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings),
+        (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
+    };
+    if let Err(e) = res {
+        out.error = Some(e.to_string());
+    }
+    out.cpu = ctx.window_cpu();
+    ctx.counters.done.store(true, Relaxed);
+    out
+}
+
+fn fill_pattern(buf: &mut [u8]) {
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+}
+
+fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
+    sock.set_write_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; ctx.write_size.max(1)];
+    fill_pattern(&mut buf);
+    let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
+    let mut sent: u64 = 0;
+    let mut base = false;
+    let mut w = sock;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let mut len = buf.len();
+        if let Some(q) = ctx.quota {
+            let left = q.saturating_sub(sent);
+            if left == 0 {
+                break;
+            }
+            len = len.min(usize::try_from(left).unwrap_or(len));
+        }
+        if let Some(p) = pacer.as_mut() {
+            let d = p.delay(ctx.now_ns());
+            if !d.is_zero() {
+                pacing::wait(d.min(POLL));
+                continue;
+            }
+        }
+        match w.write(&buf[..len]) {
+            Ok(0) => break,
+            Ok(n) => {
+                sent += n as u64;
+                ctx.record(n as u64, 1, 0);
+                if let Some(p) = pacer.as_mut() {
+                    p.sent(n as u64);
+                }
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    // Let the receiver see the end of the stream; it may already be gone.
+    let _ = sock.shutdown(Shutdown::Write);
+    Ok(())
+}
+
+fn tcp_recv(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
+    sock.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; ctx.write_size.clamp(64 * 1024, 1 << 20)];
+    let mut base = false;
+    let mut r = sock;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        match r.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => ctx.record(n as u64, 1, 0),
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Most datagrams in one GSO send (the kernel's UDP_MAX_SEGMENTS is 64 on older kernels).
+const GSO_MAX_SEGMENTS: usize = 64;
+/// Largest GSO super-datagram payload.
+const GSO_MAX_BYTES: usize = 65_000;
+
+fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io::Result<()> {
+    let l = ctx.write_size.max(probe::LEN);
+    let mut gso = ctx.udp_offload && l * 2 <= GSO_MAX_BYTES;
+    if gso {
+        if let Err(e) = nix::sys::socket::setsockopt(
+            sock,
+            nix::sys::socket::sockopt::UdpGsoSegment,
+            &(l as i32),
+        ) {
+            warnings.push(format!(
+                "UDP GSO unavailable ({e}); sending with sendmmsg instead"
+            ));
+            gso = false;
+        }
+    }
+    let max_batch = if gso {
+        (GSO_MAX_BYTES / l).clamp(1, GSO_MAX_SEGMENTS)
+    } else {
+        64
+    };
+    let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
+    let mut buf = vec![0u8; l * max_batch];
+    fill_pattern(&mut buf);
+    let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
+    let mut seq: u64 = 0;
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let mut batch = pacer
+            .as_ref()
+            .map_or(max_batch, |p| p.batch_for(l as u32, max_batch));
+        if let Some(q) = quota_pkts {
+            let left = q.saturating_sub(seq);
+            if left == 0 {
+                break;
+            }
+            batch = batch.min(usize::try_from(left).unwrap_or(batch));
+        }
+        if let Some(p) = pacer.as_mut() {
+            let d = p.delay(ctx.now_ns());
+            if !d.is_zero() {
+                pacing::wait(d.min(POLL));
+                continue;
+            }
+        }
+        let tx_ns = ctx.now_ns();
+        for i in 0..batch {
+            Probe {
+                seq: seq + i as u64,
+                tx_ns,
+            }
+            .emit(&mut buf[i * l..]);
+        }
+        let res = if gso {
+            sock.send(&buf[..batch * l]).map(|n| n / l)
+        } else {
+            let slices: Vec<&[u8]> = buf.chunks(l).take(batch).collect();
+            mmsg::send_batch(sock.as_fd(), &slices)
+        };
+        match res {
+            Ok(n) => {
+                seq += n as u64;
+                ctx.record((n * l) as u64, 1, n as u64);
+                if let Some(p) = pacer.as_mut() {
+                    p.sent((n * l) as u64);
+                }
+            }
+            Err(e) if is_timeout(&e) => continue,
+            // A full queue or a port-unreachable from a receiver not yet listening: retry.
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.kind() == io::ErrorKind::ConnectionRefused =>
+            {
+                std::thread::yield_now();
+                continue;
+            }
+            Err(e) if gso && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL)) => {
+                warnings.push(format!(
+                    "UDP GSO refused by the kernel or driver ({e}); fell back to sendmmsg"
+                ));
+                gso = false;
+                let _ = nix::sys::socket::setsockopt(
+                    sock,
+                    nix::sys::socket::sockopt::UdpGsoSegment,
+                    &0,
+                );
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+fn udp_recv(
+    ctx: &StreamCtx,
+    sock: &UdpSocket,
+    report: &mut Option<UdpRxReport>,
+) -> io::Result<()> {
+    sock.set_read_timeout(Some(POLL))?;
+    let l = ctx.write_size.max(probe::LEN);
+    let gro = ctx.udp_offload
+        && nix::sys::socket::setsockopt(sock, nix::sys::socket::sockopt::UdpGroSegment, &true)
+            .is_ok();
+    let mut batch = if gro {
+        RecvBatch::new(8, 65_536)
+    } else {
+        RecvBatch::new(64, l + 1)
+    };
+    let mut seq = SeqTracker::new();
+    let mut jitter = JitterEstimator::new();
+    let mut base = false;
+    let c = &ctx.counters;
+    let mut result = Ok(());
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let n = match batch.recv(sock.as_fd()) {
+            Ok(n) => n,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        let rx_ns = ctx.now_ns();
+        let mut bytes = 0u64;
+        let mut pkts = 0u64;
+        for i in 0..n {
+            // With GRO one message holds several datagrams of `l` bytes each.
+            for d in batch.msg(i).chunks(l) {
+                bytes += d.len() as u64;
+                pkts += 1;
+                if let Ok(p) = Probe::parse(d) {
+                    seq.on_packet(p.seq);
+                    jitter.on_packet(p.tx_ns, rx_ns);
+                }
+            }
+        }
+        ctx.record(bytes, 1, pkts);
+        let s = seq.snapshot();
+        c.lost.store(s.lost, Relaxed);
+        c.duplicates.store(s.duplicates, Relaxed);
+        c.reordered.store(s.reordered, Relaxed);
+    }
+    let s = seq.snapshot();
+    *report = Some(UdpRxReport {
+        packets: s.received,
+        lost: s.lost,
+        duplicates: s.duplicates,
+        reordered: s.reordered,
+        jitter_ns: jitter.jitter_ns(),
+    });
+    result
+}

@@ -1,0 +1,196 @@
+//! CSV: a header row, then one row per flow (one for send or receive, two for both).
+//!
+//! The columns are the fields of [`CsvRow`], in order, so a column cannot be added to the
+//! header and forgotten in the rows. An unmeasured value is an empty cell.
+
+use super::sender_bytes;
+use crate::model::{FlowDirection, FlowSummary, RunRecord};
+use linerate_wire::control::Transport;
+use serde::Serialize;
+
+/// One flow of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CsvRow {
+    /// Start of the test, RFC 3339 UTC.
+    pub started_at: String,
+    /// "tcp" or "udp".
+    pub transport: &'static str,
+    /// "client_to_server" or "server_to_client" (the JSON names).
+    pub direction: &'static str,
+    /// Parallel streams per direction.
+    pub streams: u16,
+    /// Write (TCP) or datagram payload (UDP) size, bytes.
+    pub write_size: u32,
+    /// The client's measured window, nanoseconds.
+    pub duration_ns: u64,
+    /// Payload bytes written; empty when the sender did not report.
+    pub sender_bytes: Option<u64>,
+    /// Payload bytes read; empty when the receiver did not report.
+    pub receiver_bytes: Option<u64>,
+    /// Sender throughput, bits per second.
+    pub sender_bps: Option<f64>,
+    /// Receiver throughput, bits per second: the figure to quote.
+    pub receiver_bps: Option<f64>,
+    /// UDP datagrams per second received.
+    pub pps: Option<f64>,
+    /// TCP segments retransmitted by the sender.
+    pub retransmits: Option<u64>,
+    /// UDP loss, percent of datagrams sent.
+    pub loss_percent: Option<f64>,
+    /// UDP interarrival jitter (RFC 3550), nanoseconds.
+    pub jitter_ns: Option<u64>,
+    /// Client CPU utilisation, percent of all its CPUs.
+    pub client_cpu_util_percent: Option<f64>,
+    /// Server CPU utilisation, percent of all its CPUs.
+    pub server_cpu_util_percent: Option<f64>,
+    /// Client service demand, µs of CPU per KB.
+    pub client_service_demand_us_per_kb: Option<f64>,
+    /// Server service demand, µs of CPU per KB.
+    pub server_service_demand_us_per_kb: Option<f64>,
+    /// The test was cut short.
+    pub interrupted: bool,
+}
+
+impl CsvRow {
+    /// The row for one flow of `rec`.
+    pub fn new(rec: &RunRecord, flow: &FlowSummary) -> Self {
+        let client = &rec.summary.client;
+        let server = rec.summary.server.as_ref();
+        CsvRow {
+            started_at: rec.started_at.clone(),
+            transport: match rec.plan.transport {
+                Transport::Tcp => "tcp",
+                Transport::Udp => "udp",
+            },
+            direction: match flow.direction {
+                FlowDirection::ClientToServer => "client_to_server",
+                FlowDirection::ServerToClient => "server_to_client",
+            },
+            streams: rec.plan.streams,
+            write_size: rec.plan.write_size,
+            duration_ns: client.duration_ns,
+            sender_bytes: sender_bytes(rec, flow),
+            receiver_bytes: flow.receiver_bytes,
+            sender_bps: flow.sender_bps,
+            receiver_bps: flow.receiver_bps,
+            pps: flow.receiver_pps,
+            retransmits: flow.retransmits,
+            loss_percent: flow.loss_percent,
+            jitter_ns: flow.udp.as_ref().and_then(|u| u.jitter_ns),
+            client_cpu_util_percent: client.cpu_util_percent,
+            server_cpu_util_percent: server.and_then(|s| s.cpu_util_percent),
+            client_service_demand_us_per_kb: client.service_demand_us_per_kb,
+            server_service_demand_us_per_kb: server.and_then(|s| s.service_demand_us_per_kb),
+            interrupted: rec.interrupted,
+        }
+    }
+}
+
+/// Header row, then one row per flow.
+pub fn render(rec: &RunRecord) -> String {
+    let rows: Vec<CsvRow> = rec
+        .summary
+        .flows
+        .iter()
+        .map(|f| CsvRow::new(rec, f))
+        .collect();
+    match write_rows(&rows) {
+        Ok(text) => text,
+        // Writing plain numbers and strings into memory cannot fail; keep the output CSV-shaped.
+        Err(e) => format!("error\n\"cannot write CSV: {}\"\n", e.to_string().replace('"', "'")),
+    }
+}
+
+/// The header row alone, derived from [`CsvRow`]'s fields.
+pub fn header() -> String {
+    let text = write_rows(&[CsvRow::default()]).unwrap_or_default();
+    text.lines().next().map(|h| format!("{h}\n")).unwrap_or_default()
+}
+
+fn write_rows(rows: &[CsvRow]) -> Result<String, ::csv::Error> {
+    if rows.is_empty() {
+        return Ok(header());
+    }
+    let mut w = ::csv::WriterBuilder::new()
+        .has_headers(true)
+        .terminator(::csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    for row in rows {
+        w.serialize(row)?;
+    }
+    let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    const HEADER: &str = "started_at,transport,direction,streams,write_size,duration_ns,\
+sender_bytes,receiver_bytes,sender_bps,receiver_bps,pps,retransmits,loss_percent,jitter_ns,\
+client_cpu_util_percent,server_cpu_util_percent,client_service_demand_us_per_kb,\
+server_service_demand_us_per_kb,interrupted\n";
+
+    #[test]
+    fn tcp_send_header_and_row() {
+        // 374,048,125 B × 8 / 10.25 s = 291,940,000 bit/s; service demands as in netperf's
+        // test: 27.847… and 23.896… µs/KB, at full precision.
+        let rec = fixtures::tcp_send();
+        let client_sd = rec.summary.client.service_demand_us_per_kb.unwrap();
+        let server_sd = rec.summary.server.as_ref().unwrap().service_demand_us_per_kb.unwrap();
+        let expected = format!(
+            "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,65535,10250000000,\
+             374048125,374048125,291940000.0,291940000.0,,3,,,24.81,85.16,{client_sd},\
+             {server_sd},false\n"
+        );
+        assert_eq!(render(&rec), expected);
+        assert!(client_sd.to_string().starts_with("27.847"));
+        assert!(server_sd.to_string().starts_with("23.896"));
+    }
+
+    #[test]
+    fn absent_values_are_empty_cells() {
+        // No server: receiver bytes, receiver bps, server CPU and every CPU figure are empty.
+        let expected = format!(
+            "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,131072,5000000000,\
+             5000000000,,8000000000.0,,,,,,,,,,true\n"
+        );
+        assert_eq!(render(&fixtures::no_server()), expected);
+    }
+
+    #[test]
+    fn udp_row_has_loss_jitter_and_pps() {
+        let out = render(&fixtures::udp_send());
+        let row = out.lines().nth(1).unwrap();
+        let cells: Vec<&str> = row.split(',').collect();
+        let col = |name: &str| {
+            let i = HEADER.trim_end().split(',').position(|h| h == name).unwrap();
+            cells[i]
+        };
+        assert_eq!(col("pps"), "99005.0");
+        assert_eq!(col("loss_percent"), "1.0");
+        assert_eq!(col("jitter_ns"), "12345");
+        assert_eq!(col("retransmits"), "");
+        assert_eq!(col("transport"), "udp");
+    }
+
+    #[test]
+    fn header_comes_from_the_row_type() {
+        assert_eq!(header(), HEADER);
+        let mut rec = fixtures::tcp_send();
+        rec.summary.flows.clear();
+        assert_eq!(render(&rec), HEADER);
+    }
+
+    #[test]
+    fn both_directions_give_two_rows() {
+        let mut rec = fixtures::tcp_send();
+        let mut back = rec.summary.flows[0].clone();
+        back.direction = FlowDirection::ServerToClient;
+        rec.summary.flows.push(back);
+        let out = render(&rec);
+        assert_eq!(out.lines().count(), 3);
+        assert!(out.lines().nth(2).unwrap().contains(",server_to_client,"));
+    }
+}

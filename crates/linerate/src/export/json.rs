@@ -1,0 +1,155 @@
+//! JSON output and the JSON Schemas that document it.
+//!
+//! `--json` prints [`render`]; `--json-stream` prints one [`event_line`] per [`StreamEvent`] as
+//! it happens. The schemas in `docs/json-schema/run-v1.json` and `event-v1.json` are generated
+//! from the model types by [`schema`] and [`event_schema`]; a test keeps the committed files in
+//! step with the code.
+
+use crate::model::{RunRecord, StreamEvent};
+use serde::Serialize;
+
+/// The record as pretty JSON, with a trailing newline.
+pub fn render(rec: &RunRecord) -> String {
+    pretty(rec)
+}
+
+/// One event as a single compact JSON line, with a trailing newline.
+pub fn event_line(event: &StreamEvent) -> String {
+    let mut line = serde_json::to_string(event).unwrap_or_else(|e| error_json(&e));
+    line.push('\n');
+    line
+}
+
+/// JSON Schema of [`RunRecord`] (`docs/json-schema/run-v1.json`), pretty, trailing newline.
+pub fn schema() -> String {
+    pretty(&schemars::schema_for!(RunRecord))
+}
+
+/// JSON Schema of one `--json-stream` line (`docs/json-schema/event-v1.json`).
+pub fn event_schema() -> String {
+    pretty(&schemars::schema_for!(StreamEvent))
+}
+
+fn pretty<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| error_json(&e));
+    text.push('\n');
+    text
+}
+
+/// The model only holds strings, numbers, booleans and sequences, so serialization cannot fail;
+/// should it ever, the output stays valid JSON and says why.
+fn error_json(e: &serde_json::Error) -> String {
+    serde_json::json!({ "error": format!("cannot serialize: {e}") }).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+    use linerate_wire::report::Role;
+    use std::path::PathBuf;
+
+    fn schema_dir() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/json-schema")
+    }
+
+    /// The committed schemas must match the code. After an intended change to the model, run
+    /// `LINERATE_BLESS=1 cargo test -p linerate export::json` to rewrite
+    /// `docs/json-schema/run-v1.json` and `event-v1.json`, and review the diff (an incompatible
+    /// change also bumps `SCHEMA_VERSION` and the file names).
+    #[test]
+    fn committed_schemas_match_the_model() {
+        let bless = std::env::var("LINERATE_BLESS").is_ok_and(|v| v == "1");
+        for (name, generated) in [("run-v1.json", schema()), ("event-v1.json", event_schema())] {
+            let path = schema_dir().join(name);
+            if bless {
+                std::fs::create_dir_all(schema_dir()).unwrap();
+                std::fs::write(&path, &generated).unwrap();
+                continue;
+            }
+            let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+                panic!("{}: {e}; run with LINERATE_BLESS=1 to create it", path.display())
+            });
+            assert!(
+                committed == generated,
+                "{} is out of date with the model; run with LINERATE_BLESS=1 to regenerate it",
+                path.display()
+            );
+        }
+    }
+
+    fn compile(schema_text: &str) -> jsonschema::JSONSchema {
+        let value: serde_json::Value = serde_json::from_str(schema_text).unwrap();
+        jsonschema::JSONSchema::compile(&value).unwrap()
+    }
+
+    fn assert_valid(schema: &jsonschema::JSONSchema, text: &str) {
+        let instance: serde_json::Value = serde_json::from_str(text).unwrap();
+        if let Err(errors) = schema.validate(&instance) {
+            let msgs: Vec<String> = errors.map(|e| format!("{} at {}", e, e.instance_path)).collect();
+            panic!("invalid against the schema: {msgs:#?}");
+        }
+    }
+
+    #[test]
+    fn rendered_records_validate_against_the_schema() {
+        let schema = compile(&schema());
+        for rec in fixtures::all() {
+            assert_valid(&schema, &render(&rec));
+        }
+    }
+
+    #[test]
+    fn stream_events_validate_against_the_event_schema() {
+        let schema = compile(&event_schema());
+        let rec = fixtures::tcp_send();
+        let events = [
+            StreamEvent::Start {
+                plan: rec.plan.clone(),
+                started_at: rec.started_at.clone(),
+            },
+            StreamEvent::Interval {
+                side: Role::Client,
+                interval: rec.client.intervals[1].clone(),
+            },
+            StreamEvent::Warning {
+                message: "server: CPU utilisation unavailable".to_string(),
+            },
+            StreamEvent::End {
+                record: Box::new(rec),
+            },
+        ];
+        for event in &events {
+            let line = event_line(event);
+            assert!(line.ends_with('\n'));
+            assert_eq!(line.matches('\n').count(), 1, "one line per event: {line}");
+            assert_valid(&schema, &line);
+            assert_eq!(&serde_json::from_str::<StreamEvent>(&line).unwrap(), event);
+        }
+    }
+
+    #[test]
+    fn json_round_trips() {
+        for rec in fixtures::all() {
+            let text = render(&rec);
+            assert!(text.ends_with("}\n"));
+            assert_eq!(serde_json::from_str::<RunRecord>(&text).unwrap(), rec);
+        }
+    }
+
+    #[test]
+    fn missing_values_are_absent_not_zero() {
+        let text = render(&fixtures::no_server());
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(value.get("server").is_none());
+        assert!(value["summary"]["client"].get("cpu_util_percent").is_none());
+        assert!(value["summary"]["flows"][0].get("receiver_bps").is_none());
+    }
+
+    #[test]
+    fn rendering_is_deterministic() {
+        let rec = fixtures::udp_send();
+        assert_eq!(render(&rec), render(&rec.clone()));
+        assert_eq!(schema(), schema());
+    }
+}

@@ -1,0 +1,190 @@
+//! Output formats. Every exporter is a pure function of a [`RunRecord`]: no clock, no I/O, fixed
+//! float formatting, so the same record always renders to the same bytes.
+//!
+//! * [`table`]: the default human output, plus live per-interval lines;
+//! * [`json`]: the record as JSON (`--json`), one event per line (`--json-stream`), and the
+//!   JSON Schemas committed under `docs/json-schema/`;
+//! * [`csv`]: one row per flow, header first;
+//! * [`netperf`]: netperf's classic TCP_STREAM / TCP_MAERTS / UDP_STREAM tables;
+//! * [`ttcp`]: ttcp's `ttcp-t:` / `ttcp-r:` lines.
+//!
+//! Warnings are part of the record; only the table prints them. For the emulated formats the
+//! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
+
+pub mod csv;
+pub mod json;
+pub mod netperf;
+pub mod table;
+pub mod ttcp;
+pub mod units;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::model::{EndSummary, FlowDirection, FlowSummary, RunRecord, StreamEvent};
+use linerate_wire::report::SideReport;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Human-readable table (default).
+    Table,
+    /// The whole record as pretty JSON.
+    Json,
+    /// JSON lines: the caller streams interval events live; the final `end` event comes from here.
+    JsonStream,
+    /// One CSV row per flow.
+    Csv,
+    /// netperf's classic output.
+    Netperf,
+    /// ttcp's output.
+    Ttcp,
+}
+
+impl Format {
+    /// Every format, in the order they are documented.
+    pub const ALL: [Format; 6] = [
+        Format::Table,
+        Format::Json,
+        Format::JsonStream,
+        Format::Csv,
+        Format::Netperf,
+        Format::Ttcp,
+    ];
+
+    /// The name accepted on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::JsonStream => "json-stream",
+            Format::Csv => "csv",
+            Format::Netperf => "netperf",
+            Format::Ttcp => "ttcp",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A format name that is not one of [`Format::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat {
+    /// What was given.
+    pub given: String,
+}
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown output format '{}': valid formats are ", self.given)?;
+        for (i, format) in Format::ALL.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            f.write_str(format.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
+
+impl FromStr for Format {
+    type Err = UnknownFormat;
+
+    /// Case-insensitive; `json_stream` is accepted for `json-stream`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let wanted = s.trim().to_ascii_lowercase().replace('_', "-");
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == wanted)
+            .ok_or_else(|| UnknownFormat {
+                given: s.to_string(),
+            })
+    }
+}
+
+/// Renders `rec` in `format`. For [`Format::JsonStream`] this is only the final `end` event;
+/// interval lines are emitted live by the caller with [`json::event_line`].
+pub fn render(format: Format, rec: &RunRecord) -> String {
+    match format {
+        Format::Table => table::render(rec),
+        Format::Json => json::render(rec),
+        Format::JsonStream => json::event_line(&StreamEvent::End {
+            record: Box::new(rec.clone()),
+        }),
+        Format::Csv => self::csv::render(rec),
+        Format::Netperf => netperf::render(rec),
+        Format::Ttcp => ttcp::render(rec),
+    }
+}
+
+/// Splits "host:port", "[v6]:port", "v6" or "host" into host and port text.
+pub(crate) fn split_host_port(server: &str) -> (&str, Option<&str>) {
+    if let Some(rest) = server.strip_prefix('[') {
+        if let Some((host, after)) = rest.split_once(']') {
+            return (host, after.strip_prefix(':').filter(|p| !p.is_empty()));
+        }
+    }
+    match server.rsplit_once(':') {
+        // More than one colon without brackets: a bare IPv6 address.
+        Some((host, _)) if host.contains(':') => (server, None),
+        Some((host, port)) => (host, Some(port).filter(|p| !p.is_empty())),
+        None => (server, None),
+    }
+}
+
+/// The end that wrote a flow's data, if its report arrived.
+pub(crate) fn sender_report(rec: &RunRecord, dir: FlowDirection) -> Option<&SideReport> {
+    match dir {
+        FlowDirection::ClientToServer => Some(&rec.client),
+        FlowDirection::ServerToClient => rec.server.as_ref(),
+    }
+}
+
+/// The end that read a flow's data, if its report arrived.
+pub(crate) fn receiver_report(rec: &RunRecord, dir: FlowDirection) -> Option<&SideReport> {
+    match dir {
+        FlowDirection::ClientToServer => rec.server.as_ref(),
+        FlowDirection::ServerToClient => Some(&rec.client),
+    }
+}
+
+/// Cost figures of the end that wrote a flow's data.
+pub(crate) fn sender_end(rec: &RunRecord, dir: FlowDirection) -> Option<&EndSummary> {
+    match dir {
+        FlowDirection::ClientToServer => Some(&rec.summary.client),
+        FlowDirection::ServerToClient => rec.summary.server.as_ref(),
+    }
+}
+
+/// Cost figures of the end that read a flow's data.
+pub(crate) fn receiver_end(rec: &RunRecord, dir: FlowDirection) -> Option<&EndSummary> {
+    match dir {
+        FlowDirection::ClientToServer => rec.summary.server.as_ref(),
+        FlowDirection::ServerToClient => Some(&rec.summary.client),
+    }
+}
+
+/// Bytes the sender wrote, or `None` when the sender's report is missing (the model then
+/// carries a placeholder 0 in `sender_bytes`, which must not be shown as a measurement).
+pub(crate) fn sender_bytes(rec: &RunRecord, flow: &FlowSummary) -> Option<u64> {
+    sender_report(rec, flow.direction).map(|_| flow.sender_bytes)
+}
+
+/// "client->server" or "server->client".
+pub(crate) fn flow_label(dir: FlowDirection) -> &'static str {
+    match dir {
+        FlowDirection::ClientToServer => "client->server",
+        FlowDirection::ServerToClient => "server->client",
+    }
+}

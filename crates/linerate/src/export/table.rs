@@ -1,0 +1,389 @@
+//! The default human output: a compact table per run, and iperf3-like live interval lines.
+//!
+//! A value that was not measured prints as "-", never as 0.
+
+use super::units::{format_bps, format_bytes, format_duration_ns, format_pps};
+use super::{flow_label, sender_bytes};
+use crate::model::{EndSummary, FlowSummary, RunRecord};
+use linerate_wire::control::{Direction, Transport};
+use linerate_wire::report::{IntervalReport, Role};
+
+const MISSING: &str = "-";
+
+/// The whole run: a title line, one row per flow, one row per end, then the warnings.
+pub fn render(rec: &RunRecord) -> String {
+    let mut out = title(rec);
+    out.push('\n');
+    out.push_str(&align(&flow_rows(rec)));
+    out.push('\n');
+    out.push_str(&align(&end_rows(rec)));
+    if !rec.warnings.is_empty() {
+        out.push('\n');
+        for w in &rec.warnings {
+            out.push_str("warning: ");
+            out.push_str(w);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn title(rec: &RunRecord) -> String {
+    let p = &rec.plan;
+    let direction = match p.direction {
+        Direction::Send => "send",
+        Direction::Receive => "receive",
+        Direction::Both => "both directions",
+    };
+    let streams = if p.streams == 1 { "stream" } else { "streams" };
+    let mut t = format!(
+        "{} {} {direction} with {}: {} {streams}, {} B writes, {} measured, started {}",
+        rec.tool_version,
+        transport_name(p.transport),
+        p.server,
+        p.streams,
+        p.write_size,
+        format_duration_ns(rec.summary.client.duration_ns),
+        rec.started_at,
+    );
+    if rec.interrupted {
+        t.push_str(" (interrupted)");
+    }
+    t.push('\n');
+    t
+}
+
+fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Tcp => "tcp",
+        Transport::Udp => "udp",
+    }
+}
+
+fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {
+    v.map_or_else(|| MISSING.to_string(), f)
+}
+
+fn flow_rows(rec: &RunRecord) -> Vec<Vec<String>> {
+    let udp = rec.plan.transport == Transport::Udp;
+    let mut head = vec!["flow", "sender", "receiver", "sent", "received"];
+    if udp {
+        head.extend(["sent pps", "recv pps", "loss", "lost", "dup", "reorder", "jitter"]);
+    } else {
+        head.push("retransmits");
+    }
+    let mut rows = vec![head.into_iter().map(String::from).collect::<Vec<_>>()];
+    for f in &rec.summary.flows {
+        rows.push(flow_row(rec, f, udp));
+    }
+    rows
+}
+
+fn flow_row(rec: &RunRecord, f: &FlowSummary, udp: bool) -> Vec<String> {
+    let mut row = vec![
+        flow_label(f.direction).to_string(),
+        opt(f.sender_bps, format_bps),
+        opt(f.receiver_bps, format_bps),
+        opt(sender_bytes(rec, f), format_bytes),
+        opt(f.receiver_bytes, format_bytes),
+    ];
+    if udp {
+        let u = f.udp.as_ref();
+        row.extend([
+            opt(f.sender_pps, format_pps),
+            opt(f.receiver_pps, format_pps),
+            opt(f.loss_percent, |l| format!("{l:.2}%")),
+            opt(u.map(|u| u.lost), |n| n.to_string()),
+            opt(u.map(|u| u.duplicates), |n| n.to_string()),
+            opt(u.map(|u| u.reordered), |n| n.to_string()),
+            opt(u.and_then(|u| u.jitter_ns), format_duration_ns),
+        ]);
+    } else {
+        row.push(opt(f.retransmits, |n| n.to_string()));
+    }
+    row
+}
+
+fn end_rows(rec: &RunRecord) -> Vec<Vec<String>> {
+    let head = [
+        "end",
+        "cpu (all)",
+        "busiest cpu",
+        "demand us/KB",
+        "own threads",
+        "io calls",
+        "us/call",
+        "calls/s",
+        "sndbuf",
+        "rcvbuf",
+    ];
+    let mut rows = vec![head.into_iter().map(String::from).collect::<Vec<_>>()];
+    rows.push(end_row("client", Some(&rec.summary.client)));
+    rows.push(end_row("server", rec.summary.server.as_ref()));
+    rows
+}
+
+fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
+    let Some(e) = e else {
+        // The end did not report: every figure is unknown.
+        let mut row = vec![name.to_string()];
+        row.extend(std::iter::repeat_n(MISSING.to_string(), 9));
+        return row;
+    };
+    vec![
+        name.to_string(),
+        opt(e.cpu_util_percent, |v| {
+            format!("{v:.2}% of {}", e.cpu_count)
+        }),
+        opt(e.busiest_cpu_util_percent, |v| format!("{v:.2}%")),
+        opt(e.service_demand_us_per_kb, |v| format!("{v:.3}")),
+        opt(e.tool_cpu_percent, |v| format!("{v:.1}%")),
+        e.io_calls.to_string(),
+        opt(e.us_per_call, |v| format!("{v:.2}")),
+        opt(e.calls_per_sec, |v| format!("{v:.0}")),
+        opt(e.sndbuf_bytes, |v| format_bytes(u64::from(v))),
+        opt(e.rcvbuf_bytes, |v| format_bytes(u64::from(v))),
+    ]
+}
+
+/// Left-aligned columns two spaces apart, trailing blanks trimmed.
+fn align(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(&widths) {
+            line.push_str(&format!("{cell:<width$}  "));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+// Live interval lines. Columns have fixed widths so successive lines line up under
+// `interval_header`; every transport-specific field is always present, "-" when unknown.
+
+const W_SIDE: usize = 8;
+const W_INTERVAL: usize = 13;
+const W_BYTES: usize = 10;
+const W_RATE: usize = 12;
+
+fn fixed(fields: &[(String, usize)], tail: &[String]) -> String {
+    let mut line = String::new();
+    for (text, width) in fields {
+        line.push_str(&format!("{text:<width$}  "));
+    }
+    for (i, text) in tail.iter().enumerate() {
+        // Label-value fields: pad all but the last one to a common width, two blanks at least.
+        if i + 1 < tail.len() {
+            line.push_str(&format!("{text:<12}  "));
+        } else {
+            line.push_str(text);
+        }
+    }
+    line.trim_end().to_string()
+}
+
+/// The header above [`interval_line`]s.
+pub fn interval_header(transport: Transport) -> String {
+    let tail: Vec<String> = match transport {
+        Transport::Tcp => vec!["retransmits", "rtt", "cwnd", "cpu"],
+        Transport::Udp => vec!["datagrams/s", "lost", "cpu"],
+    }
+    .into_iter()
+    .map(String::from)
+    .collect();
+    fixed(
+        &[
+            ("[side]".to_string(), W_SIDE),
+            ("interval".to_string(), W_INTERVAL),
+            ("transfer".to_string(), W_BYTES),
+            ("bitrate".to_string(), W_RATE),
+        ],
+        &tail,
+    )
+}
+
+/// One interval at one end, e.g.
+/// `[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3        rtt 52 us     cwnd 1.20 MiB  cpu 48%`.
+/// Warm-up intervals end in "(omitted)".
+pub fn interval_line(side: Role, iv: &IntervalReport, transport: Transport) -> String {
+    let side = match side {
+        Role::Client => "[client]",
+        Role::Server => "[server]",
+    };
+    let span_ns = iv.end_ns.saturating_sub(iv.start_ns);
+    let secs = span_ns as f64 / 1e9;
+    let interval = format!(
+        "{:.2}-{:.2} s",
+        iv.start_ns as f64 / 1e9,
+        iv.end_ns as f64 / 1e9
+    );
+    // An end that both sends and receives (both directions) shows the two figures.
+    let per_sec = |n: u64| (span_ns > 0).then(|| n as f64 / secs);
+    let (bytes, rate) = match (iv.tx_bytes, iv.rx_bytes) {
+        (tx, rx) if tx > 0 && rx > 0 => (
+            format!("{}/{}", format_bytes(tx), format_bytes(rx)),
+            format!(
+                "{}/{}",
+                opt(per_sec(tx * 8), format_bps),
+                opt(per_sec(rx * 8), format_bps)
+            ),
+        ),
+        (tx, 0) if tx > 0 => (format_bytes(tx), opt(per_sec(tx * 8), format_bps)),
+        (_, rx) => (format_bytes(rx), opt(per_sec(rx * 8), format_bps)),
+    };
+    let cpu = format!("cpu {}", opt(iv.cpu_percent, |c| format!("{c:.0}%")));
+    let mut tail = match transport {
+        Transport::Tcp => vec![
+            format!("retr {}", opt(iv.retransmits, |n| n.to_string())),
+            format!("rtt {}", opt(iv.rtt_us, |r| format!("{r} us"))),
+            format!("cwnd {}", opt(iv.cwnd_bytes, format_bytes)),
+            cpu,
+        ],
+        Transport::Udp => {
+            let packets = iv.rx_packets.or(iv.tx_packets);
+            let lost = iv.rx_lost.map(|lost| {
+                let expected = iv.rx_packets.unwrap_or(0) + lost;
+                if expected > 0 {
+                    format!("{lost} ({:.2}%)", lost as f64 * 100.0 / expected as f64)
+                } else {
+                    lost.to_string()
+                }
+            });
+            vec![
+                opt(packets.and_then(per_sec), format_pps),
+                format!("lost {}", lost.unwrap_or_else(|| MISSING.to_string())),
+                cpu,
+            ]
+        }
+    };
+    if iv.omitted {
+        if let Some(last) = tail.last_mut() {
+            last.push_str("  (omitted)");
+        }
+    }
+    fixed(
+        &[
+            (side.to_string(), W_SIDE),
+            (interval, W_INTERVAL),
+            (bytes, W_BYTES),
+            (rate, W_RATE),
+        ],
+        &tail,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    #[test]
+    fn tcp_table_shows_flows_ends_and_figures() {
+        let out = render(&fixtures::tcp_send());
+        let expected = "\
+linerate 0.1.0 tcp send with 192.168.0.4:5001: 1 stream, 65535 B writes, 10.25 s measured, started 2024-05-01T12:00:00Z
+
+flow            sender        receiver      sent        received    retransmits
+client->server  291.9 Mbit/s  291.9 Mbit/s  356.72 MiB  356.72 MiB  3
+
+end     cpu (all)     busiest cpu  demand us/KB  own threads  io calls  us/call  calls/s  sndbuf      rcvbuf
+client  24.81% of 4   98.00%       27.847        96.6%        5708      1795.73  557      248.00 KiB  -
+server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78   4390     -           204.00 KiB
+";
+        assert_eq!(out, expected);
+    }
+
+    #[test]
+    fn missing_values_print_as_dash_never_zero() {
+        let out = render(&fixtures::no_server());
+        assert!(out.ends_with(
+            "warning: server report missing: control connection closed before results\n\
+             warning: client CPU utilisation unavailable: /proc/stat could not be read\n"
+        ));
+        assert!(out.contains("(interrupted)"));
+        assert!(!out.contains("0.00%"), "a missing CPU must not print as 0.00%:\n{out}");
+        assert!(!out.contains("0.00"), "no fake zeros:\n{out}");
+        let client = out.lines().find(|l| l.starts_with("client ")).unwrap();
+        let cells: Vec<&str> = client.split_whitespace().collect();
+        // cpu, busiest, demand, own threads: unknown.
+        assert_eq!(&cells[1..5], ["-", "-", "-", "-"]);
+        let server = out.lines().find(|l| l.starts_with("server ")).unwrap();
+        assert_eq!(server.split_whitespace().filter(|c| *c == "-").count(), 9);
+        // The receiver's figures are unknown too.
+        let flow = out.lines().find(|l| l.starts_with("client->server")).unwrap();
+        assert_eq!(
+            flow.split_whitespace().collect::<Vec<_>>(),
+            ["client->server", "8.000", "Gbit/s", "-", "4.66", "GiB", "-", "-"]
+        );
+    }
+
+    #[test]
+    fn udp_table_shows_loss_duplicates_reordering_and_jitter() {
+        let out = render(&fixtures::udp_send());
+        let flow = out.lines().find(|l| l.starts_with("client->server")).unwrap();
+        // 990,050 datagrams / 10 s = 99.01 kpps received; 10,000 lost of 1,000,000 = 1.00%.
+        assert_eq!(
+            flow.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect::<Vec<_>>(),
+            [
+                "client->server",
+                "1.120 Gbit/s",
+                "1.109 Gbit/s",
+                "1.30 GiB",
+                "1.29 GiB",
+                "100.0 kpps",
+                "99.01 kpps",
+                "1.00%",
+                "10000",
+                "50",
+                "12",
+                "12.3 us"
+            ]
+        );
+    }
+
+    #[test]
+    fn tcp_interval_lines_line_up_under_the_header() {
+        let rec = fixtures::tcp_send();
+        let header = interval_header(Transport::Tcp);
+        let warm = interval_line(Role::Client, &rec.client.intervals[0], Transport::Tcp);
+        let line = interval_line(Role::Client, &rec.client.intervals[1], Transport::Tcp);
+        assert_eq!(
+            header,
+            "[side]    interval       transfer    bitrate       retransmits   rtt           cwnd          cpu"
+        );
+        // 2,072,321,720 B in 1 s = 16.58 Gbit/s = 1.93 GiB.
+        assert_eq!(
+            line,
+            "[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3        rtt 52 us     cwnd 1.20 MiB  cpu 48%"
+        );
+        assert!(warm.ends_with("cpu 25%  (omitted)"), "{warm}");
+        assert_eq!(header.find("bitrate"), line.find("16.58"));
+    }
+
+    #[test]
+    fn udp_interval_lines_show_rate_and_loss() {
+        let rec = fixtures::udp_send();
+        let server = rec.server.as_ref().unwrap();
+        let rx = interval_line(Role::Server, &server.intervals[0], Transport::Udp);
+        // 99,000 datagrams in 1 s; 1000 lost of 100,000 = 1.00%; CPU not sampled.
+        assert_eq!(
+            rx,
+            "[server]  0.00-1.00 s    132.18 MiB  1.109 Gbit/s  99.00 kpps    lost 1000 (1.00%)  cpu -"
+        );
+        let tx = interval_line(Role::Client, &rec.client.intervals[0], Transport::Udp);
+        assert!(tx.contains("100.0 kpps"), "{tx}");
+        assert!(tx.contains("lost -"), "{tx}");
+    }
+}

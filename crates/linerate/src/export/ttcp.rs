@@ -1,0 +1,275 @@
+//! ttcp's output: the sending end's lines as `ttcp-t:` and the receiving end's as `ttcp-r:`.
+//!
+//! ```text
+//! ttcp-t: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp  -> picard
+//! ttcp-t: 16777216 bytes in 15.10 real seconds = 1085.36 KB/sec +++
+//! ttcp-t: 2048 I/O calls, msec/call = 7.55, calls/sec = 135.67
+//! ttcp-t: 0.0user 1.0sys 0:15real 7%
+//! ```
+//!
+//! The arithmetic is ttcp's own, quirks included, so numbers compare with real ttcp runs:
+//! * KB/sec = bytes / 1024 / seconds; Mbit/sec = bytes × 8 / 1024 / 1024 / seconds (ttcp's
+//!   `outfmt` uses binary prefixes for both);
+//! * msec/call = **1024** × seconds / calls (ttcp multiplies by 1024, not 1000; the table and
+//!   JSON carry the true µs per call);
+//! * user/sys are truncated to tenths, real prints as `m:ss` (`h:mm:ss` from an hour), and the
+//!   percentage is (user + sys) / real in 10 ms ticks, truncated, as ttcp's `prusage`;
+//! * a zero real time counts as 1 ms, as ttcp does.
+//!
+//! "real seconds" is that end's active time (window start to its last byte), `buflen` the
+//! write size, `nbuf` bytes / buflen, `port` the server's port, and `sockbufsize` is printed
+//! only when a socket buffer was requested for that end (ttcp's `-b`). An end whose report is
+//! missing prints no lines; an unmeasured CPU time prints as "-".
+
+use super::{receiver_report, sender_report, split_host_port};
+use crate::model::{FlowDirection, FlowSummary, RunRecord};
+use linerate_wire::control::Transport;
+use linerate_wire::report::{ProcessCpu, SideReport, StreamRole};
+
+/// Unit of the throughput figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TtcpUnit {
+    /// "KB/sec", 1 KB = 1024 bytes (ttcp's default, `-f K`).
+    #[default]
+    KBytes,
+    /// "Mbit/sec", 1 Mbit = 1024 × 1024 bits (ttcp's `-f m`).
+    MBits,
+}
+
+/// ttcp lines in KB/sec.
+pub fn render(rec: &RunRecord) -> String {
+    render_with_unit(rec, TtcpUnit::KBytes)
+}
+
+/// ttcp lines with the throughput in `unit`.
+pub fn render_with_unit(rec: &RunRecord, unit: TtcpUnit) -> String {
+    let mut out = String::new();
+    for flow in &rec.summary.flows {
+        if let Some(sender) = sender_report(rec, flow.direction) {
+            let end = End {
+                tag: "ttcp-t",
+                report: sender,
+                bytes: flow.sender_bytes,
+                real_ns: flow.sender_duration_ns,
+                calls: sender.totals.tx_calls,
+            };
+            out.push_str(&end.lines(rec, flow, unit));
+        }
+        if let Some(receiver) = receiver_report(rec, flow.direction) {
+            let end = End {
+                tag: "ttcp-r",
+                report: receiver,
+                bytes: flow.receiver_bytes.unwrap_or(receiver.totals.rx_bytes),
+                real_ns: flow
+                    .receiver_duration_ns
+                    .unwrap_or(receiver.totals.rx_duration_ns),
+                calls: receiver.totals.rx_calls,
+            };
+            out.push_str(&end.lines(rec, flow, unit));
+        }
+    }
+    out
+}
+
+/// One end of one flow, as ttcp would have reported it.
+struct End<'a> {
+    tag: &'static str,
+    report: &'a SideReport,
+    bytes: u64,
+    real_ns: u64,
+    calls: u64,
+}
+
+impl End<'_> {
+    fn is_sender(&self) -> bool {
+        self.tag == "ttcp-t"
+    }
+
+    fn lines(&self, rec: &RunRecord, flow: &FlowSummary, unit: TtcpUnit) -> String {
+        let tag = self.tag;
+        let buflen = rec.plan.write_size;
+        let nbuf = self.bytes.checked_div(u64::from(buflen)).unwrap_or(0);
+        let (host, port) = split_host_port(&rec.plan.server);
+        let port = port.unwrap_or("-");
+        let proto = match rec.plan.transport {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        };
+        let mut first = format!("{tag}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}");
+        if let Some(size) = self.requested_sockbuf(rec, flow.direction) {
+            first.push_str(&format!(", sockbufsize={size}"));
+        }
+        if self.is_sender() {
+            let dest = match flow.direction {
+                FlowDirection::ClientToServer => host.to_string(),
+                FlowDirection::ServerToClient => self.peer_host(rec),
+            };
+            first.push_str(&format!("  {proto}  -> {dest}\n"));
+        } else {
+            first.push_str(&format!("  {proto}\n"));
+        }
+
+        // ttcp: if (realt <= 0.0) realt = 0.001;
+        let real = if self.real_ns == 0 {
+            0.001
+        } else {
+            self.real_ns as f64 / 1e9
+        };
+        let rate = match unit {
+            TtcpUnit::KBytes => format!("{:.2} KB/sec", self.bytes as f64 / 1024.0 / real),
+            TtcpUnit::MBits => format!(
+                "{:.2} Mbit/sec",
+                self.bytes as f64 * 8.0 / 1024.0 / 1024.0 / real
+            ),
+        };
+        let msec_per_call = if self.calls == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.2}", 1024.0 * real / self.calls as f64)
+        };
+        let calls = self.calls;
+        format!(
+            "{first}\
+             {tag}: {} bytes in {real:.2} real seconds = {rate} +++\n\
+             {tag}: {calls} I/O calls, msec/call = {msec_per_call}, calls/sec = {:.2}\n\
+             {tag}: {}\n",
+            self.bytes,
+            calls as f64 / real,
+            prusage(self.report.process_cpu.as_ref(), self.real_ns),
+        )
+    }
+
+    /// The socket buffer the user asked for on this end (ttcp's `-b`), if any.
+    fn requested_sockbuf(&self, rec: &RunRecord, dir: FlowDirection) -> Option<u32> {
+        let p = &rec.plan;
+        match (dir, self.is_sender()) {
+            (FlowDirection::ClientToServer, true) => p.local_sndbuf,
+            (FlowDirection::ClientToServer, false) => p.remote_rcvbuf,
+            (FlowDirection::ServerToClient, true) => p.remote_sndbuf,
+            (FlowDirection::ServerToClient, false) => p.local_rcvbuf,
+        }
+    }
+
+    /// Where a server-side sender's data went: the peer of its first sending stream, else the
+    /// client's host name.
+    fn peer_host(&self, rec: &RunRecord) -> String {
+        self.report
+            .streams
+            .iter()
+            .find(|s| s.role == StreamRole::Tx)
+            .and_then(|s| s.remote_addr.as_deref())
+            .map(|addr| split_host_port(addr).0.to_string())
+            .or_else(|| rec.client.host.hostname.clone())
+            .unwrap_or_else(|| "client".to_string())
+    }
+}
+
+/// ttcp's `prusage` with the format "%Uuser %Ssys %Ereal %P".
+fn prusage(cpu: Option<&ProcessCpu>, real_ns: u64) -> String {
+    let real = psecs(real_ns / 1_000_000_000);
+    let Some(cpu) = cpu else {
+        return format!("-user -sys {real}real -%");
+    };
+    let tenths = |ns: u64| format!("{}.{}", ns / 1_000_000_000, ns % 1_000_000_000 / 100_000_000);
+    // CPU and real time in 10 ms ticks, each truncated, as ttcp computes them.
+    let ticks = cpu.user_ns / 10_000_000 + cpu.system_ns / 10_000_000;
+    let real_ticks = (real_ns / 10_000_000).max(1);
+    format!(
+        "{}user {}sys {real}real {}%",
+        tenths(cpu.user_ns),
+        tenths(cpu.system_ns),
+        ticks * 100 / real_ticks
+    )
+}
+
+/// ttcp's `psecs`: "m:ss", or "h:mm:ss" from one hour.
+fn psecs(secs: u64) -> String {
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{}:{s:02}", secs / 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::fixtures;
+
+    #[test]
+    fn reproduces_seed_002_in_mbit() {
+        // Seed 002, first run. 16,777,216 B over 15.0954 s:
+        // × 8 / 1024² / 15.0954 = 8.48 Mbit/sec; 1024 × 15.0954 / 2048 = 7.55 msec/call;
+        // 2048 / 15.0954 = 135.67 calls/sec; sys 1.06 s → "1.0sys"; (0.04 + 1.06) s = 110
+        // ticks, 110 × 100 / 1509 ticks = 7%.
+        // Receiver: 11,000 reads in 15.10 s: 1024 × 15.10 / 11000 = 1.41 msec/call,
+        // 728.48 calls/sec; (2 + 51) ticks × 100 / 1510 = 3%.
+        let expected = "\
+ttcp-t: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp  -> picard
+ttcp-t: 16777216 bytes in 15.10 real seconds = 8.48 Mbit/sec +++
+ttcp-t: 2048 I/O calls, msec/call = 7.55, calls/sec = 135.67
+ttcp-t: 0.0user 1.0sys 0:15real 7%
+ttcp-r: buflen=8192, nbuf=2048, align=16384/0, port=5001  tcp
+ttcp-r: 16777216 bytes in 15.10 real seconds = 8.48 Mbit/sec +++
+ttcp-r: 11000 I/O calls, msec/call = 1.41, calls/sec = 728.48
+ttcp-r: 0.0user 0.5sys 0:15real 3%
+";
+        assert_eq!(
+            render_with_unit(&fixtures::ttcp_seed(), TtcpUnit::MBits),
+            expected
+        );
+    }
+
+    #[test]
+    fn default_unit_is_kbytes() {
+        // 16,777,216 / 1024 / 15.0954 = 1085.36; / 15.10 = 1085.03.
+        let out = render(&fixtures::ttcp_seed());
+        assert!(out.contains("ttcp-t: 16777216 bytes in 15.10 real seconds = 1085.36 KB/sec +++\n"));
+        assert!(out.contains("ttcp-r: 16777216 bytes in 15.10 real seconds = 1085.03 KB/sec +++\n"));
+    }
+
+    #[test]
+    fn udp_receive_and_sockbufsize() {
+        // Server→client UDP: the server writes (ttcp-t, to the client's host name), the
+        // client reads (ttcp-r, with its requested receive buffer).
+        let mut rec = fixtures::udp_send();
+        rec.plan.direction = linerate_wire::control::Direction::Receive;
+        rec.plan.local_rcvbuf = Some(262_144);
+        rec.summary.flows[0].direction = FlowDirection::ServerToClient;
+        std::mem::swap(&mut rec.client.totals, &mut rec.server.as_mut().unwrap().totals);
+        let out = render(&rec);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 8);
+        assert_eq!(
+            lines[0],
+            "ttcp-t: buflen=1400, nbuf=1000000, align=16384/0, port=5201  udp  -> tx-host"
+        );
+        assert_eq!(
+            lines[4],
+            "ttcp-r: buflen=1400, nbuf=990050, align=16384/0, port=5201, sockbufsize=262144  udp"
+        );
+        // The server's thread CPU was not measured in this fixture.
+        assert_eq!(lines[3], "ttcp-t: -user -sys 0:10real -%");
+    }
+
+    #[test]
+    fn missing_server_prints_only_the_sender() {
+        // 5e9 B / 1024 / 5 s = 976562.50 KB/sec; 1024 × 5 / 38147 = 0.13 msec/call.
+        let expected = "\
+ttcp-t: buflen=131072, nbuf=38146, align=16384/0, port=5201  tcp  -> example.net
+ttcp-t: 5000000000 bytes in 5.00 real seconds = 976562.50 KB/sec +++
+ttcp-t: 38147 I/O calls, msec/call = 0.13, calls/sec = 7629.40
+ttcp-t: -user -sys 0:05real -%
+";
+        assert_eq!(render(&fixtures::no_server()), expected);
+    }
+
+    #[test]
+    fn real_time_formats_like_psecs() {
+        assert_eq!(psecs(0), "0:00");
+        assert_eq!(psecs(15), "0:15");
+        assert_eq!(psecs(75), "1:15");
+        assert_eq!(psecs(3725), "1:02:05");
+    }
+}

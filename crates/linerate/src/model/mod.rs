@@ -1,0 +1,133 @@
+//! The result model: one [`RunRecord`] per test is the source of truth for every output.
+//!
+//! Exporters, the JSON schema (`docs/json-schema/run-v1.json`) and future stores are all built
+//! from it. Units live in field names. A value that could not be measured is absent and the
+//! reason is in `warnings`; nothing is ever a fake zero.
+
+mod summary;
+
+pub use summary::{summarize, EndSummary, FlowDirection, FlowSummary, RunSummary};
+
+use linerate_wire::control::{Direction, ProtocolVersion, Transport};
+use linerate_wire::report::SideReport;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Version of the [`RunRecord`] JSON layout. Bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole result of one stream test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunRecord {
+    /// Layout version of this record ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// "linerate x.y.z".
+    pub tool_version: String,
+    /// Start of the test, RFC 3339 UTC.
+    pub started_at: String,
+    /// The test as run (validated plan).
+    pub plan: PlanRecord,
+    /// Protocol version the session ran at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ProtocolVersion>,
+    /// True when the test was cut short (Ctrl-C, server limit); totals cover what ran.
+    pub interrupted: bool,
+    /// The headline figures, derived from both ends' reports.
+    pub summary: RunSummary,
+    /// The client's own measurements.
+    pub client: SideReport,
+    /// The server's measurements; absent if the server never sent them (see warnings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<SideReport>,
+    /// Everything that could not be measured or looks wrong, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// Echo of the validated test plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PlanRecord {
+    /// Server as given, host:port.
+    pub server: String,
+    /// TCP or UDP.
+    pub transport: Transport,
+    /// Data direction seen from the client.
+    pub direction: Direction,
+    /// Parallel streams per direction.
+    pub streams: u16,
+    /// Fixed test time, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Fixed byte count per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Write (TCP) or datagram payload (UDP) size, bytes.
+    pub write_size: u32,
+    /// Requested SO_SNDBUF on the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_sndbuf: Option<u32>,
+    /// Requested SO_RCVBUF on the client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_rcvbuf: Option<u32>,
+    /// Requested SO_SNDBUF on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_sndbuf: Option<u32>,
+    /// Requested SO_RCVBUF on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_rcvbuf: Option<u32>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// TCP_MAXSEG requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+    /// Congestion control requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub congestion: Option<String>,
+    /// TOS byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tos: Option<u8>,
+    /// Paced rate per direction, bits per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// Interval length, milliseconds.
+    pub interval_ms: u64,
+    /// Warm-up left out of totals, milliseconds.
+    pub omit_ms: u64,
+    /// CPU the client's data threads were pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_cpu: Option<u32>,
+    /// CPU the server's data threads were pinned to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<u32>,
+    /// UDP GSO/GRO allowed.
+    pub udp_offload: bool,
+}
+
+/// One line of `--json-stream` output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// The test started.
+    Start {
+        /// The plan.
+        plan: PlanRecord,
+        /// RFC 3339 start time.
+        started_at: String,
+    },
+    /// One interval at one end.
+    Interval {
+        /// "client" or "server".
+        side: linerate_wire::report::Role,
+        /// The interval.
+        interval: linerate_wire::report::IntervalReport,
+    },
+    /// A warning.
+    Warning {
+        /// The text.
+        message: String,
+    },
+    /// The final record.
+    End {
+        /// The record.
+        record: Box<RunRecord>,
+    },
+}

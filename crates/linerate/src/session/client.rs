@@ -1,0 +1,424 @@
+//! The client side of a stream test: connect, negotiate, open data streams, run, exchange
+//! results, and build the [`RunRecord`].
+
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use linerate_wire::control::{
+    self, ErrorCode, Hello, Message, ProtocolVersion, StreamsReady, TestRequest, TestSpec,
+    Transport,
+};
+use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
+use linerate_wire::stream_hello::{self, StreamHello};
+
+use super::conn::{self, ControlWriter, Debug, Incoming};
+use super::sockets::{self, SockOpts};
+use super::{split, stream_layout};
+use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
+use crate::model::{self, PlanRecord, RunRecord};
+use crate::sys;
+
+/// Everything the client needs to run one stream test.
+#[derive(Debug, Clone)]
+pub struct StreamPlan {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    pub port: u16,
+    /// What to ask the server for.
+    pub spec: TestSpec,
+    /// The client's own socket options.
+    pub local: SockOpts,
+    /// CPU for the client's data threads.
+    pub client_cpu: Option<u32>,
+    /// Connection time-out.
+    pub connect_timeout: Duration,
+    /// Log control frames.
+    pub debug: Debug,
+}
+
+/// Receives live events while a test runs (console printer, JSON stream, tests).
+pub trait Observer {
+    /// One interval at one end.
+    fn interval(&mut self, side: Role, iv: &IntervalReport);
+    /// The test has started.
+    fn started(&mut self, _plan: &PlanRecord, _started_at: &str) {}
+}
+
+/// An observer that ignores everything.
+pub struct Quiet;
+impl Observer for Quiet {
+    fn interval(&mut self, _: Role, _: &IntervalReport) {}
+}
+
+enum Event {
+    Ctl(Incoming),
+    Interval(IntervalReport),
+}
+
+fn ctl(i: Incoming) -> Event {
+    Event::Ctl(i)
+}
+
+/// Error from the server, shown as one line.
+#[derive(Debug, thiserror::Error)]
+#[error("server refused the test: {message}")]
+pub struct ServerError {
+    /// The server's code.
+    pub code: ErrorCode,
+    /// The server's words.
+    pub message: String,
+}
+
+fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve '{host}': check the host name"))?
+        .next()
+        .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
+}
+
+impl StreamPlan {
+    /// The plan as recorded in results.
+    pub fn record(&self) -> PlanRecord {
+        let s = &self.spec;
+        PlanRecord {
+            server: format!("{}:{}", self.host, self.port),
+            transport: s.transport,
+            direction: s.direction,
+            streams: s.streams,
+            duration_ms: s.duration_ms,
+            bytes: s.bytes,
+            write_size: s.write_size,
+            local_sndbuf: self.local.sndbuf,
+            local_rcvbuf: self.local.rcvbuf,
+            remote_sndbuf: s.server_sndbuf,
+            remote_rcvbuf: s.server_rcvbuf,
+            nodelay: s.nodelay,
+            mss: s.mss,
+            congestion: s.congestion.clone(),
+            tos: s.tos,
+            rate_bps: s.rate_bps,
+            interval_ms: s.interval_ms,
+            omit_ms: s.omit_ms,
+            client_cpu: self.client_cpu,
+            server_cpu: s.server_cpu,
+            udp_offload: s.udp_offload,
+        }
+    }
+}
+
+fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result<Message> {
+    loop {
+        match conn::recv_until(rx, deadline) {
+            None => bail!("the server sent no {what} in time: is it overloaded or not a linerate server?"),
+            Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
+                return Err(ServerError {
+                    code: e.code,
+                    message: e.message,
+                }
+                .into())
+            }
+            Some(Event::Ctl(Incoming::Msg(m))) => return Ok(m),
+            Some(Event::Ctl(Incoming::Closed)) => {
+                bail!("the server closed the connection while we waited for {what}")
+            }
+            Some(Event::Ctl(Incoming::Broken(e))) => {
+                bail!("bad control frame from the server while waiting for {what}: {e}")
+            }
+            Some(Event::Interval(_)) => {}
+        }
+    }
+}
+
+/// Runs one stream test against a server. `interrupt` (set by Ctrl-C) ends the test early;
+/// what was measured is still returned.
+pub fn run(
+    plan: &StreamPlan,
+    observer: &mut dyn Observer,
+    interrupt: &AtomicBool,
+) -> anyhow::Result<RunRecord> {
+    let addr = resolve(&plan.host, plan.port)?;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let stream = sockets::connect_tcp(addr, &SockOpts::default(), plan.connect_timeout)
+        .map_err(|e| {
+            anyhow!(
+                "cannot reach a linerate server at {}:{} ({e}): check that `linerate serve` runs there and that port {}/tcp is open",
+                plan.host,
+                plan.port,
+                plan.port
+            )
+        })?;
+    let (tx, rx) = mpsc::channel();
+    conn::spawn_reader(
+        stream.try_clone()?,
+        control::MAX_CONTROL_FRAME,
+        plan.debug,
+        "client",
+        tx.clone(),
+        ctl,
+    )?;
+    let mut w = ControlWriter::new(stream.try_clone()?, "client", plan.debug)?;
+    let hs = Duration::from_secs(10);
+    w.send(&Message::Hello(Hello {
+        protocol: ProtocolVersion::CURRENT,
+        software: crate::software(),
+        features: control::FEATURES.iter().map(|f| f.to_string()).collect(),
+    }))?;
+    let welcome = match expect(&rx, "welcome", Instant::now() + hs)? {
+        Message::Welcome(wl) => wl,
+        Message::Reject(r) => bail!(
+            "the server at {}:{} speaks protocol {} and this client {}: {}",
+            plan.host,
+            plan.port,
+            r.server_protocol,
+            ProtocolVersion::CURRENT,
+            r.message
+        ),
+        other => bail!("protocol error: expected welcome, got {}", other.name()),
+    };
+    w.send(&Message::TestRequest(TestRequest {
+        spec: plan.spec.clone(),
+    }))?;
+    let accept = match expect(&rx, "accept", Instant::now() + hs)? {
+        Message::Accept(a) => a,
+        other => bail!("protocol error: expected accept, got {}", other.name()),
+    };
+    let token = stream_hello::token_from_hex(&accept.token)
+        .ok_or_else(|| anyhow!("protocol error: the server's token is not 32 hex digits"))?;
+    let setups = open_streams(plan, addr, &stream, token)?;
+    let udp_ports: Vec<u16> = setups
+        .iter()
+        .filter_map(|s| match &s.socket {
+            DataSocket::Udp(u) => u.local_addr().ok().map(|a| a.port()),
+            DataSocket::Tcp(_) => None,
+        })
+        .collect();
+    w.send(&Message::StreamsReady(StreamsReady { udp_ports }))?;
+    match expect(&rx, "start", Instant::now() + hs)? {
+        Message::Start(_) => {}
+        other => bail!("protocol error: expected start, got {}", other.name()),
+    }
+    let record_plan = plan.record();
+    observer.started(&record_plan, &started_at);
+    let spec = &plan.spec;
+    let cfg = EngineConfig {
+        role: Role::Client,
+        transport: spec.transport,
+        write_size: spec.write_size,
+        interval: Duration::from_millis(spec.interval_ms),
+        omit: Duration::from_millis(spec.omit_ms),
+        cpu: plan.client_cpu,
+        udp_offload: spec.udp_offload,
+        host: sys::host::host_info(&crate::software()),
+    };
+    let itx = tx.clone();
+    let mut engine = Engine::start(cfg, setups, move |iv| {
+        let _ = itx.send(Event::Interval(iv));
+    })?;
+    let mut warnings = Vec::new();
+    let mut client_intervals = Vec::new();
+    let begun = Instant::now();
+    let deadline = spec.duration_ms.map(|d| begun + Duration::from_millis(d));
+    let mut server_finished = false;
+    let mut interrupted = false;
+    let mut server_report: Option<SideReport> = None;
+    let mut early_server_error: Option<String> = None;
+    // Run until the time is up, the bytes are through, Ctrl-C, or the server ends the test.
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Event::Interval(iv)) => {
+                observer.interval(Role::Client, &iv);
+                client_intervals.push(iv);
+            }
+            Ok(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
+                observer.interval(Role::Server, &m.interval);
+            }
+            Ok(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => server_finished = true,
+            Ok(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
+                early_server_error = Some(e.message);
+                interrupted = true;
+                break;
+            }
+            Ok(Event::Ctl(Incoming::Msg(other))) => {
+                early_server_error =
+                    Some(format!("protocol error: unexpected {} during the test", other.name()));
+                interrupted = true;
+                break;
+            }
+            Ok(Event::Ctl(Incoming::Closed)) | Ok(Event::Ctl(Incoming::Broken(_))) => {
+                early_server_error = Some("the server closed the control connection during the test".into());
+                interrupted = true;
+                break;
+            }
+            Err(_) => {}
+        }
+        if interrupt.load(SeqCst) {
+            interrupted = true;
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if spec.bytes.is_some() {
+            let mine = !engine.has_senders() || engine.senders_done();
+            let theirs = !spec.direction.client_receives() || server_finished;
+            // The client's receivers see the server's last byte shortly after `finished`.
+            if mine && theirs && (!spec.direction.client_receives() || engine.receivers_done() || spec.transport == Transport::Udp) {
+                break;
+            }
+        }
+    }
+    engine.stop_senders();
+    if let Some(e) = &early_server_error {
+        warnings.push(format!("the test ended early: {e}"));
+    } else {
+        let _ = w.send(&Message::Stop(control::Stop { interrupted }));
+        // The server drains its receivers, then reports.
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            match conn::recv_until(&rx, deadline) {
+                Some(Event::Interval(iv)) => {
+                    observer.interval(Role::Client, &iv);
+                    client_intervals.push(iv);
+                }
+                Some(Event::Ctl(Incoming::Msg(Message::Results(r)))) => {
+                    server_report = Some(r.report);
+                    break;
+                }
+                Some(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
+                    observer.interval(Role::Server, &m.interval);
+                }
+                Some(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => {}
+                Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
+                    warnings.push(format!("the server reported an error instead of results: {}", e.message));
+                    break;
+                }
+                Some(Event::Ctl(Incoming::Msg(other))) => {
+                    warnings.push(format!("protocol error: expected results, got {}", other.name()));
+                    break;
+                }
+                Some(Event::Ctl(_)) => {
+                    warnings.push("the server closed the connection before sending its results".into());
+                    break;
+                }
+                None => {
+                    warnings.push("the server sent no results within 15 s".into());
+                    break;
+                }
+            }
+        }
+    }
+    let mut report = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
+    while let Ok(ev) = rx.try_recv() {
+        if let Event::Interval(iv) = ev {
+            observer.interval(Role::Client, &iv);
+            client_intervals.push(iv);
+        }
+    }
+    report.intervals = client_intervals;
+    if server_report.is_some() {
+        let _ = w.send(&Message::Results(control::Results {
+            report: report.clone(),
+        }));
+        let _ = conn::recv_until(&rx, Instant::now() + Duration::from_secs(2));
+    }
+    w.close();
+    if interrupted && early_server_error.is_none() {
+        warnings.push("interrupted: the totals cover the part of the test that ran".into());
+    }
+    if server_report.is_none() {
+        warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
+    }
+    Ok(build_record(
+        record_plan,
+        started_at,
+        Some(welcome.protocol),
+        interrupted,
+        report,
+        server_report,
+        warnings,
+    ))
+}
+
+/// Assembles the record and collects both ends' warnings.
+pub fn build_record(
+    plan: PlanRecord,
+    started_at: String,
+    protocol: Option<ProtocolVersion>,
+    interrupted: bool,
+    client: SideReport,
+    server: Option<SideReport>,
+    mut warnings: Vec<String>,
+) -> RunRecord {
+    for w in &client.warnings {
+        warnings.push(format!("client: {w}"));
+    }
+    if let Some(s) = &server {
+        for w in &s.warnings {
+            warnings.push(format!("server: {w}"));
+        }
+    }
+    let summary = model::summarize(plan.direction, &client, server.as_ref());
+    RunRecord {
+        schema_version: model::SCHEMA_VERSION,
+        tool_version: crate::software(),
+        started_at,
+        plan,
+        protocol,
+        interrupted,
+        summary,
+        client,
+        server,
+        warnings,
+    }
+}
+
+fn open_streams(
+    plan: &StreamPlan,
+    addr: SocketAddr,
+    control_conn: &TcpStream,
+    token: [u8; 16],
+) -> anyhow::Result<Vec<StreamSetup>> {
+    let spec = &plan.spec;
+    let layout = stream_layout(spec.direction, spec.streams);
+    let mut local = plan.local.clone();
+    if spec.transport == Transport::Udp && spec.direction.client_receives() && local.rcvbuf.is_none() {
+        local.rcvbuf = Some(sockets::UDP_DEFAULT_RCVBUF);
+    }
+    let local_ip = sockets::canonical(control_conn.local_addr()?.ip());
+    let mut out = Vec::with_capacity(layout.len());
+    for (index, client_sends) in layout {
+        let socket = match spec.transport {
+            Transport::Tcp => {
+                let mut s = sockets::connect_tcp(addr, &local, plan.connect_timeout)
+                    .with_context(|| format!("opening data connection {index} to {addr}"))?;
+                use std::io::Write;
+                s.write_all(&StreamHello { token, stream_index: index }.to_bytes())?;
+                DataSocket::Tcp(Arc::new(s))
+            }
+            Transport::Udp => {
+                let u = sockets::udp_socket(SocketAddr::new(local_ip, 0), addr, &local, false)
+                    .with_context(|| format!("opening UDP socket {index} to {addr}"))?;
+                let _ = u.as_fd();
+                DataSocket::Udp(Arc::new(u))
+            }
+        };
+        let n = spec.streams;
+        let k = index % n;
+        let role = if client_sends { StreamRole::Tx } else { StreamRole::Rx };
+        out.push(StreamSetup {
+            index,
+            role,
+            socket,
+            quota: if client_sends { spec.bytes.map(|b| split(b, n, k)) } else { None },
+            rate_bps: if client_sends { spec.rate_bps.map(|r| split(r, n, k)) } else { None },
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,717 @@
+//! `linerate serve`: one port for control and data, TCP and UDP, many tests at once.
+//!
+//! The accept loop hands every connection to its own thread, which reads the first four
+//! bytes (within the handshake time-out): `LR\x01\x00` starts a control session, `LRD1` a
+//! data connection that is passed, by its token, to the session that issued the token.
+//! Anything else is closed. Tests are isolated: each has its own token, sockets and engine.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use linerate_wire::control::{
+    self, negotiate, Accept, Done, ErrorCode, ErrorMsg, Finished, IntervalMsg, Message,
+    ProtocolVersion, Reject, ServerLimits, Start, TestSpec, Transport, Welcome,
+};
+use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
+use linerate_wire::stream_hello::{self, StreamHello};
+
+use super::conn::{self, ControlWriter, Debug, Incoming};
+use super::sockets::{self, SockOpts};
+use super::{split, stream_layout, validate_spec};
+use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
+use crate::sys;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on (port 0 picks a free port).
+    pub listen: SocketAddr,
+    /// Limits sent to clients and enforced.
+    pub limits: ServerLimits,
+    /// Tests running at once.
+    pub max_tests: usize,
+    /// Time a new connection has to send its first message or stream hello.
+    pub handshake_timeout: Duration,
+    /// Time a session may sit between messages before the test runs.
+    pub idle_timeout: Duration,
+    /// Serve one test, then exit.
+    pub one_off: bool,
+    /// Log every control frame.
+    pub debug: Debug,
+    /// Print one log line per test on stderr.
+    pub log: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            listen: SocketAddr::from(([0, 0, 0, 0, 0, 0, 0, 0], super::DEFAULT_PORT)),
+            limits: ServerLimits {
+                max_duration_ms: 3_600_000,
+                max_streams: 128,
+                max_rate_bps: None,
+                max_write_size: 1 << 20,
+                max_socket_buffer: 64 << 20,
+            },
+            max_tests: 16,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            one_off: false,
+            debug: Debug(false),
+            log: true,
+        }
+    }
+}
+
+/// Most connections waiting for their first bytes or running; beyond this new ones are closed.
+const MAX_CONNECTIONS: usize = 4096;
+
+type Registry = Mutex<HashMap<[u8; 16], Sender<Event>>>;
+
+struct Ctx {
+    cfg: ServerConfig,
+    port: u16,
+    registry: Registry,
+    active_tests: AtomicUsize,
+    connections: AtomicUsize,
+    shutdown: Arc<AtomicBool>,
+    sessions: AtomicUsize,
+}
+
+/// A bound server.
+pub struct Server {
+    listener: TcpListener,
+    _udp: UdpSocket,
+    ctx: Arc<Ctx>,
+}
+
+enum Event {
+    Ctl(Incoming),
+    Data(u16, TcpStream),
+    Interval(IntervalReport),
+}
+
+fn ctl(i: Incoming) -> Event {
+    Event::Ctl(i)
+}
+
+impl Server {
+    /// Binds the TCP listener and the UDP port. `[::]` listens on IPv4 too (dual stack); if
+    /// IPv6 is unavailable it falls back to `0.0.0.0`.
+    pub fn bind(cfg: ServerConfig) -> anyhow::Result<Server> {
+        let listener = bind_tcp(cfg.listen)
+            .or_else(|e| {
+                if cfg.listen.ip().is_unspecified() && cfg.listen.is_ipv6() {
+                    bind_tcp(SocketAddr::from(([0, 0, 0, 0], cfg.listen.port())))
+                } else {
+                    Err(e)
+                }
+            })
+            .with_context(|| {
+                format!(
+                    "cannot listen on {}: is another server using the port? pick another with --port",
+                    cfg.listen
+                )
+            })?;
+        let local = listener.local_addr()?;
+        let udp = bind_udp(local).with_context(|| {
+            format!("cannot bind UDP port {local}: is another program using it? pick another with --port")
+        })?;
+        Ok(Server {
+            listener,
+            _udp: udp,
+            ctx: Arc::new(Ctx {
+                port: local.port(),
+                cfg,
+                registry: Mutex::new(HashMap::new()),
+                active_tests: AtomicUsize::new(0),
+                connections: AtomicUsize::new(0),
+                shutdown: Arc::new(AtomicBool::new(false)),
+                sessions: AtomicUsize::new(0),
+            }),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A flag that stops the server when set (SIGINT/SIGTERM set it).
+    pub fn shutdown_handle(&self) -> Arc<AtomicBool> {
+        self.ctx.shutdown.clone()
+    }
+
+    /// Serves until the shutdown flag is set (or after one test with `one_off`). Running tests
+    /// are told the server is shutting down and given a moment to end.
+    pub fn run(self) -> anyhow::Result<()> {
+        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+        self.listener.set_nonblocking(true)?;
+        while !self.ctx.shutdown.load(SeqCst) {
+            let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(100u16)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e).context("waiting for connections"),
+            }
+            loop {
+                match self.listener.accept() {
+                    Ok((stream, peer)) => self.dispatch(stream, peer),
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                    Err(e) => {
+                        // EMFILE and friends: log, back off, keep serving others.
+                        eprintln!("linerate serve: accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(50));
+                        break;
+                    }
+                }
+            }
+        }
+        // Give sessions a moment to tell their clients and end their engines.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while self.ctx.sessions.load(SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    fn dispatch(&self, stream: TcpStream, peer: SocketAddr) {
+        if self.ctx.connections.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
+            self.ctx.connections.fetch_sub(1, SeqCst);
+            return; // dropping closes it
+        }
+        let ctx = self.ctx.clone();
+        let spawned = std::thread::Builder::new()
+            .name("lr-conn".into())
+            .spawn(move || {
+                handle_conn(&ctx, stream, peer);
+                ctx.connections.fetch_sub(1, SeqCst);
+            });
+        if spawned.is_err() {
+            self.ctx.connections.fetch_sub(1, SeqCst);
+        }
+    }
+}
+
+fn bind_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(false)?;
+    }
+    s.set_reuse_address(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s.into())
+}
+
+fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    if addr.is_ipv6() {
+        s.set_only_v6(false)?;
+    }
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
+    Ok(s.into())
+}
+
+fn log(ctx: &Ctx, line: &str) {
+    if ctx.cfg.log {
+        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+        eprintln!("{now} {line}");
+    }
+}
+
+/// Reads the first bytes within the handshake time-out and routes the connection.
+fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
+    let _ = stream.set_nodelay(true);
+    if stream
+        .set_read_timeout(Some(ctx.cfg.handshake_timeout))
+        .is_err()
+    {
+        return;
+    }
+    let deadline = Instant::now() + ctx.cfg.handshake_timeout;
+    let mut head = [0u8; 4];
+    loop {
+        match stream.peek(&mut head) {
+            Ok(0) => return,
+            Ok(4) => break,
+            Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
+            Ok(_) | Err(_) => {
+                log(ctx, &format!("{peer}: no hello within the handshake time-out; closed"));
+                return;
+            }
+        }
+    }
+    if head == stream_hello::MAGIC {
+        handle_data(ctx, stream, peer);
+    } else if head[..2] == control::frame::MAGIC {
+        ctx.sessions.fetch_add(1, SeqCst);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            handle_control(ctx, stream, peer)
+        }));
+        if r.is_err() {
+            log(ctx, &format!("{peer}: session failed internally; other tests are unaffected"));
+        }
+        ctx.sessions.fetch_sub(1, SeqCst);
+    } else {
+        log(ctx, &format!("{peer}: not a linerate client (bad magic); closed"));
+    }
+}
+
+fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
+    use std::io::Read;
+    let mut b = [0u8; stream_hello::LEN];
+    if stream.read_exact(&mut b).is_err() {
+        return;
+    }
+    let Ok(h) = StreamHello::parse(&b) else {
+        log(ctx, &format!("{peer}: malformed stream hello; closed"));
+        return;
+    };
+    let tx = ctx
+        .registry
+        .lock()
+        .ok()
+        .and_then(|r| r.get(&h.token).cloned());
+    match tx {
+        Some(tx) => {
+            let _ = stream.set_read_timeout(None);
+            let _ = tx.send(Event::Data(h.stream_index, stream));
+        }
+        None => log(ctx, &format!("{peer}: data connection with an unknown token; closed")),
+    }
+}
+
+/// Why a session ended early.
+struct Abort(String);
+
+struct Session<'a> {
+    ctx: &'a Arc<Ctx>,
+    peer: SocketAddr,
+    w: ControlWriter,
+    rx: mpsc::Receiver<Event>,
+    tx: Sender<Event>,
+    id: String,
+}
+
+impl Session<'_> {
+    fn fail(&mut self, code: ErrorCode, message: String) -> Abort {
+        let _ = self.w.send(&Message::Error(ErrorMsg {
+            code,
+            message: message.clone(),
+        }));
+        self.w.close();
+        Abort(message)
+    }
+
+    /// Waits for the next control message until `deadline`.
+    fn expect(&mut self, what: &str, deadline: Instant) -> Result<Message, Abort> {
+        loop {
+            match conn::recv_until(&self.rx, deadline) {
+                None => {
+                    return Err(self.fail(
+                        ErrorCode::Timeout,
+                        format!("no {what} within the time-out"),
+                    ))
+                }
+                Some(Event::Ctl(Incoming::Msg(m))) => return Ok(m),
+                Some(Event::Ctl(Incoming::Closed)) => {
+                    return Err(Abort(format!("client closed the connection before {what}")))
+                }
+                Some(Event::Ctl(Incoming::Broken(e))) => {
+                    return Err(self.fail(ErrorCode::Protocol, format!("bad frame: {e}")))
+                }
+                Some(Event::Data(..)) | Some(Event::Interval(_)) => continue,
+            }
+        }
+    }
+
+    fn unexpected(&mut self, expected: &str, got: &Message) -> Abort {
+        self.fail(
+            ErrorCode::Protocol,
+            format!("expected {expected}, got {}", got.name()),
+        )
+    }
+}
+
+fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
+    let (tx, rx) = mpsc::channel();
+    let reader = match stream.try_clone() {
+        Ok(r) => r,
+        Err(_) => return,
+    };
+    let _ = reader.set_read_timeout(None);
+    if conn::spawn_reader(
+        reader,
+        control::MAX_CONTROL_FRAME,
+        ctx.cfg.debug,
+        "server",
+        tx.clone(),
+        ctl,
+    )
+    .is_err()
+    {
+        return;
+    }
+    let Ok(w) = ControlWriter::new(stream, "server", ctx.cfg.debug) else {
+        return;
+    };
+    let mut id = [0u8; 4];
+    let _ = getrandom::getrandom(&mut id);
+    let mut s = Session {
+        ctx,
+        peer,
+        w,
+        rx,
+        tx,
+        id: id.iter().map(|b| format!("{b:02x}")).collect(),
+    };
+    let mut token: Option<[u8; 16]> = None;
+    let mut counted = false;
+    let outcome = run_session(&mut s, &mut token, &mut counted);
+    if let Some(t) = token {
+        if let Ok(mut r) = ctx.registry.lock() {
+            r.remove(&t);
+        }
+    }
+    if counted {
+        ctx.active_tests.fetch_sub(1, SeqCst);
+        if ctx.cfg.one_off {
+            ctx.shutdown.store(true, SeqCst);
+        }
+    }
+    match outcome {
+        Ok(line) => log(ctx, &format!("[{}] {peer} {line}", s.id)),
+        Err(Abort(why)) => log(ctx, &format!("[{}] {peer} ended: {why}", s.id)),
+    }
+    s.w.close();
+}
+
+fn run_session(
+    s: &mut Session<'_>,
+    token_out: &mut Option<[u8; 16]>,
+    counted: &mut bool,
+) -> Result<String, Abort> {
+    let cfg = &s.ctx.cfg;
+    // 1. hello
+    let hello = match s.expect("hello", Instant::now() + cfg.handshake_timeout)? {
+        Message::Hello(h) => h,
+        other => return Err(s.unexpected("hello", &other)),
+    };
+    let Some(version) = negotiate(ProtocolVersion::CURRENT, hello.protocol) else {
+        let message = format!(
+            "client speaks protocol {} and this server {}: use linerate versions with the same major version",
+            hello.protocol,
+            ProtocolVersion::CURRENT
+        );
+        let _ = s.w.send(&Message::Reject(Reject {
+            code: ErrorCode::IncompatibleVersion,
+            server_protocol: ProtocolVersion::CURRENT,
+            message: message.clone(),
+        }));
+        s.w.close();
+        return Err(Abort(message));
+    };
+    let features = control::version::common_features(&hello.features);
+    let send_intervals = features.iter().any(|f| f == "interval_events");
+    s.w.send(&Message::Welcome(Welcome {
+        protocol: version,
+        session_id: s.id.clone(),
+        features,
+        software: crate::software(),
+        limits: cfg.limits.clone(),
+    }))
+    .map_err(|e| Abort(format!("write failed: {e}")))?;
+    // 2. request
+    let spec = match s.expect("test_request", Instant::now() + cfg.idle_timeout)? {
+        Message::TestRequest(r) => r.spec,
+        other => return Err(s.unexpected("test_request", &other)),
+    };
+    if let Err((code, msg)) = validate_spec(&spec, &cfg.limits) {
+        return Err(s.fail(code, msg));
+    }
+    if let Some(cpu) = spec.server_cpu {
+        let n = sys::host::cpu_count();
+        if cpu >= n {
+            return Err(s.fail(
+                ErrorCode::BadRequest,
+                format!("server CPU {cpu} does not exist: the server has CPUs 0-{} (-A)", n.saturating_sub(1)),
+            ));
+        }
+    }
+    if s.ctx.active_tests.fetch_add(1, SeqCst) >= cfg.max_tests {
+        s.ctx.active_tests.fetch_sub(1, SeqCst);
+        return Err(s.fail(
+            ErrorCode::Busy,
+            format!(
+                "the server runs its maximum of {} tests at once; retry later (linerate serve --max-tests)",
+                cfg.max_tests
+            ),
+        ));
+    }
+    *counted = true;
+    let mut token = [0u8; 16];
+    getrandom::getrandom(&mut token)
+        .map_err(|e| s.fail(ErrorCode::Internal, format!("no randomness for a token: {e}")))?;
+    if let Ok(mut r) = s.ctx.registry.lock() {
+        r.insert(token, s.tx.clone());
+    }
+    *token_out = Some(token);
+    s.w.send(&Message::Accept(Accept {
+        token: stream_hello::token_to_hex(&token),
+        server_cpu_count: sys::host::cpu_count(),
+    }))
+    .map_err(|e| Abort(format!("write failed: {e}")))?;
+    // 3. data connections
+    let streams = collect_streams(s, &spec)?;
+    // 4. run
+    let (report, interrupted) = run_test(s, &spec, streams, send_intervals)?;
+    // 5. results exchange
+    let rx_bps = (report.totals.rx_duration_ns > 0)
+        .then(|| report.totals.rx_bytes as f64 * 8e9 / report.totals.rx_duration_ns as f64);
+    let tx_bps = (report.totals.tx_duration_ns > 0)
+        .then(|| report.totals.tx_bytes as f64 * 8e9 / report.totals.tx_duration_ns as f64);
+    let cpu = report.cpu.as_ref().map(|c| c.util_percent);
+    s.w.send(&Message::Results(control::Results { report }))
+        .map_err(|e| Abort(format!("write failed: {e}")))?;
+    match s.expect("results", Instant::now() + Duration::from_secs(10)) {
+        Ok(Message::Results(_)) => {
+            let _ = s.w.send(&Message::Done(Done {}));
+        }
+        Ok(other) => return Err(s.unexpected("results", &other)),
+        Err(a) => return Err(a),
+    }
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.1} Mbit/s", b / 1e6));
+    Ok(format!(
+        "{:?} {:?} P={} len={}: rx {} tx {} cpu {}{}",
+        spec.transport,
+        spec.direction,
+        spec.streams,
+        spec.write_size,
+        fmt(rx_bps),
+        fmt(tx_bps),
+        cpu.map_or("-".into(), |c| format!("{c:.1}%")),
+        if interrupted { " (interrupted)" } else { "" }
+    )
+    .to_lowercase())
+}
+
+fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSetup>, Abort> {
+    let layout = stream_layout(spec.direction, spec.streams);
+    let deadline = Instant::now() + s.ctx.cfg.handshake_timeout;
+    let mut ready: Option<Vec<u16>> = None;
+    let mut tcp: HashMap<u16, TcpStream> = HashMap::new();
+    let want_tcp = spec.transport == Transport::Tcp;
+    loop {
+        if ready.is_some() && (!want_tcp || tcp.len() == layout.len()) {
+            break;
+        }
+        match conn::recv_until(&s.rx, deadline) {
+            None => {
+                return Err(s.fail(
+                    ErrorCode::Timeout,
+                    format!(
+                        "only {} of {} data connections arrived in time: check that port {}/tcp is reachable",
+                        tcp.len(),
+                        layout.len(),
+                        s.ctx.port
+                    ),
+                ))
+            }
+            Some(Event::Data(i, st)) => {
+                if usize::from(i) < layout.len() && want_tcp {
+                    tcp.insert(i, st);
+                }
+            }
+            Some(Event::Ctl(Incoming::Msg(Message::StreamsReady(r)))) => {
+                if ready.is_some() {
+                    return Err(s.fail(ErrorCode::Protocol, "streams_ready sent twice".into()));
+                }
+                if !want_tcp && r.udp_ports.len() != layout.len() {
+                    return Err(s.fail(
+                        ErrorCode::Protocol,
+                        format!("expected {} UDP ports, got {}", layout.len(), r.udp_ports.len()),
+                    ));
+                }
+                ready = Some(r.udp_ports);
+            }
+            Some(Event::Ctl(Incoming::Msg(other))) => {
+                return Err(s.unexpected("streams_ready", &other))
+            }
+            Some(Event::Ctl(Incoming::Closed)) => {
+                return Err(Abort("client closed the connection while opening streams".into()))
+            }
+            Some(Event::Ctl(Incoming::Broken(e))) => {
+                return Err(s.fail(ErrorCode::Protocol, format!("bad frame: {e}")))
+            }
+            Some(Event::Interval(_)) => {}
+        }
+    }
+    let opts = SockOpts {
+        sndbuf: spec.server_sndbuf,
+        rcvbuf: spec.server_rcvbuf.or_else(|| {
+            (spec.transport == Transport::Udp && spec.direction.client_sends())
+                .then_some(sockets::UDP_DEFAULT_RCVBUF)
+        }),
+        nodelay: spec.nodelay,
+        mss: spec.mss,
+        congestion: spec.congestion.clone(),
+        tos: spec.tos,
+    };
+    let local_ip = sockets::canonical(
+        s.w.stream()
+            .local_addr()
+            .map_err(|e| Abort(e.to_string()))?
+            .ip(),
+    );
+    let peer_ip = sockets::canonical(s.peer.ip());
+    let udp_ports = ready.unwrap_or_default();
+    let mut out = Vec::new();
+    for (pos, (index, client_sends)) in layout.iter().enumerate() {
+        let role = if *client_sends {
+            StreamRole::Rx
+        } else {
+            StreamRole::Tx
+        };
+        let socket = if want_tcp {
+            let Some(st) = tcp.remove(index) else {
+                return Err(s.fail(ErrorCode::Protocol, format!("stream {index} missing")));
+            };
+            let r = sockets::apply(&socket2::SockRef::from(&st), &opts, true, local_ip.is_ipv6());
+            if let Err(e) = r {
+                return Err(s.fail(ErrorCode::BadRequest, format!("on the server: {e}")));
+            }
+            DataSocket::Tcp(Arc::new(st))
+        } else {
+            let local = SocketAddr::new(local_ip, s.ctx.port);
+            let peer = SocketAddr::new(peer_ip, udp_ports[pos]);
+            match sockets::udp_socket(local, peer, &opts, true) {
+                Ok(u) => DataSocket::Udp(Arc::new(u)),
+                Err(e) => {
+                    return Err(s.fail(ErrorCode::BadRequest, format!("on the server: UDP socket: {e}")))
+                }
+            }
+        };
+        let n = spec.streams;
+        let k = index % n;
+        out.push(StreamSetup {
+            index: *index,
+            role,
+            socket,
+            quota: if role == StreamRole::Tx {
+                spec.bytes.map(|b| split(b, n, k))
+            } else {
+                None
+            },
+            rate_bps: if role == StreamRole::Tx {
+                spec.rate_bps.map(|r| split(r, n, k))
+            } else {
+                None
+            },
+        });
+    }
+    Ok(out)
+}
+
+fn run_test(
+    s: &mut Session<'_>,
+    spec: &TestSpec,
+    streams: Vec<StreamSetup>,
+    send_intervals: bool,
+) -> Result<(SideReport, bool), Abort> {
+    let cfg = EngineConfig {
+        role: Role::Server,
+        transport: spec.transport,
+        write_size: spec.write_size,
+        interval: Duration::from_millis(spec.interval_ms),
+        omit: Duration::from_millis(spec.omit_ms),
+        cpu: spec.server_cpu,
+        udp_offload: spec.udp_offload,
+        host: sys::host::host_info(&crate::software()),
+    };
+    let tx = s.tx.clone();
+    let engine = Engine::start(cfg, streams, move |iv| {
+        let _ = tx.send(Event::Interval(iv));
+    })
+    .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
+    let mut intervals = Vec::new();
+    if let Err(e) = s.w.send(&Message::Start(Start {})) {
+        let _ = engine.finish(Duration::ZERO, Duration::ZERO);
+        return Err(Abort(format!("write failed: {e}")));
+    }
+    let limit = Duration::from_millis(s.ctx.cfg.limits.max_duration_ms) + Duration::from_secs(5);
+    let hard_stop = Instant::now() + limit;
+    let mut finished_sent = false;
+    let mut interrupted = false;
+    let mut engine = engine;
+    let outcome: Result<(), Abort> = loop {
+        match s.rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Event::Ctl(Incoming::Msg(Message::Stop(st)))) => {
+                interrupted = st.interrupted;
+                break Ok(());
+            }
+            Ok(Event::Ctl(Incoming::Msg(other))) => {
+                let a = s.unexpected("stop", &other);
+                break Err(a);
+            }
+            Ok(Event::Ctl(Incoming::Closed)) => {
+                break Err(Abort("client vanished during the test".into()))
+            }
+            Ok(Event::Ctl(Incoming::Broken(e))) => {
+                break Err(Abort(format!("control connection broke during the test: {e}")))
+            }
+            Ok(Event::Interval(iv)) => {
+                if send_intervals {
+                    let _ = s.w.send(&Message::Interval(IntervalMsg {
+                        interval: iv.clone(),
+                    }));
+                }
+                intervals.push(iv);
+            }
+            Ok(Event::Data(..)) => {}
+            Err(_) => {}
+        }
+        if s.ctx.shutdown.load(SeqCst) {
+            break Err(s.fail(
+                ErrorCode::ShuttingDown,
+                "the server is shutting down; the test was cut short".into(),
+            ));
+        }
+        if Instant::now() >= hard_stop {
+            break Err(s.fail(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "the test ran past this server's limit of {} s (linerate serve --max-duration)",
+                    s.ctx.cfg.limits.max_duration_ms / 1000
+                ),
+            ));
+        }
+        if spec.bytes.is_some() && !finished_sent && engine.has_senders() && engine.senders_done() {
+            finished_sent = true;
+            let _ = s.w.send(&Message::Finished(Finished {}));
+        }
+    };
+    engine.stop_senders();
+    let (quiet, max_drain) = match outcome {
+        Ok(()) => (Duration::from_millis(100), Duration::from_secs(3)),
+        Err(_) => (Duration::ZERO, Duration::from_millis(200)),
+    };
+    let mut report = engine.finish(quiet, max_drain);
+    while let Ok(ev) = s.rx.try_recv() {
+        if let Event::Interval(iv) = ev {
+            intervals.push(iv);
+        }
+    }
+    report.intervals = intervals;
+    outcome.map(|()| (report, interrupted))
+}

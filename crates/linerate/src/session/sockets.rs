@@ -1,0 +1,142 @@
+//! Creating and configuring data sockets, on both ends.
+//!
+//! Options that shape the TCP handshake (buffer sizes for the window scale, MSS) are set
+//! before `connect` on the client. The server's data connections are accepted on the shared
+//! listener before the test is known, so its options are set right after the hello; Linux
+//! still honours a smaller receive buffer then (the advertised window is clamped to it).
+
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+use socket2::{Domain, Protocol, SockRef, Socket, Type};
+
+/// Options for one end's data sockets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SockOpts {
+    /// SO_SNDBUF request.
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF request.
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// TCP_MAXSEG.
+    pub mss: Option<u32>,
+    /// TCP_CONGESTION.
+    pub congestion: Option<String>,
+    /// IP_TOS / IPV6_TCLASS.
+    pub tos: Option<u8>,
+}
+
+/// Default receive buffer requested for UDP receivers when the user asked for none, so that
+/// the receiving socket is not what limits a UDP test (the kernel caps it at rmem_max).
+pub const UDP_DEFAULT_RCVBUF: u32 = 4 * 1024 * 1024;
+
+/// Applies `opts` to a socket. An option the kernel refuses is an error naming the option.
+pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Result<()> {
+    let ctx = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what}: {e}"));
+    if let Some(b) = opts.sndbuf {
+        s.set_send_buffer_size(b as usize)
+            .map_err(|e| ctx("SO_SNDBUF", e))?;
+    }
+    if let Some(b) = opts.rcvbuf {
+        s.set_recv_buffer_size(b as usize)
+            .map_err(|e| ctx("SO_RCVBUF", e))?;
+    }
+    if let Some(t) = opts.tos {
+        if v6 {
+            s.set_tclass_v6(u32::from(t)).map_err(|e| ctx("IPV6_TCLASS", e))?;
+        } else {
+            s.set_tos(u32::from(t)).map_err(|e| ctx("IP_TOS", e))?;
+        }
+    }
+    if tcp {
+        if opts.nodelay {
+            s.set_nodelay(true).map_err(|e| ctx("TCP_NODELAY", e))?;
+        }
+        if let Some(m) = opts.mss {
+            s.set_mss(m).map_err(|e| ctx("TCP_MAXSEG", e))?;
+        }
+        if let Some(cc) = &opts.congestion {
+            s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "congestion control '{cc}' is not available ({e}); see /proc/sys/net/ipv4/tcp_available_congestion_control"
+                    ),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Connects a TCP data or control connection with options set before the handshake.
+pub fn connect_tcp(addr: SocketAddr, opts: &SockOpts, timeout: Duration) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    apply(&SockRef::from(&sock), opts, true, addr.is_ipv6())?;
+    sock.connect_timeout(&addr.into(), timeout)?;
+    Ok(sock.into())
+}
+
+/// Maps an IPv4-mapped IPv6 address back to IPv4.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// A UDP socket bound to `local` and connected to `peer`. With `reuse_port` it may share the
+/// server's port: Linux delivers a datagram to the connected socket whose 4-tuple matches
+/// before any unconnected one, which is how many tests share one documented port.
+pub fn udp_socket(
+    local: SocketAddr,
+    peer: SocketAddr,
+    opts: &SockOpts,
+    reuse_port: bool,
+) -> io::Result<UdpSocket> {
+    let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
+    if reuse_port {
+        sock.set_reuse_port(true)?;
+    }
+    apply(&SockRef::from(&sock), opts, false, local.is_ipv6())?;
+    sock.bind(&local.into())?;
+    sock.connect(&peer.into())?;
+    Ok(sock.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_unmaps_v4() {
+        let m: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        assert_eq!(canonical(m), "127.0.0.1".parse::<IpAddr>().unwrap());
+        let v6: IpAddr = "::1".parse().unwrap();
+        assert_eq!(canonical(v6), v6);
+    }
+
+    #[test]
+    fn reuse_port_sockets_are_demultiplexed_by_peer() {
+        let base = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = base.local_addr().unwrap().port();
+        drop(base);
+        let local: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let c1 = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let c2 = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s1 = udp_socket(local, c1.local_addr().unwrap(), &SockOpts::default(), true).unwrap();
+        let s2 = udp_socket(local, c2.local_addr().unwrap(), &SockOpts::default(), true).unwrap();
+        c1.send_to(b"one", local).unwrap();
+        c2.send_to(b"two", local).unwrap();
+        for s in [&s1, &s2] {
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        }
+        let mut b = [0u8; 8];
+        let n = s1.recv(&mut b).unwrap();
+        assert_eq!(&b[..n], b"one");
+        let n = s2.recv(&mut b).unwrap();
+        assert_eq!(&b[..n], b"two");
+    }
+}

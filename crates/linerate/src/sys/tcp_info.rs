@@ -1,0 +1,244 @@
+//! `TCP_INFO`: decoding Linux `struct tcp_info` into a [`TcpInfoReport`].
+//!
+//! Layout: `include/uapi/linux/tcp.h`. Offsets below were checked with `offsetof` against
+//! the header of linux-libc-dev (Linux 6.x, `sizeof(struct tcp_info)` = 232). The struct
+//! only ever grows at the end, so an older kernel returns a shorter prefix and `optlen`
+//! says how much it wrote; a field is reported only if that length covers it. Values are
+//! in host byte order.
+//!
+//! | offset | field | since |
+//! | --- | --- | --- |
+//! | 0..8 | u8 state … delivery_rate_app_limited (bitfields) | |
+//! | 16 | u32 snd_mss | 2.6 |
+//! | 68 / 72 | u32 rtt / rttvar (µs) | 2.6 |
+//! | 80 | u32 snd_cwnd (segments) | 2.6 |
+//! | 100 | u32 total_retrans — end of the 2.6 struct at 104 | 2.6 |
+//! | 104 | u64 pacing_rate (bytes/s) | 3.15 |
+//! | 120 | u64 bytes_acked | 4.1 |
+//! | 148 | u32 min_rtt (µs) | 4.6 |
+//! | 160 | u64 delivery_rate (bytes/s) | 4.9 |
+//! | 168 / 176 / 184 | u64 busy_time / rwnd_limited / sndbuf_limited (µs) | 4.10 |
+//! | 208 | u64 bytes_retrans | 4.19 |
+//! | 228 | u32 snd_wnd (bytes) | 5.4 |
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd};
+
+use linerate_wire::report::TcpInfoReport;
+
+/// Offsets of the fields linerate reads, from `include/uapi/linux/tcp.h`.
+mod off {
+    pub const SND_MSS: usize = 16;
+    pub const RTT: usize = 68;
+    pub const RTTVAR: usize = 72;
+    pub const SND_CWND: usize = 80;
+    pub const TOTAL_RETRANS: usize = 100;
+    /// End of `tcpi_total_retrans`: the shortest struct linerate accepts.
+    pub const MIN_LEN: usize = 104;
+    pub const PACING_RATE: usize = 104;
+    pub const BYTES_ACKED: usize = 120;
+    pub const MIN_RTT: usize = 148;
+    pub const DELIVERY_RATE: usize = 160;
+    pub const BUSY_TIME: usize = 168;
+    pub const RWND_LIMITED: usize = 176;
+    pub const SNDBUF_LIMITED: usize = 184;
+    pub const BYTES_RETRANS: usize = 208;
+    pub const SND_WND: usize = 228;
+}
+
+/// Size of the buffer [`read_tcp_info`] offers the kernel (larger than any struct so far).
+pub const TCP_INFO_BUF: usize = 256;
+
+fn u32_at(raw: &[u8], at: usize) -> Option<u32> {
+    let bytes: [u8; 4] = raw.get(at..at.checked_add(4)?)?.try_into().ok()?;
+    Some(u32::from_ne_bytes(bytes))
+}
+
+fn u64_at(raw: &[u8], at: usize) -> Option<u64> {
+    let bytes: [u8; 8] = raw.get(at..at.checked_add(8)?)?.try_into().ok()?;
+    Some(u64::from_ne_bytes(bytes))
+}
+
+/// Decodes the `struct tcp_info` prefix the kernel wrote (`raw` = exactly `optlen` bytes).
+///
+/// `None` when `raw` is shorter than the 104-byte Linux 2.6 struct (no RTT/cwnd/MSS).
+/// Later fields are `Some` only when `raw` covers them. A pacing rate of `u64::MAX` means
+/// "no pacing limit" to the kernel and is reported as absent.
+pub fn parse_tcp_info(raw: &[u8]) -> Option<TcpInfoReport> {
+    if raw.len() < off::MIN_LEN {
+        return None;
+    }
+    Some(TcpInfoReport {
+        rtt_us: u32_at(raw, off::RTT)?,
+        rttvar_us: u32_at(raw, off::RTTVAR)?,
+        snd_cwnd: u32_at(raw, off::SND_CWND)?,
+        snd_mss: u32_at(raw, off::SND_MSS)?,
+        total_retrans: u32_at(raw, off::TOTAL_RETRANS)?,
+        snd_wnd_bytes: u32_at(raw, off::SND_WND),
+        min_rtt_us: u32_at(raw, off::MIN_RTT),
+        delivery_rate_bytes_per_sec: u64_at(raw, off::DELIVERY_RATE),
+        pacing_rate_bytes_per_sec: u64_at(raw, off::PACING_RATE).filter(|&r| r != u64::MAX),
+        busy_time_us: u64_at(raw, off::BUSY_TIME),
+        rwnd_limited_us: u64_at(raw, off::RWND_LIMITED),
+        sndbuf_limited_us: u64_at(raw, off::SNDBUF_LIMITED),
+        bytes_acked: u64_at(raw, off::BYTES_ACKED),
+        bytes_retrans: u64_at(raw, off::BYTES_RETRANS),
+    })
+}
+
+/// Reads `TCP_INFO` from a TCP socket.
+///
+/// Errors: the `getsockopt` error (e.g. `ENOTSOCK`, `ENOPROTOOPT` on a non-TCP socket), or
+/// `InvalidData` when the kernel returned fewer than 104 bytes.
+// The one unsafe call in linerate's sys layer; allowed here even if the crate denies it.
+#[allow(unsafe_code)]
+pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
+    let mut buf = [0u8; TCP_INFO_BUF];
+    let mut len: libc::socklen_t = TCP_INFO_BUF as libc::socklen_t;
+    // SAFETY: `fd` is a valid open descriptor for the lifetime of the borrow; `buf` is a
+    // live, writable buffer of `len` bytes and `len` points to a live socklen_t holding
+    // that size, so the kernel writes at most `len` bytes into `buf` and stores the number
+    // written back into `len`. No Rust reference to `buf` is used during the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast::<libc::c_void>(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let written = usize::try_from(len).map_or(TCP_INFO_BUF, |n| n.min(TCP_INFO_BUF));
+    parse_tcp_info(&buf[..written]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "kernel returned {written} bytes of tcp_info, fewer than the {} needed",
+                off::MIN_LEN
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsFd;
+
+    /// A 232-byte struct with a distinct value in every field linerate reads.
+    fn fixture() -> Vec<u8> {
+        let mut b = vec![0u8; 232];
+        let put32 = |b: &mut Vec<u8>, at: usize, v: u32| {
+            b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        };
+        put32(&mut b, 16, 1448); // snd_mss
+        put32(&mut b, 20, 536); // rcv_mss (not reported)
+        put32(&mut b, 68, 1234); // rtt
+        put32(&mut b, 72, 56); // rttvar
+        put32(&mut b, 80, 10); // snd_cwnd
+        put32(&mut b, 100, 7); // total_retrans
+        put32(&mut b, 148, 987); // min_rtt
+        put32(&mut b, 228, 65_535); // snd_wnd
+        let put64 = |b: &mut Vec<u8>, at: usize, v: u64| {
+            b[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+        };
+        put64(&mut b, 104, 125_000_000); // pacing_rate
+        put64(&mut b, 112, 1); // max_pacing_rate (not reported)
+        put64(&mut b, 120, 5_000_000_000); // bytes_acked, > u32::MAX
+        put64(&mut b, 160, 117_000_000); // delivery_rate
+        put64(&mut b, 168, 10_000_000); // busy_time
+        put64(&mut b, 176, 2_000); // rwnd_limited
+        put64(&mut b, 184, 3_000); // sndbuf_limited
+        put64(&mut b, 208, 43_440); // bytes_retrans
+        b
+    }
+
+    #[test]
+    fn full_struct() {
+        let r = parse_tcp_info(&fixture()).unwrap();
+        assert_eq!(
+            r,
+            TcpInfoReport {
+                rtt_us: 1234,
+                rttvar_us: 56,
+                snd_cwnd: 10,
+                snd_mss: 1448,
+                total_retrans: 7,
+                snd_wnd_bytes: Some(65_535),
+                min_rtt_us: Some(987),
+                delivery_rate_bytes_per_sec: Some(117_000_000),
+                pacing_rate_bytes_per_sec: Some(125_000_000),
+                busy_time_us: Some(10_000_000),
+                rwnd_limited_us: Some(2_000),
+                sndbuf_limited_us: Some(3_000),
+                bytes_acked: Some(5_000_000_000),
+                bytes_retrans: Some(43_440),
+            }
+        );
+    }
+
+    #[test]
+    fn shorter_structs_from_older_kernels() {
+        let b = fixture();
+        // 103 bytes: total_retrans (100..104) incomplete → nothing usable.
+        assert_eq!(parse_tcp_info(&b[..103]), None);
+        assert_eq!(parse_tcp_info(&[]), None);
+        // 104 bytes (2.6): base fields only.
+        let r = parse_tcp_info(&b[..104]).unwrap();
+        assert_eq!((r.rtt_us, r.snd_mss, r.total_retrans), (1234, 1448, 7));
+        assert_eq!(r.pacing_rate_bytes_per_sec, None);
+        assert_eq!(r.bytes_acked, None);
+        // 160 bytes (4.6): min_rtt (148..152) yes, delivery_rate (160..168) no.
+        let r = parse_tcp_info(&b[..160]).unwrap();
+        assert_eq!(r.min_rtt_us, Some(987));
+        assert_eq!(r.bytes_acked, Some(5_000_000_000));
+        assert_eq!(r.delivery_rate_bytes_per_sec, None);
+        // 192 bytes (4.10): busy/limited times yes, bytes_retrans (208..216) and snd_wnd no.
+        let r = parse_tcp_info(&b[..192]).unwrap();
+        assert_eq!(r.sndbuf_limited_us, Some(3_000));
+        assert_eq!((r.bytes_retrans, r.snd_wnd_bytes), (None, None));
+        // 231 bytes: snd_wnd (228..232) one byte short.
+        let r = parse_tcp_info(&b[..231]).unwrap();
+        assert_eq!(r.bytes_retrans, Some(43_440));
+        assert_eq!(r.snd_wnd_bytes, None);
+    }
+
+    #[test]
+    fn unlimited_pacing_is_absent() {
+        let mut b = fixture();
+        b[104..112].copy_from_slice(&u64::MAX.to_ne_bytes());
+        assert_eq!(parse_tcp_info(&b).unwrap().pacing_rate_bytes_per_sec, None);
+    }
+
+    #[test]
+    fn real_loopback_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        // Round trip so the client has an RTT sample from acknowledged data.
+        client.write_all(&[7u8; 10_000]).unwrap();
+        let mut got = vec![0u8; 10_000];
+        server.read_exact(&mut got).unwrap();
+        server.write_all(b"ok").unwrap();
+        let mut ack = [0u8; 2];
+        client.read_exact(&mut ack).unwrap();
+
+        let info = read_tcp_info(client.as_fd()).unwrap();
+        assert!(info.snd_mss > 0, "{info:?}");
+        assert!(info.rtt_us > 0, "{info:?}");
+        assert!(info.snd_cwnd > 0, "{info:?}");
+        // This kernel (5.4+) fills the whole struct.
+        assert!(info.bytes_acked.unwrap_or(0) >= 10_000, "{info:?}");
+    }
+
+    #[test]
+    fn non_tcp_socket_is_an_error() {
+        let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(read_tcp_info(udp.as_fd()).is_err());
+    }
+}

@@ -1,0 +1,70 @@
+//! Lab tests: real client and server in network namespaces built by linerate-lab. They need
+//! root (CI runs as root) and fail loudly without it rather than pass silently.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use linerate_lab::{Lab, LabOptions, Shaping};
+
+fn lab_name(tag: &str) -> String {
+    format!("it{}{tag}", std::process::id() % 100_000)
+}
+
+fn serve_in(lab: &Lab, host: &str, port: u16) -> std::process::Child {
+    let addr = lab.addr(host).unwrap().to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    cmd.args(["serve", "--bind", &addr, "-p", &port.to_string(), "-q"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let child = lab.spawn(host, &cmd).expect("spawn server in namespace");
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+fn client_json(lab: &Lab, host: &str, args: &[&str]) -> serde_json::Value {
+    let mut a = vec![env!("CARGO_BIN_EXE_linerate")];
+    a.extend_from_slice(args);
+    a.push("--json");
+    let out = lab.exec(host, &a).expect("run client in namespace");
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json record")
+}
+
+#[test]
+fn lab_tcp_across_a_veth_pair() {
+    let lab = Lab::pair(&lab_name("p"), &LabOptions::default()).expect("lab up (needs root)");
+    let mut srv = serve_in(&lab, "b", 5301);
+    let b = lab.addr("b").unwrap().to_string();
+    let rec = client_json(&lab, "a", &["tcp", &b, "-t", "1", "-P", "2"]);
+    let _ = srv.kill();
+    let _ = srv.wait();
+    let f = &rec["summary"]["flows"][0];
+    assert!(f["receiver_bps"].as_f64().unwrap() > 1e8, "{f}");
+    assert_eq!(f["receiver_bytes"].as_u64(), f["sender_bytes"].as_u64());
+    let remote = rec["client"]["streams"][0]["remote_addr"].as_str().unwrap();
+    assert!(remote.starts_with(&b), "traffic went to {remote}, not the lab host {b}");
+}
+
+#[test]
+fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
+    let opts = LabOptions {
+        rate_limit: Some(Shaping::tbf(20_000_000)),
+        ..LabOptions::default()
+    };
+    let lab = Lab::router(&lab_name("r"), &opts).expect("lab up (needs root)");
+    let mut srv = serve_in(&lab, "b", 5301);
+    let b = lab.addr("b").unwrap().to_string();
+    let tcp = client_json(&lab, "a", &["tcp", &b, "-t", "2", "-O", "0.5"]);
+    let bps = tcp["summary"]["flows"][0]["receiver_bps"].as_f64().unwrap();
+    assert!(bps < 21e6 && bps > 14e6, "TCP through a 20 Mbit/s tbf got {bps}");
+    // UDP offered at 30 Mbit/s of 1400-byte payloads through 20 Mbit/s of link: about a third
+    // of the datagrams must be lost (the frames carry 42 bytes of headers, so a bit more).
+    let udp = client_json(&lab, "a", &["udp", &b, "-t", "2", "-b", "30M", "-l", "1400"]);
+    let loss = udp["summary"]["flows"][0]["loss_percent"].as_f64().unwrap();
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(loss > 20.0 && loss < 45.0, "loss {loss}%");
+}
