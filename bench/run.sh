@@ -27,12 +27,15 @@
 #         UDP_STEPS (default 6) steps, for the highest rate with loss <= 0.1 %, and report the
 #         received pps at that rate (0 when no step passes). netperf can't pace (no
 #         --enable-burst), so it is run unpaced only and its received pps and loss reported.
+#         linerate uses UDP GSO/GRO by default; on loopback the kernel then never splits the
+#         64-datagram super-packets, so linerate is also run with --no-offload (one datagram per
+#         packet through the stack, like iperf3 and netperf) as a like-for-like row.
 #   rss   linerate TCP -P 8 against a freshly started linerate server: client peak RSS from
 #         /usr/bin/time -v, server VmHWM from /proc/PID/status after the test.
 #   size  stat -c %s of the (stripped) release binary.
 #
-# Time: per round 3+2+3 TCP tests, up to 2x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
-# about 24 x (DURATION + ~1.5 s): RUNS=3 DURATION=5 takes about 8-10 minutes.
+# Time: per round 3+2+3 TCP tests, up to 3x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
+# at most 31 x (DURATION + ~1.5 s): RUNS=3 DURATION=5 takes about 10 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -156,7 +159,7 @@ wait_port() { # PORT PID NAME
         if ! kill -0 "$2" 2>/dev/null; then
             echo "$3 exited at start; log:" >&2; cat "$WORK/$3.log" >&2 || true; exit 1
         fi
-        if (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; then return 0; fi
+        if port_busy "$1"; then return 0; fi
         sleep 0.1
     done
     echo "$3 did not listen on $HOST:$1" >&2
@@ -190,12 +193,14 @@ record() { printf '%s\t%s\t%s\t%s\t%s\n' "$ROUND" "$1" "$2" "$3" "$4" >> "$RESUL
 try() {
     local name="$1" out="$2" attempt
     shift 2
+    local rc
     for attempt in 1 2 3; do
-        if timeout $((DURATION + 30)) "$@" > "$out" 2> "$out.err"; then
+        timeout $((DURATION + 30)) "$@" > "$out" 2> "$out.err" && rc=0 || rc=$?
+        if [[ $rc == 0 ]]; then
             sleep 0.5
             return 0
         fi
-        log "$name: attempt $attempt failed (exit $?): $(tail -c 300 "$out.err" | tr '\n' ' ') $(tail -c 300 "$out" | tr '\n' ' ')"
+        log "$name: attempt $attempt failed (exit $rc): $(tail -c 300 "$out.err" | tr '\n' ' ') $(tail -c 300 "$out" | tr '\n' ' ')"
         sleep 2
     done
     return 1
@@ -234,13 +239,15 @@ tcp_case() { # CASE TOOL
 }
 
 # udp_once TOOL RATE: prints "rx_pps tx_pps loss tx_bps" (RATE 0 = unpaced), or nothing.
+# TOOL linerate-nooff is linerate with --no-offload (no UDP GSO/GRO).
 udp_once() {
     local tool="$1" rate="$2" out b=()
     out="$(next)"
     case "$tool" in
-        linerate)
+        linerate|linerate-nooff)
             [[ "$rate" == 0 ]] || b=(-b "$rate")
-            try "udp linerate b=$rate" "$out" "$LINERATE" udp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 64 "${b[@]}" --json \
+            [[ "$tool" == linerate ]] || b+=(--no-offload)
+            try "udp $tool b=$rate" "$out" "$LINERATE" udp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 64 "${b[@]}" --json \
                 && parse linerate-udp "$out" ;;
         iperf3)
             try "udp iperf3 b=$rate" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" -u -l 64 -b "$rate" -J \
@@ -256,22 +263,23 @@ udp_once() {
 loss_ok() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$LOSS_LIMIT') else 1)"; }
 
 udp_case() { # TOOL
-    local tool="$1" res rx tx loss txbps lo hi mid best best_rate i
+    local tool="$1" res rx tx loss txbps lo hi mid best best_rate i pre=udp
     res="$(udp_once "$tool" 0)"
+    if [[ "$tool" == linerate-nooff ]]; then pre=udpno; fi
     if [[ -z "$res" ]]; then
         FAILS=$((FAILS + 1))
-        record udp_unpaced "$tool" rx_pps NA; record udp_ndr "$tool" rx_pps NA
+        record "${pre}_unpaced" "${tool%-nooff}" rx_pps NA; record "${pre}_ndr" "${tool%-nooff}" rx_pps NA
         log "round $ROUND udp $tool: unpaced run failed"
         return 0
     fi
     read -r rx tx loss txbps <<< "$res"
-    record udp_unpaced "$tool" rx_pps "$rx"
-    record udp_unpaced "$tool" tx_pps "$tx"
-    record udp_unpaced "$tool" loss "$loss"
+    record "${pre}_unpaced" "${tool%-nooff}" rx_pps "$rx"
+    record "${pre}_unpaced" "${tool%-nooff}" tx_pps "$tx"
+    record "${pre}_unpaced" "${tool%-nooff}" loss "$loss"
     log "round $ROUND udp $tool unpaced: rx $rx pps, tx $tx pps, loss $loss %, tx $txbps bit/s"
     if loss_ok "$loss"; then
-        record udp_ndr "$tool" rx_pps "$rx"
-        record udp_ndr "$tool" rate_pps "$tx"
+        record "${pre}_ndr" "${tool%-nooff}" rx_pps "$rx"
+        record "${pre}_ndr" "${tool%-nooff}" rate_pps "$tx"
         return 0
     fi
     [[ "$tool" != netperf ]] || return 0   # netperf can't pace
@@ -292,8 +300,8 @@ udp_case() { # TOOL
             log "round $ROUND udp $tool b=$mid: rx $rx pps, loss $loss % (over)"
         fi
     done
-    record udp_ndr "$tool" rx_pps "$best"
-    record udp_ndr "$tool" rate_pps "$(( best_rate / (64 * 8) ))"
+    record "${pre}_ndr" "${tool%-nooff}" rx_pps "$best"
+    record "${pre}_ndr" "${tool%-nooff}" rate_pps "$(( best_rate / (64 * 8) ))"
     log "round $ROUND udp $tool: $best pps received at <= $LOSS_LIMIT % loss (b=$best_rate)"
 }
 
@@ -311,6 +319,7 @@ rss_case() {
     fi
     kill "$spid" 2>/dev/null || true
     wait "$spid" 2>/dev/null || true
+    unset 'SERVER_PIDS[-1]'
     [[ -n "$bps" ]] || FAILS=$((FAILS + 1))
     record tcp8 linerate bps "${bps:-NA}"
     record rss linerate client_kib "${crss:-NA}"
@@ -335,7 +344,7 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
             tcp_case "$case" "$tool"
         done
     done
-    for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
+    for tool in $(rotate "$ROUND" linerate linerate-nooff iperf3 netperf); do
         udp_case "$tool"
     done
     rss_case

@@ -32,7 +32,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "run" => export::json::schema(),
                 "event" => export::json::event_schema(),
                 other => {
-                    return Err(UsageError(format!("unknown schema '{other}': use run or event")).into())
+                    return Err(
+                        UsageError(format!("unknown schema '{other}': use run or event")).into(),
+                    )
                 }
             };
             write_out(&s)?;
@@ -58,10 +60,12 @@ fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
 }
 
 fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let ip: std::net::IpAddr = a
-        .bind
-        .parse()
-        .map_err(|_| UsageError(format!("--bind {}: not an IP address (use :: or 0.0.0.0 or 127.0.0.1)", a.bind)))?;
+    let ip: std::net::IpAddr = a.bind.parse().map_err(|_| {
+        UsageError(format!(
+            "--bind {}: not an IP address (use :: or 0.0.0.0 or 127.0.0.1)",
+            a.bind
+        ))
+    })?;
     if a.max_streams == 0 || a.max_tests == 0 {
         return Err(UsageError("--max-streams and --max-tests must be at least 1".into()).into());
     }
@@ -166,8 +170,18 @@ fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
     let suite: [(&str, Transport, Direction, u32); 3] = [
-        ("TCP send", Transport::Tcp, Direction::Send, plan::DEFAULT_TCP_LEN),
-        ("TCP receive", Transport::Tcp, Direction::Receive, plan::DEFAULT_TCP_LEN),
+        (
+            "TCP send",
+            Transport::Tcp,
+            Direction::Send,
+            plan::DEFAULT_TCP_LEN,
+        ),
+        (
+            "TCP receive",
+            Transport::Tcp,
+            Direction::Receive,
+            plan::DEFAULT_TCP_LEN,
+        ),
         ("UDP 64 B", Transport::Udp, Direction::Send, 64),
     ];
     if !a.json {
@@ -196,7 +210,14 @@ fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     } else {
         let mut out = format!(
             "{:<12} {:>14} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",
-            "test", "throughput", "packets/s", "loss", "cpu client", "cpu server", "SD client", "SD server"
+            "test",
+            "throughput",
+            "packets/s",
+            "loss",
+            "cpu client",
+            "cpu server",
+            "SD client",
+            "SD server"
         );
         for r in &rows {
             out.push_str(r);
@@ -207,7 +228,13 @@ fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn demo_plan(port: u16, transport: Transport, direction: Direction, len: u32, t: Duration) -> StreamPlan {
+fn demo_plan(
+    port: u16,
+    transport: Transport,
+    direction: Direction,
+    len: u32,
+    t: Duration,
+) -> StreamPlan {
     let spec = linerate_wire::control::TestSpec {
         transport,
         direction,
@@ -246,9 +273,7 @@ fn demo_row(name: &str, rec: &RunRecord) -> String {
     let bps = f
         .and_then(|f| f.receiver_bps.or(f.sender_bps))
         .map_or_else(dash, format_bps);
-    let pps = f
-        .and_then(|f| f.receiver_pps)
-        .map_or_else(dash, format_pps);
+    let pps = f.and_then(|f| f.receiver_pps).map_or_else(dash, format_pps);
     let loss = f
         .and_then(|f| f.loss_percent)
         .map_or_else(dash, |l| format!("{l:.2}%"));

@@ -20,8 +20,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // A closed stdout (`linerate ... | head`) is not an error.
-            if e
-                .downcast_ref::<std::io::Error>()
+            if e.downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
             {
                 return ExitCode::SUCCESS;

@@ -90,7 +90,11 @@ impl FrameHeader {
 /// Fails only if the body would exceed [`MAX_CONTROL_FRAME`].
 pub fn encode(msg: &Message) -> Result<Vec<u8>, WireError> {
     let body = serde_json::to_vec(msg).map_err(|e| {
-        WireError::new(LAYER, FRAME_HEADER_LEN, WireErrorKind::BadBody(e.to_string()))
+        WireError::new(
+            LAYER,
+            FRAME_HEADER_LEN,
+            WireErrorKind::BadBody(e.to_string()),
+        )
     })?;
     let len = u32::try_from(body.len())
         .ok()
@@ -114,7 +118,11 @@ pub fn encode(msg: &Message) -> Result<Vec<u8>, WireError> {
 /// Decodes a frame body. Unknown fields are ignored; an unknown message type is an error.
 pub fn decode_body(body: &[u8]) -> Result<Message, WireError> {
     serde_json::from_slice(body).map_err(|e| {
-        WireError::new(LAYER, FRAME_HEADER_LEN, WireErrorKind::BadBody(e.to_string()))
+        WireError::new(
+            LAYER,
+            FRAME_HEADER_LEN,
+            WireErrorKind::BadBody(e.to_string()),
+        )
     })
 }
 
@@ -181,7 +189,13 @@ mod tests {
 
     #[test]
     fn garbage_body_is_an_error_not_a_panic() {
-        for body in [&b"{"[..], b"null", b"\xff\xfe", b"{\"type\":\"no_such\"}", b"[]"] {
+        for body in [
+            &b"{"[..],
+            b"null",
+            b"\xff\xfe",
+            b"{\"type\":\"no_such\"}",
+            b"[]",
+        ] {
             assert!(decode_body(body).is_err());
         }
     }

@@ -51,7 +51,7 @@ pub enum Message {
     /// Client → server: the client's senders stopped; stop yours and report.
     Stop(Stop),
     /// Either way: one end's measurements.
-    Results(Results),
+    Results(Box<Results>),
     /// Server → client: the session is over; the server closes.
     Done(Done),
     /// Either way: a fatal error; the sender closes after it.
@@ -338,7 +338,13 @@ mod tests {
     fn unknown_error_code_decodes() {
         let body = br#"{"type":"error","data":{"code":"martians","message":"m"}}"#;
         let m: Message = serde_json::from_slice(body).unwrap();
-        assert!(matches!(m, Message::Error(ErrorMsg { code: ErrorCode::Unknown, .. })));
+        assert!(matches!(
+            m,
+            Message::Error(ErrorMsg {
+                code: ErrorCode::Unknown,
+                ..
+            })
+        ));
     }
 
     #[test]

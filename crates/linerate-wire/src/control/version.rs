@@ -25,7 +25,9 @@ pub const FEATURES: &[&str] = &[
 ];
 
 /// A `major.minor` protocol version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 pub struct ProtocolVersion {
     /// Incompatible changes bump this.
     pub major: u16,

@@ -20,13 +20,19 @@ pub struct Args {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a server that many clients can test against at once (netserver, iperf3 -s).
-    #[command(after_help = "Examples:\n  linerate serve                      # port 5301, TCP and UDP, IPv4 and IPv6\n  linerate serve --port 6000 --max-tests 4 --max-duration 60\n  linerate serve --one-off            # serve one test, then exit\n\nSIGINT or SIGTERM end running tests cleanly.")]
+    #[command(
+        after_help = "Examples:\n  linerate serve                      # port 5301, TCP and UDP, IPv4 and IPv6\n  linerate serve --port 6000 --max-tests 4 --max-duration 60\n  linerate serve --one-off            # serve one test, then exit\n\nSIGINT or SIGTERM end running tests cleanly."
+    )]
     Serve(ServeArgs),
     /// TCP stream test against a server (netperf TCP_STREAM / TCP_MAERTS, ttcp, iperf3).
-    #[command(after_help = "Examples:\n  linerate tcp 192.0.2.10                   # send for 10 s\n  linerate tcp HOST -R                      # server sends (TCP_MAERTS)\n  linerate tcp HOST --bidir -P 4            # both ways, 4 streams each\n  linerate tcp HOST -n 16M -l 8K --format ttcp   # ttcp: buflen=8192 nbuf=2048\n  linerate tcp HOST -l 64K -s 256K -S 256K --format netperf\n  linerate tcp HOST -t 30 -O 2 --json > run.json")]
+    #[command(
+        after_help = "Examples:\n  linerate tcp 192.0.2.10                   # send for 10 s\n  linerate tcp HOST -R                      # server sends (TCP_MAERTS)\n  linerate tcp HOST --bidir -P 4            # both ways, 4 streams each\n  linerate tcp HOST -n 16M -l 8K --format ttcp   # ttcp: buflen=8192 nbuf=2048\n  linerate tcp HOST -l 64K -s 256K -S 256K --format netperf\n  linerate tcp HOST -t 30 -O 2 --json > run.json"
+    )]
     Tcp(StreamArgs),
     /// UDP stream test: loss, duplicates, reordering, jitter, packets per second.
-    #[command(after_help = "Examples:\n  linerate udp HOST -l 64                   # smallest datagrams, as fast as possible\n  linerate udp HOST -b 100M -l 1400         # paced at 100 Mbit/s\n  linerate udp HOST -R -b 1G --format netperf")]
+    #[command(
+        after_help = "Examples:\n  linerate udp HOST -l 64                   # smallest datagrams, as fast as possible\n  linerate udp HOST -b 100M -l 1400         # paced at 100 Mbit/s\n  linerate udp HOST -R -b 1G --format netperf"
+    )]
     Udp(StreamArgs),
     /// Start a server on loopback and run a short suite: the quickest way to see linerate work.
     #[command(after_help = "Examples:\n  linerate demo\n  linerate demo --json > demo.json")]

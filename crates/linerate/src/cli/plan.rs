@@ -66,7 +66,9 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     let omit_ms = a.omit.map_or(0, ms);
     if omit_ms > 0 {
         if bytes.is_some() {
-            return err("--omit needs a timed test (-t): a fixed byte count (-n) counts every byte");
+            return err(
+                "--omit needs a timed test (-t): a fixed byte count (-n) counts every byte",
+            );
         }
         if duration_ms.is_some_and(|d| omit_ms >= d) {
             return err("--omit must be shorter than the test (-t)");
@@ -189,7 +191,18 @@ mod tests {
 
     #[test]
     fn buffers_local_remote_and_override() {
-        let p = plan(&["linerate", "tcp", "h", "-s", "64K", "-S", "256K", "--remote-rcvbuf", "1M"]).unwrap();
+        let p = plan(&[
+            "linerate",
+            "tcp",
+            "h",
+            "-s",
+            "64K",
+            "-S",
+            "256K",
+            "--remote-rcvbuf",
+            "1M",
+        ])
+        .unwrap();
         assert_eq!(p.local.sndbuf, Some(65536));
         assert_eq!(p.local.rcvbuf, Some(65536));
         assert_eq!(p.spec.server_sndbuf, Some(262144));
@@ -201,10 +214,19 @@ mod tests {
 
     #[test]
     fn cross_flag_errors_say_what_to_do() {
-        assert!(plan(&["linerate", "udp", "h", "-l", "8"]).unwrap_err().0.contains("-l 8"));
-        assert!(plan(&["linerate", "tcp", "h", "-n", "1M", "-O", "1"]).unwrap_err().0.contains("--omit"));
+        assert!(plan(&["linerate", "udp", "h", "-l", "8"])
+            .unwrap_err()
+            .0
+            .contains("-l 8"));
+        assert!(plan(&["linerate", "tcp", "h", "-n", "1M", "-O", "1"])
+            .unwrap_err()
+            .0
+            .contains("--omit"));
         assert!(plan(&["linerate", "tcp", "h", "-t", "2", "-O", "2"]).is_err());
-        assert!(plan(&["linerate", "udp", "h", "-N"]).unwrap_err().0.contains("TCP options"));
+        assert!(plan(&["linerate", "udp", "h", "-N"])
+            .unwrap_err()
+            .0
+            .contains("TCP options"));
         assert!(plan(&["linerate", "tcp", "h", "-P", "0"]).is_err());
         assert!(plan(&["linerate", "tcp", "h", "-b", "0"]).is_err());
         assert!(plan(&["linerate", "tcp", "h", "-A", "999"]).is_err());

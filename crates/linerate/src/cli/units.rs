@@ -34,7 +34,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .parse()
         .map_err(|_| format!("invalid size '{s}': expected a number such as 128K or 65536"))?;
     let bytes = v * mult as f64;
-    if !(bytes.is_finite() && bytes >= 0.0 && bytes < 1.8e19) {
+    if !((0.0..1.8e19).contains(&bytes)) {
         return Err(format!("invalid size '{s}': out of range"));
     }
     Ok(bytes.round() as u64)
@@ -50,7 +50,11 @@ pub fn parse_size32(s: &str) -> Result<u32, String> {
 pub fn parse_rate(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, suffix) = split_num(t);
-    let mult: f64 = match suffix.to_ascii_lowercase().trim_end_matches("bit/s").trim_end_matches("bps") {
+    let mult: f64 = match suffix
+        .to_ascii_lowercase()
+        .trim_end_matches("bit/s")
+        .trim_end_matches("bps")
+    {
         "" => 1.0,
         "k" => 1e3,
         "m" => 1e6,
@@ -58,15 +62,15 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         "t" => 1e12,
         _ => {
             return Err(format!(
-                "invalid rate '{s}': use bits per second with an optional K, M or G suffix (e.g. 100M)"
-            ))
+            "invalid rate '{s}': use bits per second with an optional K, M or G suffix (e.g. 100M)"
+        ))
         }
     };
     let v: f64 = num
         .parse()
         .map_err(|_| format!("invalid rate '{s}': expected a number such as 100M or 2.5G"))?;
     let bps = v * mult;
-    if !(bps.is_finite() && bps >= 0.0 && bps < 1.8e19) {
+    if !((0.0..1.8e19).contains(&bps)) {
         return Err(format!("invalid rate '{s}': out of range"));
     }
     Ok(bps.round() as u64)
@@ -76,9 +80,9 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let t = s.trim();
     let (num, suffix) = split_num(t);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("invalid duration '{s}': expected seconds such as 10 or 1.5, or 500ms"))?;
+    let v: f64 = num.parse().map_err(|_| {
+        format!("invalid duration '{s}': expected seconds such as 10 or 1.5, or 500ms")
+    })?;
     let secs = match suffix {
         "" | "s" | "sec" => v,
         "ms" => v / 1e3,

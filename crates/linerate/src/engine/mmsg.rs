@@ -32,14 +32,7 @@ pub fn send_batch(fd: BorrowedFd<'_>, datagrams: &[&[u8]]) -> io::Result<usize> 
         .collect();
     // SAFETY: `msgs` holds `n` initialised headers whose iovecs point into `datagrams`, which
     // the caller keeps alive for the duration of the call; the fd is a valid open socket.
-    let rc = unsafe {
-        libc::sendmmsg(
-            fd.as_raw_fd(),
-            msgs.as_mut_ptr(),
-            n as libc::c_uint,
-            0,
-        )
-    };
+    let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

@@ -78,6 +78,8 @@ struct Snapshot {
 struct Shared {
     epoch: Instant,
     streams: Vec<(StreamSetup, Arc<StreamCounters>)>,
+    /// Local and peer address of each stream, read at start (a closed socket has no peer).
+    addrs: Vec<(Option<String>, Option<String>)>,
     transport: Transport,
     baseline: Mutex<Option<(Snapshot, Option<sys::cpu::CpuTimes>)>>,
     baseline_flag: Arc<AtomicBool>,
@@ -163,7 +165,16 @@ impl Engine {
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
         let baseline_flag = Arc::new(AtomicBool::new(false));
+        let addrs = streams
+            .iter()
+            .map(|s| match &s.socket {
+                DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
+                DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
+            })
+            .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
+            .collect();
         let shared = Arc::new(Shared {
+            addrs,
             epoch,
             streams: streams
                 .into_iter()
@@ -303,9 +314,9 @@ impl Engine {
         for (i, h) in self.threads.drain(..) {
             match h.join() {
                 Ok(o) => outcomes[i] = Some(o),
-                Err(_) => self
-                    .shared
-                    .warn(format!("data thread of stream {i} panicked; its figures are partial")),
+                Err(_) => self.shared.warn(format!(
+                    "data thread of stream {i} panicked; its figures are partial"
+                )),
             }
         }
         if let Some(m) = self.meter.take() {
@@ -373,7 +384,24 @@ impl Engine {
                 t.reordered += u.reordered;
                 t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
             }
-            streams.push(stream_report(setup, bytes, fin.calls[i].saturating_sub(base.calls[i]), udp.then(|| fin.packets[i].saturating_sub(base.packets[i])), dur, udp_rx, &mut warnings));
+            let (local, remote) = sh.addrs[i].clone();
+            let facts = socket_facts(setup, &mut warnings);
+            streams.push(StreamReport {
+                index: setup.index,
+                role: setup.role,
+                bytes,
+                io_calls: fin.calls[i].saturating_sub(base.calls[i]),
+                packets: udp.then(|| fin.packets[i].saturating_sub(base.packets[i])),
+                duration_ns: dur,
+                sndbuf_bytes: facts.sndbuf,
+                rcvbuf_bytes: facts.rcvbuf,
+                mss_bytes: facts.mss,
+                congestion: facts.congestion,
+                tcp_info: facts.tcp_info,
+                udp_rx,
+                local_addr: local,
+                remote_addr: remote,
+            });
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
         let is_rx = |i: usize| !is_tx(i);
@@ -411,7 +439,9 @@ impl Engine {
             warnings.push("CPU utilisation not measured: /proc/stat could not be read at both ends of the window".into());
         }
         if proc_cpu.is_none() {
-            warnings.push("linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into());
+            warnings.push(
+                "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
+            );
         }
         SideReport {
             role: self.cfg.role,
@@ -426,19 +456,30 @@ impl Engine {
     }
 }
 
-fn stream_report(
-    setup: &StreamSetup,
-    bytes: u64,
-    calls: u64,
-    packets: Option<u64>,
-    duration_ns: u64,
-    udp_rx: Option<UdpRxReport>,
-    warnings: &mut Vec<String>,
-) -> StreamReport {
-    let (sndbuf, rcvbuf, local, remote, tcp_info, mss, congestion) = match &setup.socket {
+/// What the kernel says about a data socket at the end of the test.
+struct SocketFacts {
+    sndbuf: Option<u32>,
+    rcvbuf: Option<u32>,
+    tcp_info: Option<linerate_wire::report::TcpInfoReport>,
+    mss: Option<u32>,
+    congestion: Option<String>,
+}
+
+fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts {
+    let buf = |s: &socket2::SockRef<'_>| {
+        (
+            s.send_buffer_size()
+                .ok()
+                .and_then(|v| u32::try_from(v).ok()),
+            s.recv_buffer_size()
+                .ok()
+                .and_then(|v| u32::try_from(v).ok()),
+        )
+    };
+    match &setup.socket {
         DataSocket::Tcp(t) => {
             let s = socket2::SockRef::from(t.as_ref());
-            let info = match sys::tcp_info::read_tcp_info(t.as_fd()) {
+            let tcp_info = match sys::tcp_info::read_tcp_info(t.as_fd()) {
                 Ok(i) => Some(i),
                 Err(e) => {
                     let w = format!("TCP_INFO not readable: {e}");
@@ -448,46 +489,29 @@ fn stream_report(
                     None
                 }
             };
-            (
-                s.send_buffer_size().ok(),
-                s.recv_buffer_size().ok(),
-                t.local_addr().ok(),
-                t.peer_addr().ok(),
-                info,
-                s.mss().ok(),
-                s.tcp_congestion()
-                    .ok()
-                    .map(|c| String::from_utf8_lossy(&c).trim_end_matches('\0').to_string()),
-            )
+            let (sndbuf, rcvbuf) = buf(&s);
+            SocketFacts {
+                sndbuf,
+                rcvbuf,
+                tcp_info,
+                mss: s.mss().ok(),
+                congestion: s.tcp_congestion().ok().map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .trim_end_matches('\0')
+                        .to_string()
+                }),
+            }
         }
         DataSocket::Udp(u) => {
-            let s = socket2::SockRef::from(u.as_ref());
-            (
-                s.send_buffer_size().ok(),
-                s.recv_buffer_size().ok(),
-                u.local_addr().ok(),
-                u.peer_addr().ok(),
-                None,
-                None,
-                None,
-            )
+            let (sndbuf, rcvbuf) = buf(&socket2::SockRef::from(u.as_ref()));
+            SocketFacts {
+                sndbuf,
+                rcvbuf,
+                tcp_info: None,
+                mss: None,
+                congestion: None,
+            }
         }
-    };
-    StreamReport {
-        index: setup.index,
-        role: setup.role,
-        bytes,
-        io_calls: calls,
-        packets,
-        duration_ns,
-        sndbuf_bytes: sndbuf.and_then(|v| u32::try_from(v).ok()),
-        rcvbuf_bytes: rcvbuf.and_then(|v| u32::try_from(v).ok()),
-        mss_bytes: mss,
-        congestion,
-        tcp_info,
-        udp_rx,
-        local_addr: local.map(|a| a.to_string()),
-        remote_addr: remote.map(|a| a.to_string()),
     }
 }
 
@@ -560,8 +584,7 @@ fn interval_report(
                 if let Ok(info) = sys::tcp_info::read_tcp_info(t.as_fd()) {
                     rtt_sum += u64::from(info.rtt_us);
                     rtt_n += 1;
-                    *cwnd.get_or_insert(0u64) +=
-                        u64::from(info.snd_cwnd) * u64::from(info.snd_mss);
+                    *cwnd.get_or_insert(0u64) += u64::from(info.snd_cwnd) * u64::from(info.snd_mss);
                 }
             }
         }

@@ -111,7 +111,9 @@ impl StreamCtx {
         if !*taken && self.baseline.load(Relaxed) {
             *taken = true;
             if let Some(c) = sys::rusage::thread_cpu() {
-                self.counters.cpu_at_baseline_user_ns.store(c.user_ns, Relaxed);
+                self.counters
+                    .cpu_at_baseline_user_ns
+                    .store(c.user_ns, Relaxed);
                 self.counters
                     .cpu_at_baseline_system_ns
                     .store(c.system_ns, Relaxed);
@@ -143,7 +145,8 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let mut out = StreamOutcome::default();
     if let Some(cpu) = ctx.cpu {
         if let Err(e) = sys::affinity::pin_current_thread(cpu) {
-            out.warnings.push(format!("could not pin a data thread: {e}"));
+            out.warnings
+                .push(format!("could not pin a data thread: {e}"));
         }
     }
     let res = match (&socket, send) {
@@ -325,11 +328,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
     Ok(())
 }
 
-fn udp_recv(
-    ctx: &StreamCtx,
-    sock: &UdpSocket,
-    report: &mut Option<UdpRxReport>,
-) -> io::Result<()> {
+fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>) -> io::Result<()> {
     sock.set_read_timeout(Some(POLL))?;
     let l = ctx.write_size.max(probe::LEN);
     let gro = ctx.udp_offload

@@ -97,14 +97,20 @@ pub fn render(rec: &RunRecord) -> String {
     match write_rows(&rows) {
         Ok(text) => text,
         // Writing plain numbers and strings into memory cannot fail; keep the output CSV-shaped.
-        Err(e) => format!("error\n\"cannot write CSV: {}\"\n", e.to_string().replace('"', "'")),
+        Err(e) => format!(
+            "error\n\"cannot write CSV: {}\"\n",
+            e.to_string().replace('"', "'")
+        ),
     }
 }
 
 /// The header row alone, derived from [`CsvRow`]'s fields.
 pub fn header() -> String {
     let text = write_rows(&[CsvRow::default()]).unwrap_or_default();
-    text.lines().next().map(|h| format!("{h}\n")).unwrap_or_default()
+    text.lines()
+        .next()
+        .map(|h| format!("{h}\n"))
+        .unwrap_or_default()
 }
 
 fn write_rows(rows: &[CsvRow]) -> Result<String, ::csv::Error> {
@@ -118,7 +124,9 @@ fn write_rows(rows: &[CsvRow]) -> Result<String, ::csv::Error> {
     for row in rows {
         w.serialize(row)?;
     }
-    let bytes = w.into_inner().map_err(|e| ::csv::Error::from(e.into_error()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| ::csv::Error::from(e.into_error()))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -138,7 +146,13 @@ server_service_demand_us_per_kb,interrupted\n";
         // test: 27.847… and 23.896… µs/KB, at full precision.
         let rec = fixtures::tcp_send();
         let client_sd = rec.summary.client.service_demand_us_per_kb.unwrap();
-        let server_sd = rec.summary.server.as_ref().unwrap().service_demand_us_per_kb.unwrap();
+        let server_sd = rec
+            .summary
+            .server
+            .as_ref()
+            .unwrap()
+            .service_demand_us_per_kb
+            .unwrap();
         let expected = format!(
             "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,65535,10250000000,\
              374048125,374048125,291940000.0,291940000.0,,3,,,24.81,85.16,{client_sd},\
@@ -165,7 +179,11 @@ server_service_demand_us_per_kb,interrupted\n";
         let row = out.lines().nth(1).unwrap();
         let cells: Vec<&str> = row.split(',').collect();
         let col = |name: &str| {
-            let i = HEADER.trim_end().split(',').position(|h| h == name).unwrap();
+            let i = HEADER
+                .trim_end()
+                .split(',')
+                .position(|h| h == name)
+                .unwrap();
             cells[i]
         };
         assert_eq!(col("pps"), "99005.0");

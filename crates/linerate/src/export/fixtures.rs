@@ -67,7 +67,11 @@ fn stream(role: StreamRole, t: &Totals, sndbuf: Option<u32>, rcvbuf: Option<u32>
         bytes: if tx { t.tx_bytes } else { t.rx_bytes },
         io_calls: if tx { t.tx_calls } else { t.rx_calls },
         packets: if tx { t.tx_packets } else { t.rx_packets },
-        duration_ns: if tx { t.tx_duration_ns } else { t.rx_duration_ns },
+        duration_ns: if tx {
+            t.tx_duration_ns
+        } else {
+            t.rx_duration_ns
+        },
         sndbuf_bytes: sndbuf,
         rcvbuf_bytes: rcvbuf,
         mss_bytes: None,
@@ -90,7 +94,7 @@ fn cpu(count: u32, util: f64, busiest: f64) -> CpuReport {
         steal_percent: 0.0,
         busiest_cpu: 0,
         busiest_cpu_util_percent: busiest,
-    busiest_cpu_softirq_percent: busiest / 2.0,
+        busiest_cpu_softirq_percent: busiest / 2.0,
     }
 }
 
@@ -112,7 +116,8 @@ fn end_summary(r: &SideReport) -> EndSummary {
         busiest_cpu_util_percent: r.cpu.as_ref().map(|c| c.busiest_cpu_util_percent),
         // netperf: util × CPUs × window µs / KB moved.
         service_demand_us_per_kb: r.cpu.as_ref().map(|c| {
-            c.util_percent / 100.0 * f64::from(c.cpu_count) * t.duration_ns as f64 / 1000.0
+            c.util_percent / 100.0 * f64::from(c.cpu_count) * t.duration_ns as f64
+                / 1000.0
                 / (bytes as f64 / 1024.0)
         }),
         tool_cpu_percent: r
@@ -143,9 +148,9 @@ fn flow(dir: FlowDirection, sender: &SideReport, receiver: Option<&SideReport>) 
         sender_pps: st.tx_packets.and_then(|p| per_sec(p, st.tx_duration_ns)),
         receiver_pps: rt.and_then(|t| t.rx_packets.and_then(|p| per_sec(p, t.rx_duration_ns))),
         retransmits: st.retransmits,
-        loss_percent: udp.as_ref().map(|u| {
-            u.lost as f64 * 100.0 / (u.packets - u.duplicates + u.lost) as f64
-        }),
+        loss_percent: udp
+            .as_ref()
+            .map(|u| u.lost as f64 * 100.0 / (u.packets - u.duplicates + u.lost) as f64),
         udp,
     }
 }
@@ -158,7 +163,11 @@ fn record(
 ) -> RunRecord {
     let mut flows = Vec::new();
     if plan.direction.client_sends() {
-        flows.push(flow(FlowDirection::ClientToServer, &client, server.as_ref()));
+        flows.push(flow(
+            FlowDirection::ClientToServer,
+            &client,
+            server.as_ref(),
+        ));
     }
     if plan.direction.client_receives() {
         if let Some(s) = server.as_ref() {
@@ -289,7 +298,12 @@ pub(crate) fn tcp_receive() -> RunRecord {
     });
     let w = "server: CPU utilisation unavailable: /proc/stat could not be read";
     server.warnings = vec![w.to_string()];
-    let p = plan("[2001:db8::7]:5201", Transport::Tcp, Direction::Receive, 16_384);
+    let p = plan(
+        "[2001:db8::7]:5201",
+        Transport::Tcp,
+        Direction::Receive,
+        16_384,
+    );
     record(p, client, Some(server), &[w])
 }
 
@@ -416,5 +430,11 @@ pub(crate) fn ttcp_seed() -> RunRecord {
 
 /// Every fixture, for tests that check a property of all of them.
 pub(crate) fn all() -> Vec<RunRecord> {
-    vec![tcp_send(), tcp_receive(), udp_send(), no_server(), ttcp_seed()]
+    vec![
+        tcp_send(),
+        tcp_receive(),
+        udp_send(),
+        no_server(),
+        ttcp_seed(),
+    ]
 }

@@ -85,7 +85,11 @@ pub struct UnknownFormat {
 
 impl fmt::Display for UnknownFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown output format '{}': valid formats are ", self.given)?;
+        write!(
+            f,
+            "unknown output format '{}': valid formats are ",
+            self.given
+        )?;
         for (i, format) in Format::ALL.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;

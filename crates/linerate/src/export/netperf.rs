@@ -296,7 +296,7 @@ Size    Size     Time         Okay Errors   Throughput   Util     Demand
 bytes   bytes    secs            #      #   10^6bits/sec % SS     us/KB
 
 212992    1400   10.00     1000000     -1     1120.0     12.55    3.672 
-212992           10.00      990050             1108.9     8.12     2.400 
+212992           10.00      990050            1108.9     8.12     2.400 
 
 ";
         assert_eq!(render(&fixtures::udp_send()), expected);
@@ -335,7 +335,10 @@ bytes   bytes    secs            #      #   10^6bits/sec
         );
         let out = render(&fixtures::no_server());
         assert_eq!(out, expected);
-        assert!(!out.contains("warning"), "warnings go to stderr, not into the table");
+        assert!(
+            !out.contains("warning"),
+            "warnings go to stderr, not into the table"
+        );
     }
 
     #[test]

@@ -68,7 +68,9 @@ fn flow_rows(rec: &RunRecord) -> Vec<Vec<String>> {
     let udp = rec.plan.transport == Transport::Udp;
     let mut head = vec!["flow", "sender", "receiver", "sent", "received"];
     if udp {
-        head.extend(["sent pps", "recv pps", "loss", "lost", "dup", "reorder", "jitter"]);
+        head.extend([
+            "sent pps", "recv pps", "loss", "lost", "dup", "reorder", "jitter",
+        ]);
     } else {
         head.push("retransmits");
     }
@@ -186,7 +188,7 @@ fn fixed(fields: &[(String, usize)], tail: &[String]) -> String {
     for (i, text) in tail.iter().enumerate() {
         // Label-value fields: pad all but the last one to a common width, two blanks at least.
         if i + 1 < tail.len() {
-            line.push_str(&format!("{text:<12}  "));
+            line.push_str(&format!("{text:<16}  "));
         } else {
             line.push_str(text);
         }
@@ -215,7 +217,7 @@ pub fn interval_header(transport: Transport) -> String {
 }
 
 /// One interval at one end, e.g.
-/// `[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3        rtt 52 us     cwnd 1.20 MiB  cpu 48%`.
+/// `[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3            rtt 52 us         cwnd 1.20 MiB     cpu 48%`.
 /// Warm-up intervals end in "(omitted)".
 pub fn interval_line(side: Role, iv: &IntervalReport, transport: Transport) -> String {
     let side = match side {
@@ -298,9 +300,9 @@ linerate 0.1.0 tcp send with 192.168.0.4:5001: 1 stream, 65535 B writes, 10.25 s
 flow            sender        receiver      sent        received    retransmits
 client->server  291.9 Mbit/s  291.9 Mbit/s  356.72 MiB  356.72 MiB  3
 
-end     cpu (all)     busiest cpu  demand us/KB  own threads  io calls  us/call  calls/s  sndbuf      rcvbuf
-client  24.81% of 4   98.00%       27.847        96.6%        5708      1795.73  557      248.00 KiB  -
-server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78   4390     -           204.00 KiB
+end     cpu (all)    busiest cpu  demand us/KB  own threads  io calls  us/call  calls/s  sndbuf      rcvbuf
+client  24.81% of 4  98.00%       27.847        96.6%        5708      1795.73  557      248.00 KiB  -
+server  85.16% of 1  85.16%       23.896        40.0%        45000     227.78   4390     -           204.00 KiB
 ";
         assert_eq!(out, expected);
     }
@@ -313,7 +315,10 @@ server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78  
              warning: client CPU utilisation unavailable: /proc/stat could not be read\n"
         ));
         assert!(out.contains("(interrupted)"));
-        assert!(!out.contains("0.00%"), "a missing CPU must not print as 0.00%:\n{out}");
+        assert!(
+            !out.contains("0.00%"),
+            "a missing CPU must not print as 0.00%:\n{out}"
+        );
         assert!(!out.contains("0.00"), "no fake zeros:\n{out}");
         let client = out.lines().find(|l| l.starts_with("client ")).unwrap();
         let cells: Vec<&str> = client.split_whitespace().collect();
@@ -322,20 +327,39 @@ server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78  
         let server = out.lines().find(|l| l.starts_with("server ")).unwrap();
         assert_eq!(server.split_whitespace().filter(|c| *c == "-").count(), 9);
         // The receiver's figures are unknown too.
-        let flow = out.lines().find(|l| l.starts_with("client->server")).unwrap();
+        let flow = out
+            .lines()
+            .find(|l| l.starts_with("client->server"))
+            .unwrap();
         assert_eq!(
             flow.split_whitespace().collect::<Vec<_>>(),
-            ["client->server", "8.000", "Gbit/s", "-", "4.66", "GiB", "-", "-"]
+            [
+                "client->server",
+                "8.000",
+                "Gbit/s",
+                "-",
+                "4.66",
+                "GiB",
+                "-",
+                "-"
+            ]
         );
     }
 
     #[test]
     fn udp_table_shows_loss_duplicates_reordering_and_jitter() {
         let out = render(&fixtures::udp_send());
-        let flow = out.lines().find(|l| l.starts_with("client->server")).unwrap();
-        // 990,050 datagrams / 10 s = 99.01 kpps received; 10,000 lost of 1,000,000 = 1.00%.
+        let flow = out
+            .lines()
+            .find(|l| l.starts_with("client->server"))
+            .unwrap();
+        // 990,050 datagrams / 10 s = 99,005/s: "99.00 kpps" (99.005 is stored just below the
+        // tie); 10,000 lost of 1,000,000 sent = 1.00%; jitter 12,345 ns.
         assert_eq!(
-            flow.split("  ").map(str::trim).filter(|c| !c.is_empty()).collect::<Vec<_>>(),
+            flow.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect::<Vec<_>>(),
             [
                 "client->server",
                 "1.120 Gbit/s",
@@ -343,7 +367,7 @@ server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78  
                 "1.30 GiB",
                 "1.29 GiB",
                 "100.0 kpps",
-                "99.01 kpps",
+                "99.00 kpps",
                 "1.00%",
                 "10000",
                 "50",
@@ -361,12 +385,12 @@ server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78  
         let line = interval_line(Role::Client, &rec.client.intervals[1], Transport::Tcp);
         assert_eq!(
             header,
-            "[side]    interval       transfer    bitrate       retransmits   rtt           cwnd          cpu"
+            "[side]    interval       transfer    bitrate       retransmits       rtt               cwnd              cpu"
         );
         // 2,072,321,720 B in 1 s = 16.58 Gbit/s = 1.93 GiB.
         assert_eq!(
             line,
-            "[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3        rtt 52 us     cwnd 1.20 MiB  cpu 48%"
+            "[client]  1.00-2.00 s    1.93 GiB    16.58 Gbit/s  retr 3            rtt 52 us         cwnd 1.20 MiB     cpu 48%"
         );
         assert!(warm.ends_with("cpu 25%  (omitted)"), "{warm}");
         assert_eq!(header.find("bitrate"), line.find("16.58"));
@@ -380,7 +404,7 @@ server  85.16% of 1   85.16%       23.896        40.0%        45000     227.78  
         // 99,000 datagrams in 1 s; 1000 lost of 100,000 = 1.00%; CPU not sampled.
         assert_eq!(
             rx,
-            "[server]  0.00-1.00 s    132.18 MiB  1.109 Gbit/s  99.00 kpps    lost 1000 (1.00%)  cpu -"
+            "[server]  0.00-1.00 s    132.18 MiB  1.109 Gbit/s  99.00 kpps        lost 1000 (1.00%)  cpu -"
         );
         let tx = interval_line(Role::Client, &rec.client.intervals[0], Transport::Udp);
         assert!(tx.contains("100.0 kpps"), "{tx}");

@@ -170,7 +170,13 @@ fn prusage(cpu: Option<&ProcessCpu>, real_ns: u64) -> String {
     let Some(cpu) = cpu else {
         return format!("-user -sys {real}real -%");
     };
-    let tenths = |ns: u64| format!("{}.{}", ns / 1_000_000_000, ns % 1_000_000_000 / 100_000_000);
+    let tenths = |ns: u64| {
+        format!(
+            "{}.{}",
+            ns / 1_000_000_000,
+            ns % 1_000_000_000 / 100_000_000
+        )
+    };
     // CPU and real time in 10 ms ticks, each truncated, as ttcp computes them.
     let ticks = cpu.user_ns / 10_000_000 + cpu.system_ns / 10_000_000;
     let real_ticks = (real_ns / 10_000_000).max(1);
@@ -237,7 +243,10 @@ ttcp-r: 0.0user 0.5sys 0:15real 3%
         rec.plan.direction = linerate_wire::control::Direction::Receive;
         rec.plan.local_rcvbuf = Some(262_144);
         rec.summary.flows[0].direction = FlowDirection::ServerToClient;
-        std::mem::swap(&mut rec.client.totals, &mut rec.server.as_mut().unwrap().totals);
+        std::mem::swap(
+            &mut rec.client.totals,
+            &mut rec.server.as_mut().unwrap().totals,
+        );
         let out = render(&rec);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 8);

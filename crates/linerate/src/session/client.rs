@@ -116,7 +116,9 @@ impl StreamPlan {
 fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result<Message> {
     loop {
         match conn::recv_until(rx, deadline) {
-            None => bail!("the server sent no {what} in time: is it overloaded or not a linerate server?"),
+            None => bail!(
+                "the server sent no {what} in time: is it overloaded or not a linerate server?"
+            ),
             Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
                 return Err(ServerError {
                     code: e.code,
@@ -246,13 +248,16 @@ pub fn run(
                 break;
             }
             Ok(Event::Ctl(Incoming::Msg(other))) => {
-                early_server_error =
-                    Some(format!("protocol error: unexpected {} during the test", other.name()));
+                early_server_error = Some(format!(
+                    "protocol error: unexpected {} during the test",
+                    other.name()
+                ));
                 interrupted = true;
                 break;
             }
             Ok(Event::Ctl(Incoming::Closed)) | Ok(Event::Ctl(Incoming::Broken(_))) => {
-                early_server_error = Some("the server closed the control connection during the test".into());
+                early_server_error =
+                    Some("the server closed the control connection during the test".into());
                 interrupted = true;
                 break;
             }
@@ -269,7 +274,12 @@ pub fn run(
             let mine = !engine.has_senders() || engine.senders_done();
             let theirs = !spec.direction.client_receives() || server_finished;
             // The client's receivers see the server's last byte shortly after `finished`.
-            if mine && theirs && (!spec.direction.client_receives() || engine.receivers_done() || spec.transport == Transport::Udp) {
+            if mine
+                && theirs
+                && (!spec.direction.client_receives()
+                    || engine.receivers_done()
+                    || spec.transport == Transport::Udp)
+            {
                 break;
             }
         }
@@ -296,15 +306,22 @@ pub fn run(
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => {}
                 Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
-                    warnings.push(format!("the server reported an error instead of results: {}", e.message));
+                    warnings.push(format!(
+                        "the server reported an error instead of results: {}",
+                        e.message
+                    ));
                     break;
                 }
                 Some(Event::Ctl(Incoming::Msg(other))) => {
-                    warnings.push(format!("protocol error: expected results, got {}", other.name()));
+                    warnings.push(format!(
+                        "protocol error: expected results, got {}",
+                        other.name()
+                    ));
                     break;
                 }
                 Some(Event::Ctl(_)) => {
-                    warnings.push("the server closed the connection before sending its results".into());
+                    warnings
+                        .push("the server closed the connection before sending its results".into());
                     break;
                 }
                 None => {
@@ -323,9 +340,9 @@ pub fn run(
     }
     report.intervals = client_intervals;
     if server_report.is_some() {
-        let _ = w.send(&Message::Results(control::Results {
+        let _ = w.send(&Message::Results(Box::new(control::Results {
             report: report.clone(),
-        }));
+        })));
         let _ = conn::recv_until(&rx, Instant::now() + Duration::from_secs(2));
     }
     w.close();
@@ -388,7 +405,10 @@ fn open_streams(
     let spec = &plan.spec;
     let layout = stream_layout(spec.direction, spec.streams);
     let mut local = plan.local.clone();
-    if spec.transport == Transport::Udp && spec.direction.client_receives() && local.rcvbuf.is_none() {
+    if spec.transport == Transport::Udp
+        && spec.direction.client_receives()
+        && local.rcvbuf.is_none()
+    {
         local.rcvbuf = Some(sockets::UDP_DEFAULT_RCVBUF);
     }
     let local_ip = sockets::canonical(control_conn.local_addr()?.ip());
@@ -399,7 +419,13 @@ fn open_streams(
                 let mut s = sockets::connect_tcp(addr, &local, plan.connect_timeout)
                     .with_context(|| format!("opening data connection {index} to {addr}"))?;
                 use std::io::Write;
-                s.write_all(&StreamHello { token, stream_index: index }.to_bytes())?;
+                s.write_all(
+                    &StreamHello {
+                        token,
+                        stream_index: index,
+                    }
+                    .to_bytes(),
+                )?;
                 DataSocket::Tcp(Arc::new(s))
             }
             Transport::Udp => {
@@ -411,13 +437,25 @@ fn open_streams(
         };
         let n = spec.streams;
         let k = index % n;
-        let role = if client_sends { StreamRole::Tx } else { StreamRole::Rx };
+        let role = if client_sends {
+            StreamRole::Tx
+        } else {
+            StreamRole::Rx
+        };
         out.push(StreamSetup {
             index,
             role,
             socket,
-            quota: if client_sends { spec.bytes.map(|b| split(b, n, k)) } else { None },
-            rate_bps: if client_sends { spec.rate_bps.map(|r| split(r, n, k)) } else { None },
+            quota: if client_sends {
+                spec.bytes.map(|b| split(b, n, k))
+            } else {
+                None
+            },
+            rate_bps: if client_sends {
+                spec.rate_bps.map(|r| split(r, n, k))
+            } else {
+                None
+            },
         });
     }
     Ok(out)

@@ -50,7 +50,8 @@ impl ControlWriter {
 
     /// Sends one message.
     pub fn send(&mut self, msg: &Message) -> io::Result<()> {
-        let frame = control::encode(msg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let frame =
+            control::encode(msg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
         if self.debug.0 {
             eprintln!(
                 "[protocol] {} -> {}",
@@ -80,7 +81,11 @@ pub fn read_frame(r: &mut impl Read, max_len: u32) -> Result<Option<Message>, St
     while got < hdr.len() {
         match r.read(&mut hdr[got..]) {
             Ok(0) if got == 0 => return Ok(None),
-            Ok(0) => return Err(format!("connection closed inside a frame header ({got} of 8 bytes)")),
+            Ok(0) => {
+                return Err(format!(
+                    "connection closed inside a frame header ({got} of 8 bytes)"
+                ))
+            }
             Ok(n) => got += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.to_string()),
@@ -90,7 +95,9 @@ pub fn read_frame(r: &mut impl Read, max_len: u32) -> Result<Option<Message>, St
     let mut body = vec![0u8; h.len as usize];
     r.read_exact(&mut body)
         .map_err(|e| format!("connection closed inside a frame body: {e}"))?;
-    control::decode_body(&body).map(Some).map_err(|e| e.to_string())
+    control::decode_body(&body)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Starts the reader thread. Each frame becomes `wrap(Incoming)` on `tx`. The thread ends at
@@ -147,8 +154,14 @@ mod tests {
         let mut two = f.clone();
         two.extend_from_slice(&f);
         let mut r = &two[..];
-        assert!(matches!(read_frame(&mut r, 1024), Ok(Some(Message::Stop(_)))));
-        assert!(matches!(read_frame(&mut r, 1024), Ok(Some(Message::Stop(_)))));
+        assert!(matches!(
+            read_frame(&mut r, 1024),
+            Ok(Some(Message::Stop(_)))
+        ));
+        assert!(matches!(
+            read_frame(&mut r, 1024),
+            Ok(Some(Message::Stop(_)))
+        ));
         assert!(matches!(read_frame(&mut r, 1024), Ok(None)));
         let huge = [b'L', b'R', 1, 0, 0x7f, 0xff, 0xff, 0xff];
         let e = read_frame(&mut &huge[..], 1024).unwrap_err();

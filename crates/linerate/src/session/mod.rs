@@ -94,7 +94,10 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), (Erro
             ));
         }
     }
-    for (name, v) in [("-S/--remote-sndbuf", spec.server_sndbuf), ("-S/--remote-rcvbuf", spec.server_rcvbuf)] {
+    for (name, v) in [
+        ("-S/--remote-sndbuf", spec.server_sndbuf),
+        ("-S/--remote-rcvbuf", spec.server_rcvbuf),
+    ] {
         if let Some(v) = v {
             if v > limits.max_socket_buffer {
                 return over(format!(
@@ -180,7 +183,10 @@ mod tests {
         assert!(validate_spec(&s, &limits()).unwrap_err().1.contains("-t"));
         let mut s = spec();
         s.bytes = Some(5);
-        assert_eq!(validate_spec(&s, &limits()).unwrap_err().0, ErrorCode::BadRequest);
+        assert_eq!(
+            validate_spec(&s, &limits()).unwrap_err().0,
+            ErrorCode::BadRequest
+        );
         let mut s = spec();
         s.transport = Transport::Udp;
         s.write_size = 8;

@@ -247,7 +247,10 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
             Ok(4) => break,
             Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
             Ok(_) | Err(_) => {
-                log(ctx, &format!("{peer}: no hello within the handshake time-out; closed"));
+                log(
+                    ctx,
+                    &format!("{peer}: no hello within the handshake time-out; closed"),
+                );
                 return;
             }
         }
@@ -260,11 +263,17 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
             handle_control(ctx, stream, peer)
         }));
         if r.is_err() {
-            log(ctx, &format!("{peer}: session failed internally; other tests are unaffected"));
+            log(
+                ctx,
+                &format!("{peer}: session failed internally; other tests are unaffected"),
+            );
         }
         ctx.sessions.fetch_sub(1, SeqCst);
     } else {
-        log(ctx, &format!("{peer}: not a linerate client (bad magic); closed"));
+        log(
+            ctx,
+            &format!("{peer}: not a linerate client (bad magic); closed"),
+        );
     }
 }
 
@@ -288,7 +297,10 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
             let _ = stream.set_read_timeout(None);
             let _ = tx.send(Event::Data(h.stream_index, stream));
         }
-        None => log(ctx, &format!("{peer}: data connection with an unknown token; closed")),
+        None => log(
+            ctx,
+            &format!("{peer}: data connection with an unknown token; closed"),
+        ),
     }
 }
 
@@ -319,10 +331,9 @@ impl Session<'_> {
         loop {
             match conn::recv_until(&self.rx, deadline) {
                 None => {
-                    return Err(self.fail(
-                        ErrorCode::Timeout,
-                        format!("no {what} within the time-out"),
-                    ))
+                    return Err(
+                        self.fail(ErrorCode::Timeout, format!("no {what} within the time-out"))
+                    )
                 }
                 Some(Event::Ctl(Incoming::Msg(m))) => return Ok(m),
                 Some(Event::Ctl(Incoming::Closed)) => {
@@ -445,7 +456,10 @@ fn run_session(
         if cpu >= n {
             return Err(s.fail(
                 ErrorCode::BadRequest,
-                format!("server CPU {cpu} does not exist: the server has CPUs 0-{} (-A)", n.saturating_sub(1)),
+                format!(
+                    "server CPU {cpu} does not exist: the server has CPUs 0-{} (-A)",
+                    n.saturating_sub(1)
+                ),
             ));
         }
     }
@@ -461,8 +475,12 @@ fn run_session(
     }
     *counted = true;
     let mut token = [0u8; 16];
-    getrandom::getrandom(&mut token)
-        .map_err(|e| s.fail(ErrorCode::Internal, format!("no randomness for a token: {e}")))?;
+    getrandom::getrandom(&mut token).map_err(|e| {
+        s.fail(
+            ErrorCode::Internal,
+            format!("no randomness for a token: {e}"),
+        )
+    })?;
     if let Ok(mut r) = s.ctx.registry.lock() {
         r.insert(token, s.tx.clone());
     }
@@ -482,7 +500,7 @@ fn run_session(
     let tx_bps = (report.totals.tx_duration_ns > 0)
         .then(|| report.totals.tx_bytes as f64 * 8e9 / report.totals.tx_duration_ns as f64);
     let cpu = report.cpu.as_ref().map(|c| c.util_percent);
-    s.w.send(&Message::Results(control::Results { report }))
+    s.w.send(&Message::Results(Box::new(control::Results { report })))
         .map_err(|e| Abort(format!("write failed: {e}")))?;
     match s.expect("results", Instant::now() + Duration::from_secs(10)) {
         Ok(Message::Results(_)) => {
@@ -587,7 +605,12 @@ fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSet
             let Some(st) = tcp.remove(index) else {
                 return Err(s.fail(ErrorCode::Protocol, format!("stream {index} missing")));
             };
-            let r = sockets::apply(&socket2::SockRef::from(&st), &opts, true, local_ip.is_ipv6());
+            let r = sockets::apply(
+                &socket2::SockRef::from(&st),
+                &opts,
+                true,
+                local_ip.is_ipv6(),
+            );
             if let Err(e) = r {
                 return Err(s.fail(ErrorCode::BadRequest, format!("on the server: {e}")));
             }
@@ -598,7 +621,10 @@ fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSet
             match sockets::udp_socket(local, peer, &opts, true) {
                 Ok(u) => DataSocket::Udp(Arc::new(u)),
                 Err(e) => {
-                    return Err(s.fail(ErrorCode::BadRequest, format!("on the server: UDP socket: {e}")))
+                    return Err(s.fail(
+                        ErrorCode::BadRequest,
+                        format!("on the server: UDP socket: {e}"),
+                    ))
                 }
             }
         };
@@ -668,7 +694,9 @@ fn run_test(
                 break Err(Abort("client vanished during the test".into()))
             }
             Ok(Event::Ctl(Incoming::Broken(e))) => {
-                break Err(Abort(format!("control connection broke during the test: {e}")))
+                break Err(Abort(format!(
+                    "control connection broke during the test: {e}"
+                )))
             }
             Ok(Event::Interval(iv)) => {
                 if send_intervals {

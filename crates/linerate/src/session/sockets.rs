@@ -45,7 +45,8 @@ pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Resul
     }
     if let Some(t) = opts.tos {
         if v6 {
-            s.set_tclass_v6(u32::from(t)).map_err(|e| ctx("IPV6_TCLASS", e))?;
+            s.set_tclass_v6(u32::from(t))
+                .map_err(|e| ctx("IPV6_TCLASS", e))?;
         } else {
             s.set_tos(u32::from(t)).map_err(|e| ctx("IP_TOS", e))?;
         }

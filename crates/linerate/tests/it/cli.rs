@@ -28,7 +28,10 @@ fn bad_input_exits_2_with_one_line() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.trim().is_empty(), "{args:?}");
     }
-    let out = bin().args(["udp", "127.0.0.1", "-l", "4"]).output().unwrap();
+    let out = bin()
+        .args(["udp", "127.0.0.1", "-l", "4"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("-l 4"), "{err}");
@@ -37,8 +40,15 @@ fn bad_input_exits_2_with_one_line() {
 #[test]
 fn unreachable_server_names_host_port_and_what_to_check() {
     // A port nobody listens on: bind, learn the port, close.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let out = bin().args(["tcp", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]).output().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = bin()
+        .args(["tcp", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -58,7 +68,18 @@ fn help_shows_examples() {
 fn netperf_format_keeps_the_classic_table() {
     let srv = TestServer::start();
     let port = srv.addr.port().to_string();
-    let out = run_ok(&["tcp", "127.0.0.1", "-p", &port, "-t", "0.5", "-l", "64K", "--format", "netperf"]);
+    let out = run_ok(&[
+        "tcp",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "-l",
+        "64K",
+        "--format",
+        "netperf",
+    ]);
     assert!(out.contains("TCP STREAM TEST"), "{out}");
     assert!(out.contains("Service Demand"), "{out}");
     // The data row: recv socket, send socket, message size, elapsed, throughput, 2 utils, 2 SDs.
@@ -73,7 +94,18 @@ fn netperf_format_keeps_the_classic_table() {
 fn ttcp_format_prints_transmitter_and_receiver_lines() {
     let srv = TestServer::start();
     let port = srv.addr.port().to_string();
-    let out = run_ok(&["tcp", "127.0.0.1", "-p", &port, "-n", "16M", "-l", "8K", "--format", "ttcp"]);
+    let out = run_ok(&[
+        "tcp",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-n",
+        "16M",
+        "-l",
+        "8K",
+        "--format",
+        "ttcp",
+    ]);
     assert!(out.contains("ttcp-t: buflen=8192, nbuf=2048"), "{out}");
     assert!(out.contains("ttcp-t: 16777216 bytes in"), "{out}");
     assert!(out.contains("ttcp-t: 2048 I/O calls"), "{out}");
@@ -84,13 +116,29 @@ fn ttcp_format_prints_transmitter_and_receiver_lines() {
 fn json_output_validates_against_the_committed_schema() {
     let srv = TestServer::start();
     let port = srv.addr.port().to_string();
-    let out = run_ok(&["udp", "127.0.0.1", "-p", &port, "-t", "0.5", "-b", "10M", "--json"]);
+    let out = run_ok(&[
+        "udp",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "-b",
+        "10M",
+        "--json",
+    ]);
     let rec: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let schema_text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json-schema/run-v1.json")).unwrap();
+    let schema_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/json-schema/run-v1.json"
+    ))
+    .unwrap();
     let schema: serde_json::Value = serde_json::from_str(&schema_text).unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
     if let Err(errors) = compiled.validate(&rec) {
-        let msgs: Vec<String> = errors.map(|e| format!("{} at {}", e, e.instance_path)).collect();
+        let msgs: Vec<String> = errors
+            .map(|e| format!("{} at {}", e, e.instance_path))
+            .collect();
         panic!("record does not match the schema: {msgs:?}");
     }
     assert_eq!(rec["schema_version"], 1);
@@ -101,8 +149,21 @@ fn json_output_validates_against_the_committed_schema() {
 fn json_stream_emits_start_intervals_end() {
     let srv = TestServer::start();
     let port = srv.addr.port().to_string();
-    let out = run_ok(&["tcp", "127.0.0.1", "-p", &port, "-t", "0.6", "-i", "0.2", "--json-stream"]);
-    let events: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let out = run_ok(&[
+        "tcp",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.6",
+        "-i",
+        "0.2",
+        "--json-stream",
+    ]);
+    let events: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(events.first().unwrap()["event"], "start");
     assert_eq!(events.last().unwrap()["event"], "end");
     assert!(events.iter().filter(|e| e["event"] == "interval").count() >= 2);
@@ -112,7 +173,16 @@ fn json_stream_emits_start_intervals_end() {
 fn csv_has_header_and_a_row_per_direction() {
     let srv = TestServer::start();
     let port = srv.addr.port().to_string();
-    let out = run_ok(&["tcp", "127.0.0.1", "-p", &port, "-t", "0.5", "--bidir", "--csv"]);
+    let out = run_ok(&[
+        "tcp",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "0.5",
+        "--bidir",
+        "--csv",
+    ]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
     assert!(lines[0].contains("receiver_bps"));
@@ -120,7 +190,11 @@ fn csv_has_header_and_a_row_per_direction() {
 
 #[test]
 fn demo_runs_its_suite() {
-    let out = bin().args(["demo", "-t", "0.5"]).stderr(Stdio::null()).output().unwrap();
+    let out = bin()
+        .args(["demo", "-t", "0.5"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for name in ["TCP send", "TCP receive", "UDP 64 B"] {
@@ -130,7 +204,11 @@ fn demo_runs_its_suite() {
 
 #[test]
 fn serve_one_off_exits_after_one_test() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let p = port.to_string();
     let mut server = bin()
         .args(["serve", "--bind", "127.0.0.1", "-p", &p, "--one-off"])
@@ -140,7 +218,10 @@ fn serve_one_off_exits_after_one_test() {
     let mut ok = false;
     for _ in 0..50 {
         std::thread::sleep(std::time::Duration::from_millis(100));
-        let out = bin().args(["tcp", "127.0.0.1", "-p", &p, "-t", "0.3"]).output().unwrap();
+        let out = bin()
+            .args(["tcp", "127.0.0.1", "-p", &p, "-t", "0.3"])
+            .output()
+            .unwrap();
         if out.status.success() {
             ok = true;
             break;
@@ -151,7 +232,12 @@ fn serve_one_off_exits_after_one_test() {
     assert!(status.success());
     let mut log = String::new();
     use std::io::Read;
-    server.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    server
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
     // One log line per test.
     assert!(log.lines().any(|l| l.contains("tcp send")), "{log}");
 }

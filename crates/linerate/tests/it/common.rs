@@ -54,7 +54,11 @@ pub fn spec(transport: Transport, direction: Direction) -> TestSpec {
         streams: 1,
         duration_ms: Some(600),
         bytes: None,
-        write_size: if transport == Transport::Tcp { 65536 } else { 1200 },
+        write_size: if transport == Transport::Tcp {
+            65536
+        } else {
+            1200
+        },
         server_sndbuf: None,
         server_rcvbuf: None,
         nodelay: false,

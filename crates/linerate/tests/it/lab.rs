@@ -45,7 +45,10 @@ fn lab_tcp_across_a_veth_pair() {
     assert!(f["receiver_bps"].as_f64().unwrap() > 1e8, "{f}");
     assert_eq!(f["receiver_bytes"].as_u64(), f["sender_bytes"].as_u64());
     let remote = rec["client"]["streams"][0]["remote_addr"].as_str().unwrap();
-    assert!(remote.starts_with(&b), "traffic went to {remote}, not the lab host {b}");
+    assert!(
+        remote.starts_with(&b),
+        "traffic went to {remote}, not the lab host {b}"
+    );
 }
 
 #[test]
@@ -59,10 +62,17 @@ fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
     let b = lab.addr("b").unwrap().to_string();
     let tcp = client_json(&lab, "a", &["tcp", &b, "-t", "2", "-O", "0.5"]);
     let bps = tcp["summary"]["flows"][0]["receiver_bps"].as_f64().unwrap();
-    assert!(bps < 21e6 && bps > 14e6, "TCP through a 20 Mbit/s tbf got {bps}");
+    assert!(
+        bps < 21e6 && bps > 14e6,
+        "TCP through a 20 Mbit/s tbf got {bps}"
+    );
     // UDP offered at 30 Mbit/s of 1400-byte payloads through 20 Mbit/s of link: about a third
     // of the datagrams must be lost (the frames carry 42 bytes of headers, so a bit more).
-    let udp = client_json(&lab, "a", &["udp", &b, "-t", "2", "-b", "30M", "-l", "1400"]);
+    let udp = client_json(
+        &lab,
+        "a",
+        &["udp", &b, "-t", "2", "-b", "30M", "-l", "1400"],
+    );
     let loss = udp["summary"]["flows"][0]["loss_percent"].as_f64().unwrap();
     let _ = srv.kill();
     let _ = srv.wait();

@@ -5,8 +5,8 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use linerate_wire::control::{self, ErrorCode, Hello, Message, ProtocolVersion, TestRequest};
-use linerate_wire::stream_hello::StreamHello;
 use linerate_wire::control::{Direction, Transport};
+use linerate_wire::stream_hello::StreamHello;
 
 use crate::common::{bin, plan, run, spec, TestServer};
 
@@ -17,7 +17,9 @@ fn connect(srv: &TestServer) -> TcpStream {
 }
 
 fn read_msg(s: &mut TcpStream) -> Option<Message> {
-    linerate::session::conn::read_frame(s, control::MAX_CONTROL_FRAME).ok().flatten()
+    linerate::session::conn::read_frame(s, control::MAX_CONTROL_FRAME)
+        .ok()
+        .flatten()
 }
 
 /// Reads until the server closes; panics if it does not within 5 s.
@@ -29,7 +31,10 @@ fn assert_closed(s: &mut TcpStream) {
             Ok(0) => return,
             Ok(_) => continue,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(e) => panic!("server did not close the connection: {e} after {:?}", start.elapsed()),
+            Err(e) => panic!(
+                "server did not close the connection: {e} after {:?}",
+                start.elapsed()
+            ),
         }
     }
 }
@@ -57,9 +62,13 @@ fn garbage_truncated_and_oversized_frames() {
     assert_closed(&mut s);
     // Our magic, then a length far beyond the cap: refused before any allocation.
     let mut s = connect(&srv);
-    s.write_all(&[b'L', b'R', 1, 0, 0xff, 0xff, 0xff, 0xff]).unwrap();
+    s.write_all(&[b'L', b'R', 1, 0, 0xff, 0xff, 0xff, 0xff])
+        .unwrap();
     let m = read_msg(&mut s);
-    assert!(matches!(m, Some(Message::Error(ref e)) if e.code == ErrorCode::Protocol), "{m:?}");
+    assert!(
+        matches!(m, Some(Message::Error(ref e)) if e.code == ErrorCode::Protocol),
+        "{m:?}"
+    );
     assert_closed(&mut s);
     // A truncated frame, then the client goes away.
     let mut s = connect(&srv);
@@ -130,7 +139,14 @@ fn slow_hello_is_timed_out() {
 fn unknown_data_token_is_refused() {
     let srv = TestServer::start();
     let mut s = connect(&srv);
-    s.write_all(&StreamHello { token: [7; 16], stream_index: 0 }.to_bytes()).unwrap();
+    s.write_all(
+        &StreamHello {
+            token: [7; 16],
+            stream_index: 0,
+        }
+        .to_bytes(),
+    )
+    .unwrap();
     assert_closed(&mut s);
 }
 
@@ -140,9 +156,13 @@ fn limits_are_enforced_and_explained() {
     let mut s = spec(Transport::Tcp, Direction::Send);
     s.streams = 3;
     let never = std::sync::atomic::AtomicBool::new(false);
-    let err = linerate::session::client::run(&plan(srv.addr, s), &mut linerate::session::client::Quiet, &never)
-        .unwrap_err()
-        .to_string();
+    let err = linerate::session::client::run(
+        &plan(srv.addr, s),
+        &mut linerate::session::client::Quiet,
+        &never,
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("at most 2"), "{err}");
     assert!(err.contains("--max-streams"), "{err}");
 }
@@ -152,7 +172,14 @@ fn client_that_vanishes_mid_test_frees_its_slot() {
     // One test at a time: the next test only runs if the vanished one was cleaned up.
     let srv = TestServer::with(|c| c.max_tests = 1);
     let mut child = bin()
-        .args(["tcp", "127.0.0.1", "-p", &srv.addr.port().to_string(), "-t", "30"])
+        .args([
+            "tcp",
+            "127.0.0.1",
+            "-p",
+            &srv.addr.port().to_string(),
+            "-t",
+            "30",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
