@@ -117,9 +117,13 @@ impl Observer for LiveOutput {
             Format::Table => {
                 if !self.header_done {
                     self.header_done = true;
-                    let _ = write_out(&export::table::interval_header(self.transport));
+                    let _ = write_out(&line(export::table::interval_header(self.transport)));
                 }
-                let _ = write_out(&export::table::interval_line(side, iv, self.transport));
+                let _ = write_out(&line(export::table::interval_line(
+                    side,
+                    iv,
+                    self.transport,
+                )));
             }
             Format::JsonStream => {
                 let _ = write_out(&export::json::event_line(&StreamEvent::Interval {
@@ -130,6 +134,14 @@ impl Observer for LiveOutput {
             _ => {}
         }
     }
+}
+
+/// Ends `s` with exactly one newline.
+fn line(mut s: String) -> String {
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    s
 }
 
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
@@ -153,7 +165,11 @@ fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
             eprintln!("warning: {w}");
         }
     }
-    write_out(&export::render(format, rec))?;
+    let text = export::render(format, rec);
+    if format == Format::Table && !rec.client.intervals.is_empty() {
+        write_out("\n")?;
+    }
+    write_out(&text)?;
     Ok(())
 }
 

@@ -241,3 +241,37 @@ fn serve_one_off_exits_after_one_test() {
     // One log line per test.
     assert!(log.lines().any(|l| l.contains("tcp send")), "{log}");
 }
+
+#[test]
+fn ctrl_c_stops_the_test_and_still_reports() {
+    let srv = TestServer::start();
+    let port = srv.addr.port().to_string();
+    let child = bin()
+        .args(["tcp", "127.0.0.1", "-p", &port, "-t", "30", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rec["interrupted"], true);
+    assert!(
+        rec["summary"]["flows"][0]["receiver_bytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    let measured = rec["client"]["totals"]["duration_ns"].as_u64().unwrap();
+    assert!(measured < 10_000_000_000, "stopped early: {measured} ns");
+}

@@ -219,3 +219,25 @@ fn socket_buffers_are_reported_as_granted() {
         Some(262144)
     );
 }
+
+#[test]
+fn ipv6_loopback_and_cpu_pinning_on_both_ends() {
+    let srv = TestServer::with(|c| c.listen = "[::1]:0".parse().unwrap());
+    let mut p = plan(srv.addr, spec(Transport::Tcp, Direction::Send));
+    p.client_cpu = Some(0);
+    p.spec.server_cpu = Some(0);
+    let rec = run(&p);
+    assert!(rec.summary.flows[0].receiver_bps.unwrap() > 1e6);
+    let remote = rec.client.streams[0].remote_addr.as_deref().unwrap();
+    assert!(remote.starts_with("[::1]"), "{remote}");
+    assert!(
+        rec.warnings.iter().all(|w| !w.contains("pin")),
+        "{:?}",
+        rec.warnings
+    );
+    // UDP over IPv6 too.
+    let mut s = spec(Transport::Udp, Direction::Send);
+    s.rate_bps = Some(10_000_000);
+    let rec = run(&plan(srv.addr, s));
+    assert!(rec.summary.flows[0].receiver_pps.unwrap() > 100.0);
+}
