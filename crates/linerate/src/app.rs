@@ -251,25 +251,8 @@ fn demo_plan(
     len: u32,
     t: Duration,
 ) -> StreamPlan {
-    let spec = linerate_wire::control::TestSpec {
-        transport,
-        direction,
-        streams: 1,
-        duration_ms: Some(u64::try_from(t.as_millis()).unwrap_or(2000).max(100)),
-        bytes: None,
-        write_size: len,
-        server_sndbuf: None,
-        server_rcvbuf: None,
-        nodelay: false,
-        mss: None,
-        congestion: None,
-        tos: None,
-        rate_bps: None,
-        interval_ms: 1000,
-        omit_ms: 0,
-        server_cpu: None,
-        udp_offload: true,
-    };
+    let ms = u64::try_from(t.as_millis()).unwrap_or(2000).max(100);
+    let spec = crate::session::default_spec(transport, direction, len, ms);
     StreamPlan {
         host: "127.0.0.1".into(),
         port,

@@ -10,6 +10,19 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 /// Largest batch the kernel takes in one call (UIO_MAXIOV is 1024; we stay far below).
 pub const MAX_BATCH: usize = 256;
 
+/// One message header per iovec, each with a single-element scatter list and no address.
+fn headers(iov: &mut [libc::iovec]) -> Vec<libc::mmsghdr> {
+    iov.iter_mut()
+        .map(|v| {
+            // SAFETY: mmsghdr is a plain C struct for which all-zero is a valid value.
+            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            m.msg_hdr.msg_iov = v as *mut libc::iovec;
+            m.msg_hdr.msg_iovlen = 1;
+            m
+        })
+        .collect()
+}
+
 /// Sends each slice as one datagram with one `sendmmsg` call. Returns how many went out.
 pub fn send_batch(fd: BorrowedFd<'_>, datagrams: &[&[u8]]) -> io::Result<usize> {
     let n = datagrams.len().min(MAX_BATCH);
@@ -20,16 +33,7 @@ pub fn send_batch(fd: BorrowedFd<'_>, datagrams: &[&[u8]]) -> io::Result<usize> 
             iov_len: d.len(),
         })
         .collect();
-    let mut msgs: Vec<libc::mmsghdr> = iov
-        .iter_mut()
-        .map(|v| {
-            // SAFETY: mmsghdr is a plain C struct for which all-zero is a valid value.
-            let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            m.msg_hdr.msg_iov = v as *mut libc::iovec;
-            m.msg_hdr.msg_iovlen = 1;
-            m
-        })
-        .collect();
+    let mut msgs = headers(&mut iov);
     // SAFETY: `msgs` holds `n` initialised headers whose iovecs point into `datagrams`, which
     // the caller keeps alive for the duration of the call; the fd is a valid open socket.
     let rc = unsafe { libc::sendmmsg(fd.as_raw_fd(), msgs.as_mut_ptr(), n as libc::c_uint, 0) };
@@ -67,16 +71,7 @@ impl RecvBatch {
                 iov_len: b.len(),
             })
             .collect();
-        let mut msgs: Vec<libc::mmsghdr> = iov
-            .iter_mut()
-            .map(|v| {
-                // SAFETY: all-zero is a valid mmsghdr.
-                let mut m: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                m.msg_hdr.msg_iov = v as *mut libc::iovec;
-                m.msg_hdr.msg_iovlen = 1;
-                m
-            })
-            .collect();
+        let mut msgs = headers(&mut iov);
         // SAFETY: each header's iovec points into a buffer of `self.bufs` of the stated length,
         // which lives as long as `self`; a null timeout is allowed.
         let rc = unsafe {

@@ -30,6 +30,35 @@ pub fn stream_layout(direction: Direction, n: u16) -> Vec<(u16, bool)> {
     }
 }
 
+/// A test spec with linerate's defaults for everything but what is given: one stream, a
+/// timed test, 1 s intervals, no warm-up, no socket options, UDP offloads allowed.
+pub fn default_spec(
+    transport: Transport,
+    direction: Direction,
+    write_size: u32,
+    duration_ms: u64,
+) -> TestSpec {
+    TestSpec {
+        transport,
+        direction,
+        streams: 1,
+        duration_ms: Some(duration_ms),
+        bytes: None,
+        write_size,
+        server_sndbuf: None,
+        server_rcvbuf: None,
+        nodelay: false,
+        mss: None,
+        congestion: None,
+        tos: None,
+        rate_bps: None,
+        interval_ms: 1000,
+        omit_ms: 0,
+        server_cpu: None,
+        udp_offload: true,
+    }
+}
+
 /// Splits a per-direction total over `n` streams; the first streams take the remainder.
 pub fn split(total: u64, n: u16, i: u16) -> u64 {
     let n = u64::from(n.max(1));
@@ -123,25 +152,7 @@ mod tests {
     use super::*;
 
     pub(crate) fn spec() -> TestSpec {
-        TestSpec {
-            transport: Transport::Tcp,
-            direction: Direction::Send,
-            streams: 1,
-            duration_ms: Some(1000),
-            bytes: None,
-            write_size: 131072,
-            server_sndbuf: None,
-            server_rcvbuf: None,
-            nodelay: false,
-            mss: None,
-            congestion: None,
-            tos: None,
-            rate_bps: None,
-            interval_ms: 1000,
-            omit_ms: 0,
-            server_cpu: None,
-            udp_offload: true,
-        }
+        default_spec(Transport::Tcp, Direction::Send, 131072, 1000)
     }
 
     fn limits() -> ServerLimits {

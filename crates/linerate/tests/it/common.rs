@@ -48,29 +48,14 @@ impl Drop for TestServer {
 }
 
 pub fn spec(transport: Transport, direction: Direction) -> TestSpec {
-    TestSpec {
-        transport,
-        direction,
-        streams: 1,
-        duration_ms: Some(600),
-        bytes: None,
-        write_size: if transport == Transport::Tcp {
-            65536
-        } else {
-            1200
-        },
-        server_sndbuf: None,
-        server_rcvbuf: None,
-        nodelay: false,
-        mss: None,
-        congestion: None,
-        tos: None,
-        rate_bps: None,
-        interval_ms: 200,
-        omit_ms: 0,
-        server_cpu: None,
-        udp_offload: true,
-    }
+    let len = if transport == Transport::Tcp {
+        65536
+    } else {
+        1200
+    };
+    let mut s = linerate::session::default_spec(transport, direction, len, 600);
+    s.interval_ms = 200;
+    s
 }
 
 pub fn plan(addr: SocketAddr, spec: TestSpec) -> StreamPlan {
