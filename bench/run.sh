@@ -29,13 +29,14 @@
 #         --enable-burst), so it is run unpaced only and its received pps and loss reported.
 #         linerate uses UDP GSO/GRO by default; on loopback the kernel then never splits the
 #         64-datagram super-packets, so linerate is also run with --no-offload (one datagram per
-#         packet through the stack, like iperf3 and netperf) as a like-for-like row.
+#         packet through the stack, like iperf3 and netperf) as a like-for-like row, and
+#         iperf3 also with -w 4M, the receive buffer linerate asks for by default.
 #   rss   linerate TCP -P 8 against a freshly started linerate server: client peak RSS from
 #         /usr/bin/time -v, server VmHWM from /proc/PID/status after the test.
 #   size  stat -c %s of the (stripped) release binary.
 #
-# Time: per round 3+2+3 TCP tests, up to 3x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
-# at most 31 x (DURATION + ~1.5 s): RUNS=3 DURATION=5 takes about 10 minutes.
+# Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
+# at most 38 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 12 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -49,6 +50,10 @@ RUNS="${RUNS:-3}"
 DURATION="${DURATION:-5}"
 UDP_STEPS="${UDP_STEPS:-6}"
 LOSS_LIMIT="${LOSS_LIMIT:-0.1}"
+# linerate asks for a 4 MiB UDP receive buffer by default; iperf3 keeps the system default
+# (net.core.rmem_default) unless -w is given, so iperf3 also runs with -w 4M (capped by
+# net.core.rmem_max, which this script does not change).
+IPERF_UDP_WINDOW="${IPERF_UDP_WINDOW:-4M}"
 LR_PORT="${LR_PORT:-15301}"
 LR_RSS_PORT="${LR_RSS_PORT:-15302}"
 IPERF_PORT="${IPERF_PORT:-15201}"
@@ -239,7 +244,7 @@ tcp_case() { # CASE TOOL
 }
 
 # udp_once TOOL RATE: prints "rx_pps tx_pps loss tx_bps" (RATE 0 = unpaced), or nothing.
-# TOOL linerate-nooff is linerate with --no-offload (no UDP GSO/GRO).
+# TOOL linerate-nooff is linerate with --no-offload (no UDP GSO/GRO); iperf3-w is iperf3 -w 4M.
 udp_once() {
     local tool="$1" rate="$2" out b=()
     out="$(next)"
@@ -249,8 +254,9 @@ udp_once() {
             [[ "$tool" == linerate ]] || b+=(--no-offload)
             try "udp $tool b=$rate" "$out" "$LINERATE" udp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 64 "${b[@]}" --json \
                 && parse linerate-udp "$out" ;;
-        iperf3)
-            try "udp iperf3 b=$rate" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" -u -l 64 -b "$rate" -J \
+        iperf3|iperf3-w)
+            [[ "$tool" == iperf3 ]] || b=(-w "$IPERF_UDP_WINDOW")
+            try "udp $tool b=$rate" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" -u -l 64 -b "$rate" "${b[@]}" -J \
                 && parse iperf3-udp "$out" ;;
         netperf)
             try "udp netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t UDP_STREAM -l "$DURATION" \
@@ -263,23 +269,24 @@ udp_once() {
 loss_ok() { python3 -c "import sys; sys.exit(0 if float('$1') <= float('$LOSS_LIMIT') else 1)"; }
 
 udp_case() { # TOOL
-    local tool="$1" res rx tx loss txbps lo hi mid best best_rate i pre=udp
+    local tool="$1" res rx tx loss txbps lo hi mid best best_rate i pre=udp rtool
     res="$(udp_once "$tool" 0)"
-    if [[ "$tool" == linerate-nooff ]]; then pre=udpno; fi
+    case "$tool" in linerate-nooff) pre=udpno ;; iperf3-w) pre=udpw ;; esac
+    rtool="${tool%-nooff}"; rtool="${rtool%-w}"
     if [[ -z "$res" ]]; then
         FAILS=$((FAILS + 1))
-        record "${pre}_unpaced" "${tool%-nooff}" rx_pps NA; record "${pre}_ndr" "${tool%-nooff}" rx_pps NA
+        record "${pre}_unpaced" "$rtool" rx_pps NA; record "${pre}_ndr" "$rtool" rx_pps NA
         log "round $ROUND udp $tool: unpaced run failed"
         return 0
     fi
     read -r rx tx loss txbps <<< "$res"
-    record "${pre}_unpaced" "${tool%-nooff}" rx_pps "$rx"
-    record "${pre}_unpaced" "${tool%-nooff}" tx_pps "$tx"
-    record "${pre}_unpaced" "${tool%-nooff}" loss "$loss"
+    record "${pre}_unpaced" "$rtool" rx_pps "$rx"
+    record "${pre}_unpaced" "$rtool" tx_pps "$tx"
+    record "${pre}_unpaced" "$rtool" loss "$loss"
     log "round $ROUND udp $tool unpaced: rx $rx pps, tx $tx pps, loss $loss %, tx $txbps bit/s"
     if loss_ok "$loss"; then
-        record "${pre}_ndr" "${tool%-nooff}" rx_pps "$rx"
-        record "${pre}_ndr" "${tool%-nooff}" rate_pps "$tx"
+        record "${pre}_ndr" "$rtool" rx_pps "$rx"
+        record "${pre}_ndr" "$rtool" rate_pps "$tx"
         return 0
     fi
     [[ "$tool" != netperf ]] || return 0   # netperf can't pace
@@ -300,8 +307,8 @@ udp_case() { # TOOL
             log "round $ROUND udp $tool b=$mid: rx $rx pps, loss $loss % (over)"
         fi
     done
-    record "${pre}_ndr" "${tool%-nooff}" rx_pps "$best"
-    record "${pre}_ndr" "${tool%-nooff}" rate_pps "$(( best_rate / (64 * 8) ))"
+    record "${pre}_ndr" "$rtool" rx_pps "$best"
+    record "${pre}_ndr" "$rtool" rate_pps "$(( best_rate / (64 * 8) ))"
     log "round $ROUND udp $tool: $best pps received at <= $LOSS_LIMIT % loss (b=$best_rate)"
 }
 
@@ -344,7 +351,7 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
             tcp_case "$case" "$tool"
         done
     done
-    for tool in $(rotate "$ROUND" linerate linerate-nooff iperf3 netperf); do
+    for tool in $(rotate "$ROUND" linerate linerate-nooff iperf3 iperf3-w netperf); do
         udp_case "$tool"
     done
     rss_case
@@ -357,6 +364,9 @@ LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "RUNS=$RUNS"
     echo "DURATION=$DURATION"
     echo "UDP_STEPS=$UDP_STEPS"
+    echo "IPERF_UDP_WINDOW=$IPERF_UDP_WINDOW"
+    echo "RMEM_MAX=$(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
+    echo "RMEM_DEFAULT=$(cat /proc/sys/net/core/rmem_default 2>/dev/null || echo '?')"
     echo "LINERATE=$LINERATE"
     echo "LOAD_BEFORE=$LOAD_BEFORE"
     echo "LOAD_AFTER=$LOAD_AFTER"
