@@ -75,6 +75,15 @@ def parse(kind, path):
         loss = _num(recv.get("lost_percent"), "lost_percent")
         tx_bps = _num(sent.get("bits_per_second"), "bits_per_second")
         print(f"{rx_pps:.0f} {tx_pps:.0f} {loss:.6f} {tx_bps:.0f}")
+    elif kind == "linerate-rr":
+        rr = _load_json(path)["rr"]
+        tps = _num(rr.get("transactions_per_sec"), "transactions_per_sec")
+        p99 = _num((rr.get("latency") or {}).get("p99_ns"), "latency.p99_ns") / 1000
+        print(f"{tps:.2f} {p99:.3f}")
+    elif kind == "netperf-rr":
+        # -P 0 ... -o THROUGHPUT,P99_LATENCY  ->  "55425.73,18"  (trans/s, microseconds)
+        f = _last_csv_line(path).split(",")
+        print(f"{float(f[0]):.2f} {float(f[1]):.3f}")
     elif kind == "netperf-tcp":
         # -P 0 ... -o THROUGHPUT,THROUGHPUT_UNITS  ->  "17506.95,10^6bits/s"
         line = _last_csv_line(path)
@@ -198,6 +207,10 @@ ROWS = [
     ("rss", "client_kib", "Peak RSS, client, TCP -P 8", 1024, "MiB", True),
     ("rss", "server_kib", "Peak RSS, server (fresh), TCP -P 8", 1024, "MiB", True),
     ("size", "bytes", "Release binary size (stripped)", 1e6, "MB", True),
+    ("rr00", "tps", "**TCP_RR 1 B, both ends on CPU 0 (-A 0,0 / -T 0,0)**", 1e3, "k trans/s", True),
+    ("rr00", "p99_us", "TCP_RR 1 B, CPU 0,0: p99 latency", 1, "us", True),
+    ("rr01", "tps", "**TCP_RR 1 B, client CPU 0, server CPU 1 (-A 0,1 / -T 0,1)**", 1e3, "k trans/s", True),
+    ("rr01", "p99_us", "TCP_RR 1 B, CPU 0,1: p99 latency", 1, "us", True),
 ]
 
 
@@ -278,7 +291,7 @@ def table(data, fails):
         for t in TOOLS:
             c = cell(vals[t], scale)
             nf = fails.get((case_for(cases, t), t), 0)
-            if nf and metric in ("bps", "rx_pps", "client_kib", "bytes"):
+            if nf and metric in ("bps", "rx_pps", "client_kib", "bytes", "tps"):
                 c += f" ({nf} failed)"
             cells.append(c)
         r1 = ratio(vals["linerate"], vals["iperf3"]) if with_ratio else ""
@@ -329,6 +342,21 @@ def targets(data):
             )
         else:
             out.append(f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | not measured | **not met** |")
+
+    for case, cpus in (("rr00", "0,0"), ("rr01", "0,1")):
+        a, b = med(case, "tps", "linerate"), med(case, "tps", "netperf")
+        if a is not None and b:
+            r = a / b
+            out.append(f"| TCP_RR trans/s >= 1.0x netperf, CPUs {cpus} | {r:.3f}x | {status(r >= 1.0)} |")
+        else:
+            out.append(f"| TCP_RR trans/s >= 1.0x netperf, CPUs {cpus} | not measured | **not met** |")
+        a, b = med(case, "p99_us", "linerate"), med(case, "p99_us", "netperf")
+        if a is not None and b is not None:
+            out.append(
+                f"| TCP_RR p99 latency <= netperf's, CPUs {cpus} | {a:.1f} us vs {b:.1f} us | {status(a <= b)} |"
+            )
+        else:
+            out.append(f"| TCP_RR p99 latency <= netperf's, CPUs {cpus} | not measured | **not met** |")
 
     v = data.get(("size", "bytes", "linerate"))
     if v:
@@ -448,6 +476,13 @@ one machine, client and server on the same host.
   RSS from `/usr/bin/time -v` ("Maximum resident set size"), server `VmHWM` from
   `/proc/PID/status` after the test. The target is judged on the worst run.
 - **Binary size.** `stat -c %s` of the release binary (the release profile strips symbols).
+- **TCP_RR.** 1-byte request and response, one transaction in flight: linerate
+  `rr -A C,S` against netperf `-t TCP_RR -T C,S`, both ends on CPU 0 (`0,0`) and split
+  (`0,1`). Transactions per second (linerate `.rr.transactions_per_sec`, netperf
+  `THROUGHPUT`) and p99 latency (linerate `.rr.latency.p99_ns` from its HDR histogram, 0.1 %
+  resolution; netperf `P99_LATENCY` from its own histogram, whose buckets are 1 µs wide
+  below 10 µs and 10 µs wide up to 100 µs, so its figure is rounded to that grid). For p99
+  a ratio below 1 means linerate's is lower.
 
 Run: {date}, {runs} runs × {dur} s, total {elapsed} s.
 

@@ -34,9 +34,13 @@
 #   rss   linerate TCP -P 8 against a freshly started linerate server: client peak RSS from
 #         /usr/bin/time -v, server VmHWM from /proc/PID/status after the test.
 #   size  stat -c %s of the (stripped) release binary.
+#   rr00  TCP_RR, 1-byte request and response, both ends pinned to CPU 0: linerate
+#         `rr -A 0,0` vs netperf `-t TCP_RR -T 0,0`. Transactions/s and p99 latency (netperf
+#         `-- -o THROUGHPUT,P99_LATENCY`; linerate `.rr.latency.p99_ns`).
+#   rr01  the same with the client on CPU 0 and the server on CPU 1 (-A 0,1 / -T 0,1).
 #
-# Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests and one RSS test, i.e.
-# at most 38 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 12 minutes.
+# Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests, one RSS test and 4
+# TCP_RR tests, i.e. at most 42 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 13 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -243,6 +247,28 @@ tcp_case() { # CASE TOOL
     log "round $ROUND $case $tool: $v bit/s"
 }
 
+rr_case() { # CASE TOOL: TCP_RR, 1 byte each way; CASE rr00 (CPUs 0,0) or rr01 (CPUs 0,1)
+    local case="$1" tool="$2" out v="" cpus
+    out="$(next)"
+    case "$case" in rr00) cpus=0,0 ;; rr01) cpus=0,1 ;; esac
+    case "$tool" in
+        linerate)
+            try "$case linerate" "$out" "$LINERATE" rr "$HOST" -p "$LR_PORT" -t "$DURATION" -A "$cpus" --json \
+                && v="$(parse linerate-rr "$out")" ;;
+        netperf)
+            try "$case netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t TCP_RR -l "$DURATION" -T "$cpus" \
+                -- -o THROUGHPUT,P99_LATENCY \
+                && v="$(parse netperf-rr "$out")" ;;
+        *) return 0 ;;
+    esac
+    if [[ -z "$v" ]]; then FAILS=$((FAILS + 1)); v="NA NA"; fi
+    local tps p99
+    read -r tps p99 <<< "$v"
+    record "$case" "$tool" tps "$tps"
+    record "$case" "$tool" p99_us "$p99"
+    log "round $ROUND $case $tool: $tps trans/s, p99 $p99 us"
+}
+
 # udp_once TOOL RATE: prints "rx_pps tx_pps loss tx_bps" (RATE 0 = unpaced), or nothing.
 # TOOL linerate-nooff is linerate with --no-offload (no UDP GSO/GRO); iperf3-w is iperf3 -w 4M.
 udp_once() {
@@ -355,6 +381,11 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
         udp_case "$tool"
     done
     rss_case
+    for case in rr00 rr01; do
+        for tool in $(rotate "$ROUND" linerate netperf); do
+            rr_case "$case" "$tool"
+        done
+    done
 done
 ROUND=0
 record size linerate bytes "$(stat -L -c %s "$LINERATE")"

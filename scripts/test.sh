@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, integration and lab (network namespace) tests.
 # Run as root on Debian: the lab tests create and remove their own namespaces. Installs the
-# system tools it needs (iproute2, nftables, procps) when they are missing.
+# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,8 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v sysctl >/dev/null 2>&1 || need+=(procps)
+# A font for the text of PNG charts (linerate rfc2544 --chart x.png; fontdb reads system fonts).
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq

@@ -537,6 +537,13 @@ impl Lab {
         self.teardown()
     }
 
+    /// Leaves the lab in place: dropping the value no longer deletes it. For
+    /// `linerate lab up`, whose process ends while the lab lives on; remove it later
+    /// with [`Lab::down_by_name`].
+    pub fn detach(mut self) {
+        self.created.clear();
+    }
+
     /// Deletes the namespaces this value created, newest first, skipping any
     /// that no longer carry this value's token (deleted or re-created).
     fn teardown(&mut self) -> Result<()> {

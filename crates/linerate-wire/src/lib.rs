@@ -5,7 +5,9 @@
 //! * [`control`]: the framed control protocol (8-byte header, JSON body) and its messages;
 //! * [`stream_hello`]: the fixed 24 bytes that open every TCP data connection and tie it to a test;
 //! * [`probe`]: the header at the front of every UDP test datagram;
-//! * [`report`]: the measurement records the two ends exchange at the end of a test.
+//! * [`report`]: the measurement records the two ends exchange at the end of a test;
+//! * [`host`]: host counters and interface facts each end measures around a test;
+//! * [`doctor`]: the findings `linerate doctor` reports for a host (and asks a server for).
 //!
 //! The contract follows smoltcp's `Packet`/`Repr` split: a view over bytes is checked once
 //! (`new_checked`) and no accessor panics afterwards; `parse` turns a checked view into a plain
@@ -15,7 +17,9 @@
 #![deny(missing_docs)]
 
 pub mod control;
+pub mod doctor;
 mod error;
+pub mod host;
 pub mod probe;
 pub mod report;
 pub mod stream_hello;

@@ -10,8 +10,11 @@
 //! 16 bytes, so that a minimum Ethernet frame (64 bytes with FCS, 18 bytes of UDP payload over
 //! IPv4) still carries it. The stream is identified by the connected socket pair, not by the
 //! header. `seq` starts at 0 per stream and is always 64-bit (no wrap in any realistic test);
-//! `tx_ns` is the sender's monotonic clock in nanoseconds, used only for differences (RFC 3550
-//! jitter), never compared across hosts as an absolute time.
+//! `tx_ns` is the sender's monotonic clock in nanoseconds. Jitter (RFC 3550) uses only its
+//! differences. Since protocol 1.1 it is `CLOCK_MONOTONIC` itself (1.0 senders used time since
+//! their engine started), so a receiver on the same machine can subtract it from its own
+//! `CLOCK_MONOTONIC` for the one-way delay (feature `one_way_delay`); across hosts it is never
+//! compared as an absolute time.
 
 use crate::error::{WireError, WireErrorKind};
 
@@ -24,7 +27,7 @@ const LAYER: &str = "probe";
 pub struct Probe {
     /// Per-stream sequence number, from 0.
     pub seq: u64,
-    /// Sender's monotonic send time, nanoseconds.
+    /// Sender's `CLOCK_MONOTONIC` at the send call, nanoseconds.
     pub tx_ns: u64,
 }
 

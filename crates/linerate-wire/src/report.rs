@@ -30,6 +30,10 @@ pub struct HostInfo {
     /// "linerate x.y.z".
     #[serde(default)]
     pub software: String,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): two ends with the same boot
+    /// id share `CLOCK_MONOTONIC`, so one-way delays between them are exact (protocol 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
 }
 
 /// Whether a stream sends or receives, seen from the end that reports it.
@@ -62,6 +66,13 @@ pub struct SideReport {
     /// CPU time of this test's own threads.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
+    /// Host counter deltas (interrupts, softirqs, softnet, SNMP, interface and driver
+    /// statistics) over the measured window at this end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_counters: Option<crate::host::HostCounters>,
+    /// The interface that carried the test at this end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<crate::host::InterfaceFacts>,
     /// What could not be measured, and why.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -157,6 +168,35 @@ pub struct UdpRxReport {
     /// RFC 3550 interarrival jitter, nanoseconds; absent with fewer than two datagrams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ns: Option<u64>,
+    /// One-way delay of the datagrams, when the test asked for it (protocol 1.1, feature
+    /// `one_way_delay`; both ends on one clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_delay: Option<DelayReport>,
+}
+
+/// One-way delay of the datagrams of a stream: receive time minus the probe's send time, both
+/// on `CLOCK_MONOTONIC` (protocol 1.1). Datagrams that seem to arrive before they were sent
+/// (the clocks are not shared) are not counted.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DelayReport {
+    /// Datagrams whose delay was measured.
+    pub samples: u64,
+    /// Smallest delay, nanoseconds.
+    pub min_ns: u64,
+    /// Mean delay, nanoseconds.
+    pub mean_ns: f64,
+    /// Median (within 1%), nanoseconds; absent when several streams were merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_ns: Option<u64>,
+    /// 99th percentile (within 1%), nanoseconds; absent when several streams were merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_ns: Option<u64>,
+    /// Largest delay, nanoseconds.
+    pub max_ns: u64,
+    /// Delay of the tagged datagram (`DelaySpec::tag_seq`), nanoseconds; absent if it was not
+    /// asked for or never arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tagged_ns: Option<u64>,
 }
 
 /// TCP_INFO fields linerate reports. Fields the running kernel does not fill are absent.
@@ -236,6 +276,9 @@ pub struct IntervalReport {
     /// System-wide CPU utilisation in the interval, percent of all CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_percent: Option<f64>,
+    /// Request/response tests: transactions completed in the interval (protocol 1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
 }
 
 /// System-wide CPU utilisation from /proc/stat over the measured window.

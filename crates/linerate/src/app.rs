@@ -20,21 +20,32 @@ use crate::session::client::{self, Observer, StreamPlan};
 use crate::session::conn::Debug;
 use crate::session::server::{Server, ServerConfig};
 
+mod lab;
+mod rfc2544;
+
 /// Runs a command. Errors bubble up to `main`, which prints them on one line and exits 2.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Serve(a) => serve(&a),
         Command::Tcp(a) => stream(&a, Transport::Tcp),
         Command::Udp(a) => stream(&a, Transport::Udp),
+        Command::Rr(a) => crate::repeat::rr_command(&a),
+        Command::Compare(a) => crate::compare::command(&a),
         Command::Demo(a) => demo(&a),
+        Command::Rfc2544(a) => rfc2544::command(&a),
+        Command::Lab(a) => lab::run(&a),
+        Command::Doctor(a) => crate::doctor::command(&a),
         Command::Schema { which } => {
             let s = match which.as_str() {
                 "run" => export::json::schema(),
                 "event" => export::json::event_schema(),
+                "trials" => export::json::trials_schema(),
+                "rfc2544" => crate::rfc2544::record::schema(),
                 other => {
-                    return Err(
-                        UsageError(format!("unknown schema '{other}': use run or event")).into(),
-                    )
+                    return Err(UsageError(format!(
+                        "unknown schema '{other}': use run, event, trials or rfc2544"
+                    ))
+                    .into())
                 }
             };
             write_out(&s)?;
@@ -145,6 +156,9 @@ fn line(mut s: String) -> String {
 }
 
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
+    if a.repeat.is_set() {
+        return crate::repeat::stream_command(a, transport);
+    }
     let plan = plan::stream_plan(a, transport)?;
     let format = plan::output_format(&a.output)?;
     let interrupt = Arc::new(AtomicBool::new(false));
@@ -154,7 +168,8 @@ fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
         transport,
         header_done: false,
     };
-    let rec = client::run(&plan, &mut live, &interrupt)?;
+    let mut rec = client::run(&plan, &mut live, &interrupt)?;
+    crate::diagnose::apply_link_rate(&mut rec, a.link_rate);
     emit(format, &rec)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -163,6 +178,12 @@ fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
     if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
         for w in &rec.warnings {
             eprintln!("warning: {w}");
+        }
+    }
+    // The emulated formats keep their classic stdout; the diagnosis goes to stderr.
+    if let (Format::Netperf | Format::Ttcp, Some(d)) = (format, &rec.diagnosis) {
+        for l in export::diagnosis::comment_lines(d) {
+            eprintln!("{l}");
         }
     }
     let text = export::render(format, rec);

@@ -5,9 +5,15 @@
 
 pub mod app;
 pub mod cli;
+pub mod compare;
+pub mod diagnose;
+pub mod doctor;
 pub mod engine;
 pub mod export;
 pub mod model;
+pub mod repeat;
+pub mod rfc2544;
+pub mod rr;
 pub mod session;
 pub mod sys;
 

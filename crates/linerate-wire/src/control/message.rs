@@ -17,6 +17,9 @@
 //! C: results          S: done
 //! ```
 //!
+//! `linerate doctor HOST` (protocol 1.1, feature `doctor`) asks for the server's settings
+//! instead of a test: `C: hello  S: welcome  C: doctor_request  S: doctor_report, done`.
+//!
 //! Any message out of this order is a protocol error: the receiver answers `error` with code
 //! `protocol` and closes; it never waits for something that cannot come.
 
@@ -56,6 +59,12 @@ pub enum Message {
     Done(Done),
     /// Either way: a fatal error; the sender closes after it.
     Error(ErrorMsg),
+    /// Client → server, instead of `test_request` (protocol 1.1, feature `doctor`): send
+    /// your host's settings.
+    DoctorRequest(crate::doctor::DoctorRequest),
+    /// Server → client (protocol 1.1, feature `doctor`): the server's findings; `done`
+    /// follows and the server closes.
+    DoctorReport(crate::doctor::DoctorReport),
 }
 
 impl Message {
@@ -75,6 +84,8 @@ impl Message {
             Message::Results(_) => "results",
             Message::Done(_) => "done",
             Message::Error(_) => "error",
+            Message::DoctorRequest(_) => "doctor_request",
+            Message::DoctorReport(_) => "doctor_report",
         }
     }
 }
@@ -220,6 +231,73 @@ pub struct TestSpec {
     /// Allow UDP GSO/GRO where the kernel has them.
     #[serde(default)]
     pub udp_offload: bool,
+    /// Request/response test (protocol 1.1, feature `rr`): when present the server answers
+    /// requests on its data streams instead of running the stream engine, and `direction`,
+    /// `bytes`, `write_size` and `rate_bps` are not used. Sent only to a server that listed
+    /// `rr` in its welcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RrSpec>,
+    /// One-way delay (protocol 1.1, feature `one_way_delay`): when present, UDP receivers
+    /// compare each probe's `tx_ns` (the sender's `CLOCK_MONOTONIC`) with their own
+    /// `CLOCK_MONOTONIC` and report the delays in [`crate::report::UdpRxReport::one_way_delay`].
+    /// Meaningful only when both ends share the clock (one machine, e.g. network namespaces).
+    /// Sent only to a server that listed `one_way_delay` in its welcome.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way_delay: Option<DelaySpec>,
+    /// Constant-rate pacing (protocol 1.1, feature `smooth_pacing`): a paced UDP sender that
+    /// falls behind its schedule skips ahead instead of sending a burst to catch up, so it
+    /// never exceeds the rate (RFC 2544 trials). Sent only to a server that listed the feature.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub smooth_pacing: bool,
+}
+
+/// What to measure of the one-way delay (protocol 1.1, feature `one_way_delay`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DelaySpec {
+    /// Sequence number of the tagged datagram of each stream (RFC 2544 §26.2), whose delay is
+    /// reported on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag_seq: Option<u64>,
+}
+
+/// A request/response test (netperf TCP_RR, TCP_CRR, UDP_RR). Protocol 1.1, feature `rr`.
+///
+/// * TCP (`udp: false`, `connect_per_transaction: false`): one connection per stream; the
+///   client writes `request_bytes`, the server answers each complete request with
+///   `response_bytes`; up to `burst` requests are in flight per stream.
+/// * TCP_CRR (`connect_per_transaction: true`): every transaction is a new connection that
+///   starts with the 24-byte stream hello, then one request and one response; the client
+///   closes. `burst` is 1.
+/// * UDP (`udp: true`): each request and each response is one datagram that starts with the
+///   16-byte probe header; the server copies the request's header into its response so the
+///   client can match them. A response that does not arrive within `timeout_ms` is a lost
+///   transaction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RrSpec {
+    /// Bytes per request (UDP: at least 16, the probe header).
+    pub request_bytes: u32,
+    /// Bytes per response (UDP: at least 16).
+    pub response_bytes: u32,
+    /// Transactions in flight per stream (1 = one at a time, netperf's default).
+    #[serde(default = "one")]
+    pub burst: u32,
+    /// Open and close a TCP connection for every transaction (netperf TCP_CRR).
+    #[serde(default)]
+    pub connect_per_transaction: bool,
+    /// UDP datagrams instead of TCP (netperf UDP_RR).
+    #[serde(default)]
+    pub udp: bool,
+    /// UDP: time after which an unanswered request counts as a lost transaction, ms.
+    #[serde(default)]
+    pub timeout_ms: u64,
+    /// Target transactions per second over all streams (client-paced); absent = as fast as
+    /// the responses come back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_tps: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Body of a test request.

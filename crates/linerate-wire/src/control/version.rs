@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Major version of the control protocol this build speaks.
 pub const PROTOCOL_MAJOR: u16 = 1;
 /// Minor version of the control protocol this build speaks.
-pub const PROTOCOL_MINOR: u16 = 0;
+pub const PROTOCOL_MINOR: u16 = 1;
 
 /// Optional capabilities this build offers. A session uses the intersection of both lists.
 pub const FEATURES: &[&str] = &[
@@ -22,6 +22,10 @@ pub const FEATURES: &[&str] = &[
     "udp_gso",
     "cpu_pin",
     "interval_events",
+    "rr",
+    "one_way_delay",
+    "smooth_pacing",
+    "doctor",
 ];
 
 /// A `major.minor` protocol version.

@@ -34,13 +34,42 @@ pub enum Command {
         after_help = "Examples:\n  linerate udp HOST -l 64                   # smallest datagrams, as fast as possible\n  linerate udp HOST -b 100M -l 1400         # paced at 100 Mbit/s\n  linerate udp HOST -R -b 1G --format netperf"
     )]
     Udp(StreamArgs),
+    /// Request/response latency test (netperf TCP_RR, TCP_CRR with --connect, UDP_RR with --udp).
+    #[command(
+        after_help = "Examples:\n  linerate rr HOST                          # TCP_RR, 1-byte request and response, 10 s\n  linerate rr HOST -r 64,1024 --burst 8     # 8 transactions in flight\n  linerate rr HOST --connect                # TCP_CRR: a connection per transaction\n  linerate rr HOST --udp --timeout 50ms     # UDP_RR with lost-transaction accounting\n  linerate rr HOST --rate 10k               # paced; latency from the intended send time\n  linerate rr HOST -A 0,1 --format netperf  # netperf's TCP_RR table\n  linerate rr HOST --confidence 99,5 --json > b.json"
+    )]
+    Rr(super::rr_args::RrArgs),
+    /// Compare results side by side: difference, ratio, confidence interval and a verdict per metric.
+    #[command(
+        after_help = "Examples:\n  linerate tcp HOST --repeat 5 --json > a.json   # (change something)\n  linerate tcp HOST --repeat 5 --json > b.json\n  linerate compare a.json b.json\n\nThe test is Welch's two-sided t-test at 95 % confidence; files with single runs are shown side\nby side without a verdict (use --repeat 5 or more)."
+    )]
+    Compare(super::rr_args::CompareArgs),
     /// Start a server on loopback and run a short suite: the quickest way to see linerate work.
     #[command(after_help = "Examples:\n  linerate demo\n  linerate demo --json > demo.json")]
     Demo(DemoArgs),
+    /// RFC 2544 benchmarks of a device between this host and a `linerate serve` beyond it:
+    /// throughput, latency, frame loss rate, back-to-back frames per frame size.
+    #[command(
+        after_help = "Examples:\n  linerate rfc2544 198.51.100.2                        # throughput, RFC 2544 frame sizes\n  linerate rfc2544 HOST --bidir --line-rate 1G --chart tput.svg\n  linerate rfc2544 HOST --test all --loss 0,0.1 --json > rfc2544.json\n  linerate rfc2544 HOST --frame-sizes 64,512,1518 --trial-time 2 --confirm-time 10\n\nThe server runs `linerate serve` on the far side of the device; see docs/rfc2544.md."
+    )]
+    Rfc2544(super::rfc2544::Rfc2544Args),
+    /// Network-namespace labs on this machine (needs root): try linerate without a second host.
+    #[command(
+        after_help = "Examples:\n  linerate lab up demo --topology router --rate 100M\n  linerate lab exec demo b -- linerate serve &\n  linerate lab exec demo a -- linerate rfc2544 B_ADDR --line-rate 1G\n  linerate lab list\n  linerate lab down demo"
+    )]
+    Lab(super::lab::LabArgs),
+    /// Check this host's (and with HOST, the server's) settings that matter for throughput:
+    /// socket buffer limits, TCP memory, congestion control, MTU, CPU governor, offloads,
+    /// interrupt coalescing and affinity. Prints the commands that would fix them; changes
+    /// nothing.
+    #[command(
+        after_help = "Examples:\n  linerate doctor                     # this host, the interface of the default route\n  linerate doctor 192.0.2.10          # both ends: asks `linerate serve` there for its findings\n  linerate doctor HOST -w 16M --json  # check limits against 16 MiB socket buffers"
+    )]
+    Doctor(crate::doctor::DoctorArgs),
     /// Print the JSON Schema of the result record (--json) or of the event stream.
     #[command(hide = true)]
     Schema {
-        /// "run" or "event".
+        /// "run", "event" or "trials".
         #[arg(default_value = "run")]
         which: String,
     },
@@ -170,8 +199,14 @@ pub struct StreamArgs {
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,
+    /// The path's link or shaped rate (e.g. 100M), when no interface shows it: the
+    /// diagnosis then says "link bound" when the test fills it.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub link_rate: Option<u64>,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub repeat: super::rr_args::RepeatArgs,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

@@ -1,5 +1,9 @@
 //! Command line: raw arguments ([`args`]) and their validation into plans ([`plan`]).
 
 pub mod args;
+pub mod lab;
 pub mod plan;
+pub mod rfc2544;
+pub mod rr_args;
+pub mod rr_plan;
 pub mod units;

@@ -117,6 +117,9 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         omit_ms,
         server_cpu,
         udp_offload: !a.no_offload,
+        rr: None,
+        one_way_delay: None,
+        smooth_pacing: false,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

@@ -9,6 +9,7 @@
 //! Life cycle: [`Engine::start`] → (intervals flow) → [`Engine::stop_senders`] (ends the
 //! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
 
+pub mod delay;
 pub mod mmsg;
 pub mod pacing;
 pub mod stream;
@@ -61,6 +62,10 @@ pub struct EngineConfig {
     pub udp_offload: bool,
     /// Host facts for the report.
     pub host: HostInfo,
+    /// UDP receivers measure one-way delay (protocol 1.1, `one_way_delay`).
+    pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
+    /// UDP senders never burst to catch up (protocol 1.1, `smooth_pacing`).
+    pub smooth_pacing: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -84,6 +89,10 @@ struct Shared {
     baseline: Mutex<Option<(Snapshot, Option<sys::cpu::CpuTimes>)>>,
     baseline_flag: Arc<AtomicBool>,
     warnings: Mutex<Vec<String>>,
+    /// The interface that carries the test (from the route to the peer), if found.
+    iface: Option<String>,
+    /// Host counters at the warm-up boundary.
+    host_base: Mutex<Option<sys::hostsnap::HostSnapshot>>,
 }
 
 impl Shared {
@@ -125,6 +134,13 @@ impl Shared {
                 None
             }
         };
+        let (host, host_warnings) = sys::hostsnap::HostSnapshot::take(self.iface.as_deref());
+        for w in host_warnings {
+            self.warn(w);
+        }
+        if let Ok(mut h) = self.host_base.lock() {
+            *h = Some(host);
+        }
         let snap = self.snapshot();
         if let Ok(mut b) = self.baseline.lock() {
             *b = Some((snap, cpu));
@@ -152,6 +168,8 @@ pub struct Engine {
     threads: Vec<(usize, JoinHandle<StreamOutcome>)>,
     meter: Option<JoinHandle<()>>,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
+    host_end: Option<sys::hostsnap::HostSnapshot>,
+    interface: Option<linerate_wire::host::InterfaceFacts>,
 }
 
 impl Engine {
@@ -165,6 +183,29 @@ impl Engine {
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
         let baseline_flag = Arc::new(AtomicBool::new(false));
+        // The interface toward the peer, for host counters and interface facts. Read once,
+        // before the data threads start: neither is cheap enough for the data path.
+        let mut early_warnings = Vec::new();
+        let iface = streams.first().and_then(|s| {
+            let peer = match &s.socket {
+                DataSocket::Tcp(t) => t.peer_addr(),
+                DataSocket::Udp(u) => u.peer_addr(),
+            };
+            match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
+                Ok(i) => Some(i),
+                Err(e) => {
+                    early_warnings.push(format!(
+                        "interface toward the peer not found ({e}): no interface counters"
+                    ));
+                    None
+                }
+            }
+        });
+        let interface = iface.as_deref().map(|name| {
+            let (facts, w) = sys::hostsnap::interface_facts(name);
+            early_warnings.extend(w);
+            facts
+        });
         let addrs = streams
             .iter()
             .map(|s| match &s.socket {
@@ -183,7 +224,9 @@ impl Engine {
             transport: cfg.transport,
             baseline: Mutex::new(None),
             baseline_flag: baseline_flag.clone(),
-            warnings: Mutex::new(Vec::new()),
+            warnings: Mutex::new(early_warnings),
+            iface,
+            host_base: Mutex::new(None),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
@@ -205,6 +248,8 @@ impl Engine {
                 write_size: cfg.write_size as usize,
                 udp_offload: cfg.udp_offload,
                 cpu: cfg.cpu,
+                one_way_delay: cfg.one_way_delay.clone(),
+                smooth_pacing: cfg.smooth_pacing,
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()
@@ -231,6 +276,8 @@ impl Engine {
             threads,
             meter: Some(meter),
             end: None,
+            host_end: None,
+            interface,
         })
     }
 
@@ -286,6 +333,11 @@ impl Engine {
         }
         let at = u64::try_from(self.shared.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.end = Some((at, sys::cpu::read_proc_stat().ok()));
+        let (host, w) = sys::hostsnap::HostSnapshot::take(self.shared.iface.as_deref());
+        for w in w {
+            self.shared.warn(w);
+        }
+        self.host_end = Some(host);
     }
 
     /// Waits for receivers to drain, stops everything and builds this end's report.
@@ -323,6 +375,13 @@ impl Engine {
             let _ = m.join();
         }
         self.build_report(outcomes)
+    }
+
+    /// Host counter deltas over the measured window (warm-up boundary to senders' stop).
+    fn host_counters(&self) -> Option<linerate_wire::host::HostCounters> {
+        let base = self.shared.host_base.lock().ok()?.clone()?;
+        let end = self.host_end.as_ref()?;
+        Some(base.delta(end))
     }
 
     fn build_report(&self, outcomes: Vec<Option<StreamOutcome>>) -> SideReport {
@@ -375,6 +434,7 @@ impl Engine {
                 duplicates: fin.dups[i].saturating_sub(base.dups[i]),
                 reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
                 jitter_ns: u.jitter_ns,
+                one_way_delay: u.one_way_delay,
             });
             if let Some(u) = &udp_rx {
                 let t = udp_total.get_or_insert_with(UdpRxReport::default);
@@ -383,6 +443,8 @@ impl Engine {
                 t.duplicates += u.duplicates;
                 t.reordered += u.reordered;
                 t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
+                let delays: Vec<_> = t.one_way_delay.iter().chain(&u.one_way_delay).collect();
+                t.one_way_delay = delay::merge(&delays);
             }
             let (local, remote) = sh.addrs[i].clone();
             let facts = socket_facts(setup, &mut warnings);
@@ -451,6 +513,8 @@ impl Engine {
             totals,
             cpu,
             process_cpu: proc_cpu,
+            host_counters: self.host_counters(),
+            interface: self.interface.clone(),
             warnings,
         }
     }
@@ -605,5 +669,6 @@ fn interval_report(
             (Some(x), Some(y)) => sys::cpu::util_percent(x, y),
             _ => None,
         },
+        transactions: None,
     }
 }

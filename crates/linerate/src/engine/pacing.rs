@@ -28,6 +28,32 @@ impl Pacer {
         }
     }
 
+    /// A pacer that never re-anchors: every send keeps its slot in the original schedule, so
+    /// that a stall shows up as latency measured from the intended send time instead of being
+    /// forgiven (request/response tests with a target rate; no coordinated omission).
+    pub fn strict(rate_bps: u64, now_ns: u64) -> Pacer {
+        Pacer {
+            max_catch_up_ns: u64::MAX,
+            ..Pacer::new(rate_bps, now_ns)
+        }
+    }
+
+    /// A pacer that never bursts to make up for a stall: a sender more than `slack_ns` behind
+    /// the schedule starts a fresh one, so the sends it missed are skipped and show as a lower
+    /// achieved rate. RFC 2544 trials use it: a tester must not exceed the offered rate to
+    /// catch up, or the device is blamed for the tester's burst.
+    pub fn smooth(rate_bps: u64, now_ns: u64, slack_ns: u64) -> Pacer {
+        Pacer {
+            max_catch_up_ns: slack_ns,
+            ..Pacer::new(rate_bps, now_ns)
+        }
+    }
+
+    /// When the next send is due in the schedule, nanoseconds (it may be in the past).
+    pub fn next_due_ns(&self) -> u64 {
+        self.due_ns()
+    }
+
     /// The rate, bits per second.
     pub fn rate_bps(&self) -> u64 {
         self.rate_bps
@@ -127,6 +153,33 @@ mod tests {
             }
         }
         assert_eq!(bytes, 12_500_000);
+    }
+
+    #[test]
+    fn strict_schedule_never_re_anchors() {
+        // 8 bit/s = one "byte" (one transaction) per second. After a 10 s stall the next
+        // send is still due at 1 s: nothing is forgiven.
+        let mut p = Pacer::strict(8, 0);
+        p.sent(1);
+        assert_eq!(p.next_due_ns(), 1_000_000_000);
+        assert_eq!(p.delay(10_000_000_000), Duration::ZERO);
+        assert_eq!(p.next_due_ns(), 1_000_000_000);
+    }
+
+    #[test]
+    fn smooth_schedule_skips_instead_of_bursting() {
+        // 8 Mbit/s, 1 ms slack. 2 ms late: re-anchored, the next 1000 bytes wait 1 ms.
+        let mut p = Pacer::smooth(8_000_000, 0, 1_000_000);
+        p.sent(1000); // due at 1 ms
+        assert_eq!(p.delay(3_000_001), Duration::ZERO);
+        p.sent(1000);
+        assert_eq!(p.delay(3_000_001), Duration::from_millis(1));
+        // Within the slack the schedule is kept: 0.5 ms late, send at once, then wait.
+        let mut p = Pacer::smooth(8_000_000, 0, 1_000_000);
+        p.sent(1000);
+        assert_eq!(p.delay(1_500_000), Duration::ZERO);
+        p.sent(1000);
+        assert_eq!(p.delay(1_500_000), Duration::from_micros(500));
     }
 
     #[test]

@@ -89,7 +89,15 @@ pub struct StreamCtx {
     pub udp_offload: bool,
     /// CPU to pin to.
     pub cpu: Option<u32>,
+    /// UDP receivers: measure the one-way delay of the probes (shared clock only).
+    pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
+    /// UDP senders: never burst to catch up after a stall ([`Pacer::smooth`]).
+    pub smooth_pacing: bool,
 }
+
+/// How far behind its schedule a smooth-paced sender may fall before it skips ahead: about
+/// one batch (batches are sized to one millisecond of traffic).
+pub const SMOOTH_SLACK_NS: u64 = 1_000_000;
 
 impl StreamCtx {
     fn now_ns(&self) -> u64 {
@@ -255,7 +263,13 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
     } else {
         64
     };
-    let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
+    let mut pacer = ctx.rate_bps.map(|r| {
+        if ctx.smooth_pacing {
+            Pacer::smooth(r, ctx.now_ns(), SMOOTH_SLACK_NS)
+        } else {
+            Pacer::new(r, ctx.now_ns())
+        }
+    });
     let mut buf = vec![0u8; l * max_batch];
     fill_pattern(&mut buf);
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
@@ -280,7 +294,8 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
                 continue;
             }
         }
-        let tx_ns = ctx.now_ns();
+        // CLOCK_MONOTONIC, so that a receiver on the same machine can take the one-way delay.
+        let tx_ns = super::delay::mono_ns();
         for i in 0..batch {
             Probe {
                 seq: seq + i as u64,
@@ -341,6 +356,10 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
     };
     let mut seq = SeqTracker::new();
     let mut jitter = JitterEstimator::new();
+    let mut delay = ctx
+        .one_way_delay
+        .as_ref()
+        .map(|d| super::delay::DelayRecorder::new(d.tag_seq));
     let mut base = false;
     let c = &ctx.counters;
     let mut result = Ok(());
@@ -356,6 +375,11 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
             }
         };
         let rx_ns = ctx.now_ns();
+        let rx_mono_ns = if delay.is_some() {
+            super::delay::mono_ns()
+        } else {
+            0
+        };
         let mut bytes = 0u64;
         let mut pkts = 0u64;
         for i in 0..n {
@@ -366,6 +390,9 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
                 if let Ok(p) = Probe::parse(d) {
                     seq.on_packet(p.seq);
                     jitter.on_packet(p.tx_ns, rx_ns);
+                    if let Some(d) = delay.as_mut() {
+                        d.on_packet(p.seq, p.tx_ns, rx_mono_ns);
+                    }
                 }
             }
         }
@@ -382,6 +409,7 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
         duplicates: s.duplicates,
         reordered: s.reordered,
         jitter_ns: jitter.jitter_ns(),
+        one_way_delay: delay.and_then(|d| d.report()),
     });
     result
 }

@@ -49,6 +49,11 @@ pub struct CsvRow {
     pub server_service_demand_us_per_kb: Option<f64>,
     /// The test was cut short.
     pub interrupted: bool,
+    /// The strongest verdict of the diagnosis for this flow (`none` when nothing stands
+    /// out); empty when the record has no diagnosis.
+    pub verdict: &'static str,
+    /// Its message, with the numbers behind it.
+    pub verdict_message: String,
 }
 
 impl CsvRow {
@@ -56,6 +61,10 @@ impl CsvRow {
     pub fn new(rec: &RunRecord, flow: &FlowSummary) -> Self {
         let client = &rec.summary.client;
         let server = rec.summary.server.as_ref();
+        let verdict = rec
+            .diagnosis
+            .as_ref()
+            .and_then(|d| d.primary_for(flow.direction));
         CsvRow {
             started_at: rec.started_at.clone(),
             transport: match rec.plan.transport {
@@ -82,12 +91,17 @@ impl CsvRow {
             client_service_demand_us_per_kb: client.service_demand_us_per_kb,
             server_service_demand_us_per_kb: server.and_then(|s| s.service_demand_us_per_kb),
             interrupted: rec.interrupted,
+            verdict: verdict.map_or("", |v| v.kind.name()),
+            verdict_message: verdict.map(|v| v.message.clone()).unwrap_or_default(),
         }
     }
 }
 
 /// Header row, then one row per flow.
 pub fn render(rec: &RunRecord) -> String {
+    if let Some(rr) = &rec.rr {
+        return super::rr::csv(rec, rr);
+    }
     let rows: Vec<CsvRow> = rec
         .summary
         .flows
@@ -138,7 +152,20 @@ mod tests {
     const HEADER: &str = "started_at,transport,direction,streams,write_size,duration_ns,\
 sender_bytes,receiver_bytes,sender_bps,receiver_bps,pps,retransmits,loss_percent,jitter_ns,\
 client_cpu_util_percent,server_cpu_util_percent,client_service_demand_us_per_kb,\
-server_service_demand_us_per_kb,interrupted\n";
+server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
+
+    /// The `verdict,verdict_message` cells of a record's first flow, quoted as CSV quotes
+    /// them (the messages are tested in `diagnose`).
+    fn verdict_cells(rec: &RunRecord) -> String {
+        let v = rec.diagnosis.as_ref().unwrap().primary().unwrap();
+        let m = &v.message;
+        let m = if m.contains([',', '"']) {
+            format!("\"{}\"", m.replace('"', "\"\""))
+        } else {
+            m.clone()
+        };
+        format!("{},{m}", v.kind.name())
+    }
 
     #[test]
     fn tcp_send_header_and_row() {
@@ -156,9 +183,11 @@ server_service_demand_us_per_kb,interrupted\n";
         let expected = format!(
             "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,65535,10250000000,\
              374048125,374048125,291940000.0,291940000.0,,3,,,24.81,85.16,{client_sd},\
-             {server_sd},false\n"
+             {server_sd},false,{}\n",
+            verdict_cells(&rec)
         );
         assert_eq!(render(&rec), expected);
+        assert!(expected.contains(",false,tester_limited,linerate's 1 data thread(s)"));
         assert!(client_sd.to_string().starts_with("27.847"));
         assert!(server_sd.to_string().starts_with("23.896"));
     }
@@ -166,11 +195,14 @@ server_service_demand_us_per_kb,interrupted\n";
     #[test]
     fn absent_values_are_empty_cells() {
         // No server: receiver bytes, receiver bps, server CPU and every CPU figure are empty.
+        let rec = fixtures::no_server();
         let expected = format!(
             "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,131072,5000000000,\
-             5000000000,,8000000000.0,,,,,,,,,,true\n"
+             5000000000,,8000000000.0,,,,,,,,,,true,{}\n",
+            verdict_cells(&rec)
         );
-        assert_eq!(render(&fixtures::no_server()), expected);
+        assert_eq!(render(&rec), expected);
+        assert!(expected.contains(",true,none,"));
     }
 
     #[test]

@@ -38,6 +38,7 @@ fn plan(server: &str, transport: Transport, direction: Direction, write_size: u3
         client_cpu: None,
         server_cpu: None,
         udp_offload: false,
+        link_rate_bps: None,
     }
 }
 
@@ -49,12 +50,15 @@ fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> SideReport {
             kernel: Some("6.1.0-18-amd64".to_string()),
             cpu_count: cpus,
             software: "linerate 0.1.0".to_string(),
+            boot_id: None,
         },
         streams: Vec::new(),
         intervals: Vec::new(),
         totals,
         cpu: None,
         process_cpu: None,
+        host_counters: None,
+        interface: None,
         warnings: Vec::new(),
     }
 }
@@ -174,7 +178,7 @@ fn record(
             flows.push(flow(FlowDirection::ServerToClient, s, Some(&client)));
         }
     }
-    RunRecord {
+    let mut rec = RunRecord {
         schema_version: SCHEMA_VERSION,
         tool_version: "linerate 0.1.0".to_string(),
         started_at: "2024-05-01T12:00:00Z".to_string(),
@@ -189,7 +193,11 @@ fn record(
         client,
         server,
         warnings: warnings.iter().map(|w| w.to_string()).collect(),
-    }
+        rr: None,
+        diagnosis: None,
+    };
+    rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+    rec
 }
 
 /// TCP client→server (netperf TCP_STREAM -c -C), modelled on seed 004's row:
@@ -340,6 +348,7 @@ pub(crate) fn udp_send() -> RunRecord {
         duplicates: 50,
         reordered: 12,
         jitter_ns: Some(12_345),
+        one_way_delay: None,
     };
     let st = Totals {
         duration_ns: window,
@@ -428,6 +437,86 @@ pub(crate) fn ttcp_seed() -> RunRecord {
     record(p, client, Some(server), &[])
 }
 
+/// TCP_RR (netperf `-t TCP_RR -c -C` shape): 554,257 transactions of 1 byte each way in
+/// 10 s = 55,425.7/s; client 32.16 % and server 32.33 % of 2 CPUs, so service demand
+/// 0.3216 × 2 × 1e7 µs / 554,257 = 11.605 and 0.3233 × 2 × 1e7 / 554,257 = 11.666 us/Tr;
+/// socket buffers 16384 send / 131072 receive on both ends. Latency: p50 17 µs, p99 30 µs,
+/// max 2.5 ms.
+pub(crate) fn tcp_rr() -> RunRecord {
+    use crate::model::{HistogramBucket, LatencySummary, RrKind, RrSummary};
+    let window = 10 * SEC;
+    let n = 554_257;
+    let t = Totals {
+        duration_ns: window,
+        tx_bytes: n,
+        rx_bytes: n,
+        tx_calls: n,
+        rx_calls: n,
+        tx_duration_ns: window,
+        rx_duration_ns: window,
+        ..Totals::default()
+    };
+    let mut client = side(Role::Client, "vm", 2, t.clone());
+    let mut cs = stream(StreamRole::Tx, &client.totals, Some(16_384), Some(131_072));
+    cs.bytes = 2 * n;
+    client.streams = vec![cs];
+    client.cpu = Some(cpu(2, 32.16, 64.3));
+    let mut server = side(Role::Server, "vm", 2, t);
+    let mut ss = stream(StreamRole::Rx, &server.totals, Some(16_384), Some(131_072));
+    ss.bytes = 2 * n;
+    server.streams = vec![ss];
+    server.cpu = Some(cpu(2, 32.33, 64.6));
+    let mut p = plan("127.0.0.1:5301", Transport::Tcp, Direction::Send, 1);
+    p.nodelay = true;
+    let mut rec = record(p, client, Some(server), &[]);
+    rec.summary.flows.clear();
+    rec.rr = Some(RrSummary {
+        kind: RrKind::TcpRr,
+        request_bytes: 1,
+        response_bytes: 1,
+        burst: 1,
+        target_tps: None,
+        timeout_ms: None,
+        transactions: n,
+        duration_ns: window,
+        transactions_per_sec: Some(55_425.7),
+        lost_transactions: None,
+        lost_percent: None,
+        late_responses: None,
+        connections: None,
+        latency: Some(LatencySummary {
+            count: n,
+            min_ns: 12_100,
+            mean_ns: 18_042.1,
+            stddev_ns: Some(3_210.5),
+            p50_ns: 17_000,
+            p90_ns: 19_000,
+            p99_ns: 30_000,
+            p99_9_ns: 120_000,
+            p99_99_ns: 900_000,
+            max_ns: 2_500_000,
+            histogram: vec![
+                HistogramBucket {
+                    value_ns: 12_100,
+                    count: 1,
+                },
+                HistogramBucket {
+                    value_ns: 17_000,
+                    count: 554_000,
+                },
+                HistogramBucket {
+                    value_ns: 2_500_000,
+                    count: 256,
+                },
+            ],
+        }),
+        latency_from_actual_send: None,
+        client_service_demand_us_per_tran: Some(0.3216 * 2.0 * 1e7 / n as f64),
+        server_service_demand_us_per_tran: Some(0.3233 * 2.0 * 1e7 / n as f64),
+    });
+    rec
+}
+
 /// Every fixture, for tests that check a property of all of them.
 pub(crate) fn all() -> Vec<RunRecord> {
     vec![
@@ -436,5 +525,6 @@ pub(crate) fn all() -> Vec<RunRecord> {
         udp_send(),
         no_server(),
         ttcp_seed(),
+        tcp_rr(),
     ]
 }

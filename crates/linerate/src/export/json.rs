@@ -25,6 +25,11 @@ pub fn schema() -> String {
     pretty(&schemars::schema_for!(RunRecord))
 }
 
+/// JSON Schema of a repeated run's record (`docs/json-schema/trials-v1.json`).
+pub fn trials_schema() -> String {
+    pretty(&schemars::schema_for!(crate::model::TrialSetRecord))
+}
+
 /// JSON Schema of one `--json-stream` line (`docs/json-schema/event-v1.json`).
 pub fn event_schema() -> String {
     pretty(&schemars::schema_for!(StreamEvent))
@@ -60,7 +65,11 @@ mod tests {
     #[test]
     fn committed_schemas_match_the_model() {
         let bless = std::env::var("LINERATE_BLESS").is_ok_and(|v| v == "1");
-        for (name, generated) in [("run-v1.json", schema()), ("event-v1.json", event_schema())] {
+        for (name, generated) in [
+            ("run-v1.json", schema()),
+            ("event-v1.json", event_schema()),
+            ("trials-v1.json", trials_schema()),
+        ] {
             let path = schema_dir().join(name);
             if bless {
                 std::fs::create_dir_all(schema_dir()).unwrap();

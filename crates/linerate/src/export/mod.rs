@@ -12,9 +12,12 @@
 //! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
 
 pub mod csv;
+pub mod diagnosis;
 pub mod json;
 pub mod netperf;
+pub mod rr;
 pub mod table;
+pub mod trials;
 pub mod ttcp;
 pub mod units;
 

@@ -52,6 +52,9 @@ Size    Size     Time         Okay Errors   Throughput   Util     Demand
 
 /// Renders one netperf table per flow.
 pub fn render(rec: &RunRecord) -> String {
+    if let Some(rr) = &rec.rr {
+        return super::rr::netperf(rec, rr);
+    }
     let mut out = String::new();
     for flow in &rec.summary.flows {
         match (rec.plan.transport, flow.direction) {

@@ -10,13 +10,24 @@ use linerate_wire::report::{IntervalReport, Role};
 
 const MISSING: &str = "-";
 
-/// The whole run: a title line, one row per flow, one row per end, then the warnings.
+/// The whole run: a title line, one row per flow, one row per end, the diagnosis, then the
+/// warnings.
 pub fn render(rec: &RunRecord) -> String {
+    if let Some(rr) = &rec.rr {
+        let mut out = super::rr::table(rec, rr);
+        if let Some(d) = &rec.diagnosis {
+            out.push_str(&super::diagnosis::table_block(d));
+        }
+        return out;
+    }
     let mut out = title(rec);
     out.push('\n');
     out.push_str(&align(&flow_rows(rec)));
     out.push('\n');
     out.push_str(&align(&end_rows(rec)));
+    if let Some(d) = &rec.diagnosis {
+        out.push_str(&super::diagnosis::table_block(d));
+    }
     if !rec.warnings.is_empty() {
         out.push('\n');
         for w in &rec.warnings {
@@ -148,8 +159,13 @@ fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
     ]
 }
 
+/// [`align`] for other modules (the compare table).
+pub fn align_rows(rows: &[Vec<String>]) -> String {
+    align(rows)
+}
+
 /// Left-aligned columns two spaces apart, trailing blanks trimmed.
-fn align(rows: &[Vec<String>]) -> String {
+pub(super) fn align(rows: &[Vec<String>]) -> String {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -304,7 +320,11 @@ end     cpu (all)    busiest cpu  demand us/KB  own threads  io calls  us/call  
 client  24.81% of 4  98.00%       27.847        96.6%        5708      1795.73  557      248.00 KiB  -
 server  85.16% of 1  85.16%       23.896        40.0%        45000     227.78   4390     -           204.00 KiB
 ";
-        assert_eq!(out, expected);
+        // The diagnosis block follows (its layout is tested in export::diagnosis).
+        let rec = fixtures::tcp_send();
+        let block = super::super::diagnosis::table_block(rec.diagnosis.as_ref().unwrap());
+        assert_eq!(out, format!("{expected}{block}"));
+        assert!(block.starts_with("\ndiagnosis:\n  tester_limited (client, medium): "));
     }
 
     #[test]

@@ -4,9 +4,13 @@
 //! from it. Units live in field names. A value that could not be measured is absent and the
 //! reason is in `warnings`; nothing is ever a fake zero.
 
+pub mod rr;
 mod summary;
+pub mod trials;
 
+pub use rr::{HistogramBucket, LatencySummary, RrKind, RrSummary};
 pub use summary::{summarize, EndSummary, FlowDirection, FlowSummary, RunSummary};
+pub use trials::{MetricSummary, TrialSetRecord};
 
 use linerate_wire::control::{Direction, ProtocolVersion, Transport};
 use linerate_wire::report::SideReport;
@@ -41,6 +45,14 @@ pub struct RunRecord {
     pub server: Option<SideReport>,
     /// Everything that could not be measured or looks wrong, one sentence each.
     pub warnings: Vec<String>,
+    /// Request/response tests: transactions, latency and cost per transaction. When present
+    /// the record is an RR test and `summary.flows` is empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<RrSummary>,
+    /// What limited the test, with the numbers behind each verdict (`crate::diagnose`).
+    /// Absent in records written before diagnoses existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::diagnose::Diagnosis>,
 }
 
 /// Echo of the validated test plan.
@@ -100,6 +112,10 @@ pub struct PlanRecord {
     pub server_cpu: Option<u32>,
     /// UDP GSO/GRO allowed.
     pub udp_offload: bool,
+    /// The path's link or shaped rate as given with `--link-rate`, bits per second: a hint
+    /// for the diagnosis where no interface shows the bottleneck.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_rate_bps: Option<u64>,
 }
 
 /// One line of `--json-stream` output.

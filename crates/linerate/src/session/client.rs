@@ -19,9 +19,9 @@ use linerate_wire::stream_hello::{self, StreamHello};
 use super::conn::{self, ControlWriter, Debug, Incoming};
 use super::sockets::{self, SockOpts};
 use super::{split, stream_layout};
-use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
+use crate::engine::{DataSocket, StreamSetup};
 use crate::model::{self, PlanRecord, RunRecord};
-use crate::sys;
+use crate::rr::session::{CrrTarget, Running};
 
 /// Everything the client needs to run one stream test.
 #[derive(Debug, Clone)]
@@ -109,6 +109,7 @@ impl StreamPlan {
             client_cpu: self.client_cpu,
             server_cpu: s.server_cpu,
             udp_offload: s.udp_offload,
+            link_rate_bps: None,
         }
     }
 }
@@ -184,8 +185,33 @@ pub fn run(
         ),
         other => bail!("protocol error: expected welcome, got {}", other.name()),
     };
+    if plan.spec.rr.is_some() && !welcome.features.iter().any(|f| f == "rr") {
+        bail!(
+            "the server at {}:{} does not offer request/response tests (protocol {}, no 'rr' feature): upgrade linerate on the server",
+            plan.host,
+            plan.port,
+            welcome.protocol
+        );
+    }
+    // One-way delay needs a server that stamps CLOCK_MONOTONIC (protocol 1.1).
+    let mut request_spec = plan.spec.clone();
+    let mut early_warnings = Vec::new();
+    if request_spec.one_way_delay.is_some()
+        && !welcome.features.iter().any(|f| f == "one_way_delay")
+    {
+        request_spec.one_way_delay = None;
+        early_warnings.push(
+            "one-way delay not measured: the server does not offer it (upgrade it to linerate with protocol 1.1)".to_string(),
+        );
+    }
+    if request_spec.smooth_pacing && !welcome.features.iter().any(|f| f == "smooth_pacing") {
+        request_spec.smooth_pacing = false;
+        early_warnings.push(
+            "the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string(),
+        );
+    }
     w.send(&Message::TestRequest(TestRequest {
-        spec: plan.spec.clone(),
+        spec: request_spec.clone(),
     }))?;
     let accept = match expect(&rx, "accept", Instant::now() + hs)? {
         Message::Accept(a) => a,
@@ -209,21 +235,25 @@ pub fn run(
     let record_plan = plan.record();
     observer.started(&record_plan, &started_at);
     let spec = &plan.spec;
-    let cfg = EngineConfig {
-        role: Role::Client,
-        transport: spec.transport,
-        write_size: spec.write_size,
-        interval: Duration::from_millis(spec.interval_ms),
-        omit: Duration::from_millis(spec.omit_ms),
-        cpu: plan.client_cpu,
-        udp_offload: spec.udp_offload,
-        host: sys::host::host_info(&crate::software()),
+    let crr = CrrTarget {
+        addr,
+        token,
+        opts: plan.local.clone(),
+        timeout: plan.connect_timeout,
     };
     let itx = tx.clone();
-    let mut engine = Engine::start(cfg, setups, move |iv| {
+    let sink = move |iv| {
         let _ = itx.send(Event::Interval(iv));
-    })?;
-    let mut warnings = Vec::new();
+    };
+    let mut engine = Running::start(
+        Role::Client,
+        &request_spec,
+        plan.client_cpu,
+        setups,
+        Some(crr),
+        sink,
+    )?;
+    let mut warnings = early_warnings;
     let mut client_intervals = Vec::new();
     let begun = Instant::now();
     let deadline = spec.duration_ms.map(|d| begun + Duration::from_millis(d));
@@ -331,7 +361,7 @@ pub fn run(
             }
         }
     }
-    let mut report = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
+    let (mut report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
     while let Ok(ev) = rx.try_recv() {
         if let Event::Interval(iv) = ev {
             observer.interval(Role::Client, &iv);
@@ -352,7 +382,7 @@ pub fn run(
     if server_report.is_none() {
         warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
     }
-    Ok(build_record(
+    let mut rec = build_record(
         record_plan,
         started_at,
         Some(welcome.protocol),
@@ -360,7 +390,12 @@ pub fn run(
         report,
         server_report,
         warnings,
-    ))
+    );
+    if let (Some(rr), Some(data)) = (&plan.spec.rr, rr_data) {
+        crate::rr::session::attach(&mut rec, rr, &data);
+        rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+    }
+    Ok(rec)
 }
 
 /// Assembles the record and collects both ends' warnings.
@@ -382,7 +417,7 @@ pub fn build_record(
         }
     }
     let summary = model::summarize(plan.direction, &client, server.as_ref());
-    RunRecord {
+    let mut rec = RunRecord {
         schema_version: model::SCHEMA_VERSION,
         tool_version: crate::software(),
         started_at,
@@ -393,7 +428,11 @@ pub fn build_record(
         client,
         server,
         warnings,
-    }
+        rr: None,
+        diagnosis: None,
+    };
+    rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+    rec
 }
 
 fn open_streams(
@@ -403,6 +442,10 @@ fn open_streams(
     token: [u8; 16],
 ) -> anyhow::Result<Vec<StreamSetup>> {
     let spec = &plan.spec;
+    if spec.rr.as_ref().is_some_and(|r| r.connect_per_transaction) {
+        // TCP_CRR: every transaction opens its own connection once the test runs.
+        return Ok(Vec::new());
+    }
     let layout = stream_layout(spec.direction, spec.streams);
     let mut local = plan.local.clone();
     if spec.transport == Transport::Udp

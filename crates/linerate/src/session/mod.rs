@@ -56,6 +56,9 @@ pub fn default_spec(
         omit_ms: 0,
         server_cpu: None,
         udp_offload: true,
+        rr: None,
+        one_way_delay: None,
+        smooth_pacing: false,
     }
 }
 
@@ -138,6 +141,9 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), (Erro
     }
     if spec.interval_ms < 10 {
         return bad("interval must be at least 10 ms (-i)".into());
+    }
+    if let Some(rr) = &spec.rr {
+        crate::rr::session::validate(rr, limits)?;
     }
     if let Some(d) = spec.duration_ms {
         if spec.omit_ms >= d {

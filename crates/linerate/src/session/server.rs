@@ -24,7 +24,8 @@ use linerate_wire::stream_hello::{self, StreamHello};
 use super::conn::{self, ControlWriter, Debug, Incoming};
 use super::sockets::{self, SockOpts};
 use super::{split, stream_layout, validate_spec};
-use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
+use crate::engine::{DataSocket, StreamSetup};
+use crate::rr::session::Running;
 use crate::sys;
 
 /// Server settings.
@@ -446,6 +447,10 @@ fn run_session(
     // 2. request
     let spec = match s.expect("test_request", Instant::now() + cfg.idle_timeout)? {
         Message::TestRequest(r) => r.spec,
+        // `linerate doctor HOST` (feature "doctor"): findings instead of a test.
+        Message::DoctorRequest(q) => {
+            return crate::doctor::answer(&mut s.w, s.peer.ip(), &q).map_err(Abort)
+        }
         other => return Err(s.unexpected("test_request", &other)),
     };
     if let Err((code, msg)) = validate_spec(&spec, &cfg.limits) {
@@ -525,7 +530,13 @@ fn run_session(
 }
 
 fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSetup>, Abort> {
-    let layout = stream_layout(spec.direction, spec.streams);
+    // TCP_CRR opens its connections during the test, one per transaction.
+    let crr = spec.rr.as_ref().is_some_and(|r| r.connect_per_transaction);
+    let layout = if crr {
+        Vec::new()
+    } else {
+        stream_layout(spec.direction, spec.streams)
+    };
     let deadline = Instant::now() + s.ctx.cfg.handshake_timeout;
     let mut ready: Option<Vec<u16>> = None;
     let mut tcp: HashMap<u16, TcpStream> = HashMap::new();
@@ -655,21 +666,12 @@ fn run_test(
     streams: Vec<StreamSetup>,
     send_intervals: bool,
 ) -> Result<(SideReport, bool), Abort> {
-    let cfg = EngineConfig {
-        role: Role::Server,
-        transport: spec.transport,
-        write_size: spec.write_size,
-        interval: Duration::from_millis(spec.interval_ms),
-        omit: Duration::from_millis(spec.omit_ms),
-        cpu: spec.server_cpu,
-        udp_offload: spec.udp_offload,
-        host: sys::host::host_info(&crate::software()),
-    };
     let tx = s.tx.clone();
-    let engine = Engine::start(cfg, streams, move |iv| {
+    let sink = move |iv| {
         let _ = tx.send(Event::Interval(iv));
-    })
-    .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
+    };
+    let engine = Running::start(Role::Server, spec, spec.server_cpu, streams, None, sink)
+        .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
     let mut intervals = Vec::new();
     if let Err(e) = s.w.send(&Message::Start(Start {})) {
         let _ = engine.finish(Duration::ZERO, Duration::ZERO);
@@ -706,7 +708,7 @@ fn run_test(
                 }
                 intervals.push(iv);
             }
-            Ok(Event::Data(..)) => {}
+            Ok(Event::Data(i, st)) => engine.add_connection(i, st),
             Err(_) => {}
         }
         if s.ctx.shutdown.load(SeqCst) {
@@ -734,7 +736,7 @@ fn run_test(
         Ok(()) => (Duration::from_millis(100), Duration::from_secs(3)),
         Err(_) => (Duration::ZERO, Duration::from_millis(200)),
     };
-    let mut report = engine.finish(quiet, max_drain);
+    let (mut report, _) = engine.finish(quiet, max_drain);
     while let Ok(ev) = s.rx.try_recv() {
         if let Event::Interval(iv) = ev {
             intervals.push(iv);

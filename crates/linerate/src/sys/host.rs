@@ -25,7 +25,20 @@ pub fn host_info(software: &str) -> HostInfo {
         kernel,
         cpu_count: cpu_count(),
         software: software.to_string(),
+        boot_id: boot_id(),
     }
+}
+
+/// Where the kernel publishes its boot id.
+pub const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
+
+/// The kernel's boot id: the same for every process (and network namespace) of one boot, so
+/// two ends with equal boot ids share `CLOCK_MONOTONIC`. Absent if it cannot be read.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string(BOOT_ID_PATH)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
 }
 
 /// Online CPUs in the whole host (not limited by this process's affinity mask, unlike

@@ -1,4 +1,6 @@
-//! Linux system probes: CPU ticks, TCP_INFO, rusage, host facts, thread affinity.
+//! Linux system probes: CPU ticks, TCP_INFO, rusage, host facts, thread affinity, and the
+//! host counters and interface facts of [`hostsnap`] (interrupts, softirqs, softnet, SNMP,
+//! interface and driver statistics, ethtool).
 //!
 //! Every source comes in two halves:
 //!
@@ -16,9 +18,18 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub mod affinity;
+pub mod counter;
 pub mod cpu;
+pub mod ethtool;
 pub mod host;
+pub mod hostsnap;
+pub mod iface;
+pub mod interrupts;
+pub mod netdev;
 pub mod rusage;
+pub mod snmp;
+pub mod softirqs;
+pub mod softnet;
 pub mod tcp_info;
 
 /// Text or bytes from the kernel that could not be decoded.

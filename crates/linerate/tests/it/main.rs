@@ -3,6 +3,11 @@
 
 mod cli;
 mod common;
+mod compare;
+mod counters;
+mod diagnose;
 mod lab;
+mod rfc2544;
 mod robustness;
+mod rr;
 mod stream;

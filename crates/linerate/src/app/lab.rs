@@ -1,0 +1,320 @@
+//! `linerate lab`: create, list, use and remove network-namespace labs (linerate-lab), so
+//! that linerate can be tried on one machine; the integration tests use the same code.
+
+use std::process::ExitCode;
+
+use linerate_lab::topology::{self, plan, Topology};
+use linerate_lab::{netns, Lab, LabOptions, Shaping, ShapingKind};
+
+use super::write_out;
+use crate::cli::lab::{LabArgs, LabCommand, LabUpArgs};
+use crate::cli::plan::UsageError;
+
+/// Runs a `linerate lab` subcommand.
+pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    match &a.command {
+        LabCommand::Up(u) => up(u),
+        LabCommand::Down { name } => down(name),
+        LabCommand::List => list(),
+        LabCommand::Exec {
+            name,
+            host,
+            command,
+        } => exec(name, host, command),
+    }
+}
+
+fn topology(s: &str) -> Result<Topology, UsageError> {
+    match s {
+        "pair" => Ok(Topology::Pair),
+        "router" => Ok(Topology::Router),
+        other => Err(UsageError(format!(
+            "--topology {other}: use pair (a - b) or router (a - r - b)"
+        ))),
+    }
+}
+
+/// The options of `lab up`, validated.
+pub fn options(u: &LabUpArgs) -> Result<(Topology, LabOptions), UsageError> {
+    let topo = topology(&u.topology)?;
+    let kind = match u.shaper.as_str() {
+        "tbf" => ShapingKind::Tbf,
+        "htb" => ShapingKind::Htb,
+        other => {
+            return Err(UsageError(format!("--shaper {other}: use tbf or htb")));
+        }
+    };
+    let rate_limit = match u.rate {
+        Some(0) => {
+            return Err(UsageError(
+                "--rate 0 is not a rate: leave it out for an unshaped link".into(),
+            ))
+        }
+        Some(r) => Some(Shaping {
+            kind,
+            ..Shaping::tbf(r)
+        }),
+        None => None,
+    };
+    let opts = LabOptions {
+        mtu: u.mtu,
+        rate_limit,
+        loss: u.loss,
+    };
+    topology::validate_name(&u.name).map_err(|e| UsageError(e.to_string()))?;
+    opts.validate().map_err(|e| UsageError(format!("{e}")))?;
+    Ok((topo, opts))
+}
+
+/// What `lab up` prints: each host's addresses and how to start.
+pub fn describe(p: &topology::Plan) -> String {
+    let mut out = format!(
+        "lab {} is up ({}):\n",
+        p.name,
+        match p.topology {
+            Topology::Pair => "a - b",
+            Topology::Router => "a - r - b, r forwards",
+        }
+    );
+    for h in &p.hosts {
+        let addrs: Vec<String> = h
+            .ifaces
+            .iter()
+            .map(|i| format!("{} / {} (towards {})", i.addr, i.addr6, i.peer))
+            .collect();
+        out.push_str(&format!(
+            "  {:<2} {:<12} {}\n",
+            h.name,
+            h.ns,
+            addrs.join(", ")
+        ));
+    }
+    let b = p
+        .hosts
+        .iter()
+        .find(|h| h.name == "b")
+        .and_then(|h| h.ifaces.first())
+        .map_or_else(|| "B_ADDR".to_string(), |i| i.addr.to_string());
+    out.push_str(&format!(
+        "try it:\n  linerate lab exec {n} b -- linerate serve &\n  linerate lab exec {n} a -- linerate tcp {b}\nremove it with: linerate lab down {n}\n",
+        n = p.name
+    ));
+    out
+}
+
+fn up(u: &LabUpArgs) -> anyhow::Result<ExitCode> {
+    let (topo, opts) = options(u)?;
+    // Re-creating a lab: end what still runs in the old one, or it would live on unseen.
+    if let Some(old) = Lab::list()?.into_iter().find(|l| l.name == u.name) {
+        linerate_lab::cmd::require_privileges()?;
+        stop_processes(&u.name, &old.hosts);
+    }
+    let lab = Lab::up(&u.name, topo, &opts)?;
+    let text = describe(lab.plan());
+    lab.detach();
+    write_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn down(name: &str) -> anyhow::Result<ExitCode> {
+    topology::validate_name(name).map_err(|e| UsageError(e.to_string()))?;
+    let lab = Lab::list()?.into_iter().find(|l| l.name == name);
+    if let Some(l) = &lab {
+        linerate_lab::cmd::require_privileges()?;
+        let stopped = stop_processes(name, &l.hosts);
+        if stopped > 0 {
+            eprintln!("stopped {stopped} process(es) still running in lab {name}");
+        }
+    }
+    Lab::down_by_name(name)?;
+    if lab.is_some() {
+        write_out(&format!("lab {name} removed\n"))?;
+    } else {
+        write_out(&format!("no lab {name}: nothing to remove\n"))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ends the processes still running in the lab's namespaces (a `linerate serve` started with
+/// `lab exec`, say): deleting a namespace only unnames it, and a process inside keeps it, its
+/// links and their qdiscs alive. SIGTERM, then SIGKILL after a second. Returns how many there
+/// were.
+fn stop_processes(name: &str, hosts: &[String]) -> usize {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let mut pids = Vec::new();
+    for h in hosts {
+        let ns = topology::ns_name_for(name, h);
+        if let Ok(out) = linerate_lab::cmd::run("ip", &["netns", "pids", &ns]) {
+            pids.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok())
+                    .filter(|p| *p > 1 && *p != std::process::id() as i32)
+                    .map(Pid::from_raw),
+            );
+        }
+    }
+    for p in &pids {
+        let _ = kill(*p, Signal::SIGTERM);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < deadline && pids.iter().any(|p| kill(*p, None).is_ok()) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    for p in &pids {
+        let _ = kill(*p, Signal::SIGKILL);
+    }
+    pids.len()
+}
+
+fn list() -> anyhow::Result<ExitCode> {
+    let labs = Lab::list()?;
+    if labs.is_empty() {
+        write_out("no labs (create one with: linerate lab up NAME)\n")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = String::new();
+    for l in labs {
+        let topo = if l.hosts.iter().any(|h| h == "r") {
+            Topology::Router
+        } else {
+            Topology::Pair
+        };
+        let addrs = plan(&l.name, topo)
+            .map(|p| {
+                p.hosts
+                    .iter()
+                    .filter(|h| l.hosts.contains(&h.name))
+                    .map(|h| {
+                        let a: Vec<String> = h.ifaces.iter().map(|i| i.addr.to_string()).collect();
+                        format!("{}={}", h.name, a.join("+"))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{:<12} {:<6} {}\n",
+            l.name,
+            if topo == Topology::Router {
+                "router"
+            } else {
+                "pair"
+            },
+            addrs
+        ));
+    }
+    write_out(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn exec(name: &str, host: &str, command: &[String]) -> anyhow::Result<ExitCode> {
+    topology::validate_name(name).map_err(|e| UsageError(e.to_string()))?;
+    let ns = topology::ns_name_for(name, host);
+    if topology::parse_ns_name(&ns).is_none() || !netns::exists(&ns) {
+        let known = Lab::list()?
+            .into_iter()
+            .find(|l| l.name == name)
+            .map(|l| l.hosts.join(", "));
+        return Err(match known {
+            Some(hosts) => UsageError(format!("lab {name} has no host {host}: use one of {hosts}")),
+            None => UsageError(format!(
+                "no lab {name}: create it with `linerate lab up {name}`"
+            )),
+        }
+        .into());
+    }
+    linerate_lab::cmd::require_privileges()?;
+    let ip = linerate_lab::cmd::tool_path("ip")?;
+    // Replace this process with `ip netns exec NS COMMAND...`: the command's exit status and
+    // the signals sent to it need no passing on.
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(ip)
+        .args(["netns", "exec", &ns])
+        .args(command)
+        .exec();
+    Err(anyhow::anyhow!("cannot run `ip netns exec {ns}`: {err}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args::{Args, Command};
+    use clap::Parser;
+
+    fn up_args(argv: &[&str]) -> LabUpArgs {
+        let mut full = vec!["linerate", "lab", "up"];
+        full.extend_from_slice(argv);
+        match Args::try_parse_from(full).unwrap().command {
+            Command::Lab(LabArgs {
+                command: LabCommand::Up(u),
+            }) => u,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn up_options_are_validated() {
+        let (t, o) = options(&up_args(&[
+            "x",
+            "--topology",
+            "router",
+            "--rate",
+            "20M",
+            "--shaper",
+            "htb",
+            "--loss",
+            "1%",
+            "--mtu",
+            "9000",
+        ]))
+        .unwrap();
+        assert_eq!(t, Topology::Router);
+        assert_eq!(o.rate_limit, Some(Shaping::htb(20_000_000)));
+        assert_eq!(o.loss, Some(0.01));
+        assert_eq!(o.mtu, Some(9000));
+        for bad in [
+            vec!["x", "--topology", "star"],
+            vec!["x", "--rate", "1M", "--shaper", "cake"],
+            vec!["Bad_Name"],
+            vec!["x", "--mtu", "100"],
+        ] {
+            assert!(options(&up_args(&bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn exec_keeps_the_command_verbatim() {
+        let a = Args::try_parse_from([
+            "linerate", "lab", "exec", "demo", "b", "--", "linerate", "serve", "-p", "6000",
+        ])
+        .unwrap();
+        match a.command {
+            Command::Lab(LabArgs {
+                command:
+                    LabCommand::Exec {
+                        name,
+                        host,
+                        command,
+                    },
+            }) => {
+                assert_eq!((name.as_str(), host.as_str()), ("demo", "b"));
+                assert_eq!(command, ["linerate", "serve", "-p", "6000"]);
+            }
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn describe_prints_addresses_and_an_example() {
+        let p = plan("demo", Topology::Router).unwrap();
+        let text = describe(&p);
+        let b = p.hosts[2].ifaces[0].addr.to_string();
+        assert!(
+            text.contains(&format!("linerate lab exec demo a -- linerate tcp {b}")),
+            "{text}"
+        );
+        assert!(text.contains("lr-demo-r"), "{text}");
+    }
+}

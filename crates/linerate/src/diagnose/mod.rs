@@ -1,0 +1,265 @@
+//! What limited a test: verdicts derived from the record, with the numbers behind them.
+//!
+//! [`diagnose`] is a pure function of a [`RunRecord`] (no I/O, no clock): the client calls
+//! it when it builds the record, and `linerate report`-style tools can call it again on a
+//! stored record. Each rule in [`rules`] looks at one kind of limit, names the end (or the
+//! path) where it is, lists the measurements it used as [`Evidence`] with the threshold it
+//! compared them with, and says what would change it.
+//!
+//! # Principles
+//!
+//! * **Evidence or silence.** A rule that lacks its inputs (no TCP_INFO busy times, no host
+//!   counters from the server, no link speed) does not guess: it stays silent and the gap is
+//!   listed in [`Diagnosis::not_judged`]. When no rule fires the one verdict is
+//!   [`VerdictKind::None`], "no single limit stands out", with the key numbers.
+//! * **Conservative thresholds.** Each threshold is a named constant below with the reason
+//!   for its value; a finding close to a threshold gets a lower [`Confidence`].
+//! * **Loopback has no link.** A test over `lo` (or between loopback addresses) never gets
+//!   [`VerdictKind::LinkBound`]: loopback has no line rate.
+//! * **One host, one CPU verdict.** When client and server share a kernel (same boot id:
+//!   loopback, network namespaces) both ends measured the same CPUs; the CPU verdict is given
+//!   once, without a side.
+//!
+//! The seeds of these rules are engineers' diagnoses by hand: a router "completely
+//! interrupt bound", a driver raising "an abnormally large number of interrupts" at 100 %
+//! CPU, delayed ACKs of ~10 ms stalling a sender, a 768 KB window on a LAN whose
+//! bandwidth-delay product was 50× smaller.
+
+mod facts;
+pub mod rules;
+#[cfg(test)]
+mod tests;
+
+use linerate_wire::report::Role;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::{FlowDirection, RunRecord};
+
+/// What limited a test (or `none`). The order of the variants is the order verdicts are
+/// listed in: the most specific limits first.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The receiver's link (or a shaped rate on the path) was nearly full.
+    LinkBound,
+    /// Datagrams or segments were dropped at the receiving host (socket buffer, backlog,
+    /// NIC ring).
+    ReceiverDrops,
+    /// The TCP window (a socket buffer about the size of the bandwidth-delay product) held
+    /// the sender back.
+    WindowLimited,
+    /// TCP retransmitted a large share of its segments: loss on the path set the rate.
+    RetransmissionBound,
+    /// The receiver's delayed ACKs stalled the sender.
+    DelayedAckStalls,
+    /// Interrupts per packet were high and interrupt handling took a large share of CPU.
+    InterruptBound,
+    /// One CPU was saturated, mostly by softirq (receive/transmit processing).
+    SoftirqBound,
+    /// linerate's own threads could not go faster (each used a whole CPU, or the paced
+    /// rate was not reached).
+    TesterLimited,
+    /// All CPUs, or one CPU, were saturated.
+    CpuBound,
+    /// Socket buffers far larger than the bandwidth-delay product (advice: not a limit).
+    WindowOversized,
+    /// No single limit stands out.
+    None,
+}
+
+impl VerdictKind {
+    /// The snake_case name used in JSON and CSV.
+    pub fn name(self) -> &'static str {
+        match self {
+            VerdictKind::LinkBound => "link_bound",
+            VerdictKind::ReceiverDrops => "receiver_drops",
+            VerdictKind::WindowLimited => "window_limited",
+            VerdictKind::RetransmissionBound => "retransmission_bound",
+            VerdictKind::DelayedAckStalls => "delayed_ack_stalls",
+            VerdictKind::InterruptBound => "interrupt_bound",
+            VerdictKind::SoftirqBound => "softirq_bound",
+            VerdictKind::TesterLimited => "tester_limited",
+            VerdictKind::CpuBound => "cpu_bound",
+            VerdictKind::WindowOversized => "window_oversized",
+            VerdictKind::None => "none",
+        }
+    }
+
+    /// Whether the verdict names a limit (everything but `window_oversized`, which is
+    /// advice, and `none`).
+    pub fn is_limit(self) -> bool {
+        !matches!(self, VerdictKind::WindowOversized | VerdictKind::None)
+    }
+}
+
+/// How strongly the evidence supports a verdict.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// Consistent with the evidence, but other explanations fit too.
+    Low,
+    /// The evidence crosses the rule's threshold.
+    Medium,
+    /// The evidence crosses the threshold by a wide margin, or two sources agree.
+    High,
+}
+
+/// One measurement a verdict rests on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Evidence {
+    /// What was measured, snake_case with the end or source when it matters, e.g.
+    /// `server_busiest_cpu_util`, `udp_rcvbuf_errors`.
+    pub metric: String,
+    /// The value.
+    pub value: f64,
+    /// Its unit: `percent`, `bps`, `bytes`, `us`, `count`, `ratio`, `per_1000_packets`, ...
+    pub unit: String,
+    /// The rule's threshold for it, e.g. ">= 90"; absent for context figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<String>,
+}
+
+/// One finding about what limited the test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Verdict {
+    /// The kind of limit.
+    pub kind: VerdictKind,
+    /// The end where the limit is; absent for the path (link, loss) or when both ends are
+    /// one host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub side: Option<Role>,
+    /// The direction of data it limits; absent when it concerns the whole test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<FlowDirection>,
+    /// How strongly the evidence supports it.
+    pub confidence: Confidence,
+    /// The measurements behind it.
+    pub evidence: Vec<Evidence>,
+    /// What was found, with the key numbers, one or two sentences.
+    pub message: String,
+    /// What would change it.
+    pub suggestion: String,
+}
+
+/// The verdicts of one test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Diagnosis {
+    /// Limits found, most specific first (the order of [`VerdictKind`]; low-confidence ones
+    /// last); never empty: a single `none` when nothing stands out (a `window_oversized`
+    /// advice may accompany it).
+    pub verdicts: Vec<Verdict>,
+    /// One line: the main finding, and the other kinds found.
+    pub summary: String,
+    /// What could not be judged for lack of evidence, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<String>,
+}
+
+impl Diagnosis {
+    /// The strongest verdict (the first).
+    pub fn primary(&self) -> Option<&Verdict> {
+        self.verdicts.first()
+    }
+
+    /// The strongest verdict that concerns `flow` (or the whole test).
+    pub fn primary_for(&self, flow: FlowDirection) -> Option<&Verdict> {
+        self.verdicts
+            .iter()
+            .find(|v| v.flow.is_none_or(|f| f == flow))
+    }
+}
+
+/// Diagnoses a test from its record. Pure: the same record gives the same diagnosis.
+pub fn diagnose(rec: &RunRecord) -> Diagnosis {
+    let ctx = facts::Ctx::new(rec);
+    let mut verdicts = Vec::new();
+    let mut not_judged = Vec::new();
+    rules::run_all(&ctx, &mut verdicts, &mut not_judged);
+    // Specific limits before generic ones (the order of `VerdictKind`: a small window keeps
+    // the CPUs busy with small calls, not the other way round), low confidence last.
+    verdicts.sort_by_key(|v| {
+        (
+            v.confidence == Confidence::Low,
+            v.kind,
+            std::cmp::Reverse(v.confidence),
+        )
+    });
+    if !verdicts.iter().any(|v| v.kind.is_limit()) {
+        verdicts.insert(0, rules::nothing_stands_out(&ctx));
+    }
+    let summary = summary_line(&verdicts);
+    let mut seen = std::collections::BTreeSet::new();
+    not_judged.retain(|n| seen.insert(n.clone()));
+    Diagnosis {
+        verdicts,
+        summary,
+        not_judged,
+    }
+}
+
+/// Records a known link (or shaped) rate on the record and diagnoses it again: the
+/// `--link-rate` hint of `linerate tcp|udp`, for a path whose bottleneck linerate cannot
+/// see (a shaper or a slower link beyond the first hop).
+pub fn apply_link_rate(rec: &mut RunRecord, link_rate_bps: Option<u64>) {
+    if link_rate_bps.is_none() {
+        return;
+    }
+    rec.plan.link_rate_bps = link_rate_bps;
+    rec.diagnosis = Some(diagnose(rec));
+}
+
+/// Where a verdict is: "server", "client->server", "path client->server", "host".
+pub fn place(v: &Verdict) -> String {
+    let side = v.side.map(|s| match s {
+        Role::Client => "client",
+        Role::Server => "server",
+    });
+    let flow = v.flow.map(crate::export::flow_label);
+    match (side, flow) {
+        (Some(s), Some(f)) => format!("{s}, {f}"),
+        (Some(s), None) => s.to_string(),
+        (None, Some(f)) => f.to_string(),
+        (None, None) => "whole test".to_string(),
+    }
+}
+
+fn summary_line(verdicts: &[Verdict]) -> String {
+    let Some(first) = verdicts.first() else {
+        return "no single limit stands out".to_string();
+    };
+    let mut s = if first.kind == VerdictKind::None {
+        first.message.clone()
+    } else {
+        format!(
+            "{} ({}, {} confidence): {}",
+            first.kind.name(),
+            place(first),
+            confidence_name(first.confidence),
+            first.message
+        )
+    };
+    let others: Vec<String> = verdicts[1..]
+        .iter()
+        .map(|v| format!("{} ({})", v.kind.name(), place(v)))
+        .collect();
+    if !others.is_empty() {
+        s.push_str(" Also: ");
+        s.push_str(&others.join(", "));
+        s.push('.');
+    }
+    s
+}
+
+/// "low", "medium" or "high".
+pub fn confidence_name(c: Confidence) -> &'static str {
+    match c {
+        Confidence::Low => "low",
+        Confidence::Medium => "medium",
+        Confidence::High => "high",
+    }
+}

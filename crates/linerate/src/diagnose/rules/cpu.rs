@@ -1,0 +1,310 @@
+//! `cpu_bound`, `softirq_bound`, `interrupt_bound` and `tester_limited`: where the CPUs went.
+
+use super::*;
+
+/// `cpu_bound`, `softirq_bound` and the thread half of `tester_limited`, per end (once when
+/// both ends are one host).
+pub(super) fn cpu(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
+    let ends: Vec<&End<'_>> = if ctx.same_host {
+        ctx.ends.iter().take(1).collect()
+    } else {
+        ctx.ends.iter().collect()
+    };
+    for e in ends {
+        let Some(c) = e.cpu() else {
+            nj.push(format!(
+                "CPU: the {} did not measure /proc/stat",
+                role_name(e.role)
+            ));
+            continue;
+        };
+        let side = (!ctx.same_host).then_some(e.role);
+        let who = if ctx.same_host {
+            "client and server (one host)".to_string()
+        } else {
+            format!("the {}", role_name(e.role))
+        };
+        let base = vec![
+            ev("cpu_util_percent", c.util_percent, "percent", Some(">= 90")),
+            ev(
+                "busiest_cpu_util_percent",
+                c.busiest_cpu_util_percent,
+                "percent",
+                Some(">= 95"),
+            ),
+            ev(
+                "busiest_cpu_softirq_percent",
+                c.busiest_cpu_softirq_percent,
+                "percent",
+                Some(">= 50"),
+            ),
+        ];
+        // linerate's own share, so a reader can tell its load from other processes'.
+        let own: Option<f64> = if ctx.same_host {
+            ctx.ends.iter().map(|e| e.summary.tool_cpu_percent).sum()
+        } else {
+            e.summary.tool_cpu_percent
+        };
+        let mut base = base;
+        if let Some(o) = own {
+            base.push(ev("tool_cpu_percent", o, "percent", None));
+        }
+        let own_text = own.map_or(String::new(), |o| {
+            format!(" linerate's own threads used {} of one CPU; the rest is the kernel's work for them and other processes.", pct(o))
+        });
+        let one_host = if ctx.same_host {
+            " Client and server share this host: run them on two hosts to measure either alone."
+        } else {
+            ""
+        };
+        if c.util_percent >= CPU_ALL_BUSY_PERCENT {
+            out.push(Verdict {
+                kind: VerdictKind::CpuBound,
+                side,
+                flow: None,
+                confidence: Confidence::High,
+                evidence: base,
+                message: format!(
+                    "All CPUs of {who} were busy: {} of {} CPUs (busiest CPU {} at {}).{own_text}",
+                    pct(c.util_percent),
+                    c.cpu_count,
+                    c.busiest_cpu,
+                    pct(c.busiest_cpu_util_percent)
+                ),
+                suggestion: format!(
+                    "The CPUs are the limit: fewer cycles per byte help (larger writes -l, \
+                     offloads on: `ethtool -K IF tso on gso on gro on`, jumbo frames), or a \
+                     faster host.{one_host}"
+                ),
+            });
+            continue;
+        }
+        if c.busiest_cpu_util_percent < CPU_ONE_BUSY_PERCENT {
+            continue;
+        }
+        if c.busiest_cpu_softirq_percent >= SOFTIRQ_DOMINANT_PERCENT {
+            out.push(Verdict {
+                kind: VerdictKind::SoftirqBound,
+                side,
+                flow: None,
+                confidence: Confidence::High,
+                evidence: base,
+                message: format!(
+                    "CPU {} of {who} was {} busy, {} of it in softirq (packet processing), \
+                     while all CPUs together were {} busy.",
+                    c.busiest_cpu,
+                    pct(c.busiest_cpu_util_percent),
+                    pct(c.busiest_cpu_softirq_percent),
+                    pct(c.util_percent)
+                ),
+                suggestion: "Spread packet processing over more CPUs: more queues \
+                    (`ethtool -L IF combined N`), RSS or RPS (`echo MASK > \
+                    /sys/class/net/IF/queues/rx-0/rps_cpus`), irqbalance; several streams (-P) \
+                    hash to different queues."
+                    .to_string(),
+            });
+            continue;
+        }
+        let saturated: Vec<&End<'_>> = if ctx.same_host {
+            ctx.ends
+                .iter()
+                .filter(|e| threads_saturated(e).is_some())
+                .collect()
+        } else {
+            std::iter::once(e)
+                .filter(|e| threads_saturated(e).is_some())
+                .collect()
+        };
+        if !saturated.is_empty() {
+            for t in saturated {
+                out.push(tester_threads(t, c));
+            }
+            continue;
+        }
+        out.push(Verdict {
+            kind: VerdictKind::CpuBound,
+            side,
+            flow: None,
+            confidence: Confidence::Medium,
+            evidence: base,
+            message: format!(
+                "One CPU of {who} was saturated: CPU {} at {} while all CPUs together were {} busy.",
+                c.busiest_cpu,
+                pct(c.busiest_cpu_util_percent),
+                pct(c.util_percent)
+            ),
+            suggestion: format!(
+                "One CPU does the work: spread it (more streams -P pinned apart with -A, RSS/RPS \
+                 for receive processing, irqbalance).{one_host}"
+            ),
+        });
+    }
+}
+
+/// CPU per data thread of an end (percent of one CPU) when ≥ [`THREAD_SATURATED_PERCENT`].
+fn threads_saturated(e: &End<'_>) -> Option<f64> {
+    let tool = e.summary.tool_cpu_percent?;
+    let threads = e.report.streams.len().max(1) as f64;
+    Some(tool / threads).filter(|t| *t >= THREAD_SATURATED_PERCENT)
+}
+
+fn tester_threads(e: &End<'_>, c: &linerate_wire::report::CpuReport) -> Verdict {
+    let per = threads_saturated(e).unwrap_or(0.0);
+    let n = e.report.streams.len().max(1);
+    Verdict {
+        kind: VerdictKind::TesterLimited,
+        side: Some(e.role),
+        flow: None,
+        confidence: Confidence::Medium,
+        evidence: vec![
+            ev("tool_cpu_percent_per_thread", per, "percent", Some(">= 90")),
+            ev("data_threads", n as f64, "count", None),
+            ev(
+                "busiest_cpu_util_percent",
+                c.busiest_cpu_util_percent,
+                "percent",
+                Some(">= 95"),
+            ),
+            ev("cpu_util_percent", c.util_percent, "percent", Some("< 90")),
+        ],
+        message: format!(
+            "linerate's {n} data thread(s) on the {} used {} of a CPU each (system calls \
+             included) while other CPUs had idle time: one thread per stream set the rate.",
+            role_name(e.role),
+            pct(per)
+        ),
+        suggestion: "Use more streams (-P) so more CPUs work, larger writes (-l) for fewer \
+            calls; for UDP keep GSO/GRO on (no --no-offload)."
+            .to_string(),
+    }
+}
+
+/// `interrupt_bound` per end: ≥ [`IRQS_PER_1000_PACKETS`] interface interrupts per 1000
+/// packets over ≥ [`MIN_PACKETS_FOR_IRQ_RULE`] packets, and irq + softirq time ≥
+/// [`IRQ_CPUS`] CPUs or the busiest CPU ≥ [`SOFTIRQ_DOMINANT_PERCENT`] in softirq.
+/// Interfaces without IRQs of their own (loopback, veth) are not judged.
+pub(super) fn interrupts(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+    for e in &ctx.ends {
+        let Some(hc) = e.report.host_counters.as_ref() else {
+            continue;
+        };
+        let (Some(ipk), Some(st), Some(c)) = (
+            hc.interrupts_per_1000_packets,
+            hc.interface_stats.as_ref(),
+            e.cpu(),
+        ) else {
+            continue;
+        };
+        let packets = st.rx_packets + st.tx_packets;
+        if packets < MIN_PACKETS_FOR_IRQ_RULE || ipk < IRQS_PER_1000_PACKETS {
+            continue;
+        }
+        let irq_cpus = (c.irq_percent + c.softirq_percent) / 100.0 * f64::from(c.cpu_count);
+        if irq_cpus < IRQ_CPUS && c.busiest_cpu_softirq_percent < SOFTIRQ_DOMINANT_PERCENT {
+            continue;
+        }
+        let iface = hc.interface.as_deref().unwrap_or("IF");
+        let mut evidence = vec![
+            ev(
+                "interrupts_per_1000_packets",
+                ipk,
+                "per_1000_packets",
+                Some(">= 500"),
+            ),
+            ev(
+                "interface_packets",
+                packets as f64,
+                "count",
+                Some(">= 10000"),
+            ),
+            ev("irq_softirq_cpus", irq_cpus, "cpus", Some(">= 0.5")),
+            ev(
+                "busiest_cpu_softirq_percent",
+                c.busiest_cpu_softirq_percent,
+                "percent",
+                Some(">= 50"),
+            ),
+        ];
+        if let Some(r) = hc.rates.interface_interrupts_per_sec {
+            evidence.push(ev("interface_interrupts_per_sec", r, "per_sec", None));
+        }
+        let coalescing = e
+            .report
+            .interface
+            .as_ref()
+            .and_then(|i| i.coalescing.as_ref())
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| matches!(k.as_str(), "rx-usecs" | "rx-frames" | "adaptive-rx"))
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .filter(|s| !s.is_empty());
+        out.push(Verdict {
+            kind: VerdictKind::InterruptBound,
+            side: Some(e.role),
+            flow: None,
+            confidence: if c.busiest_cpu_util_percent >= CPU_ONE_BUSY_PERCENT { Confidence::High } else { Confidence::Medium },
+            evidence,
+            message: format!(
+                "{iface} on the {} raised {ipk:.0} interrupts per 1000 packets ({:.1} packets per \
+                 interrupt) and interrupt handling took {irq_cpus:.2} CPUs ({} irq + {} softirq of all CPUs).",
+                role_name(e.role),
+                1000.0 / ipk,
+                pct(c.irq_percent),
+                pct(c.softirq_percent)
+            ),
+            suggestion: format!(
+                "Coalesce interrupts: `ethtool -C {iface} adaptive-rx on` or `ethtool -C {iface} \
+                 rx-usecs 50 rx-frames 64`{}; keep GRO on (`ethtool -K {iface} gro on`).",
+                coalescing.map_or(String::new(), |c| format!(" (now: {c})"))
+            ),
+        });
+    }
+}
+
+/// The pace half of `tester_limited`: a paced sender reached < [`PACE_ACHIEVED_FRACTION`]
+/// of its rate while its threads were saturated. (A paced sender below its rate with idle
+/// threads was held back by something else, which the other rules judge.)
+pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+    let Some(rate) = ctx.rec.plan.rate_bps.filter(|r| *r > 0) else {
+        return;
+    };
+    for f in &ctx.flows {
+        let (Some(sent), Some(end)) = (f.summary.sender_bps, ctx.end(f.sender_role)) else {
+            continue;
+        };
+        let reached = sent / rate as f64;
+        if reached >= PACE_ACHIEVED_FRACTION {
+            continue;
+        }
+        let Some(per) = threads_saturated(end) else {
+            continue;
+        };
+        out.retain(|v| !(v.kind == VerdictKind::TesterLimited && v.side == Some(end.role)));
+        out.push(Verdict {
+            kind: VerdictKind::TesterLimited,
+            side: Some(end.role),
+            flow: Some(f.direction()),
+            confidence: Confidence::High,
+            evidence: vec![
+                ev("paced_rate_bps", rate as f64, "bps", None),
+                ev("sender_bps", sent, "bps", None),
+                ev("pace_reached", reached, "ratio", Some("< 0.9")),
+                ev("tool_cpu_percent_per_thread", per, "percent", Some(">= 90")),
+            ],
+            message: format!(
+                "Paced at {}, the {} sent only {} ({:.0}%) with its thread(s) at {} of a CPU each.",
+                format_bps(rate as f64),
+                role_name(end.role),
+                format_bps(sent),
+                reached * 100.0,
+                pct(per)
+            ),
+            suggestion: "The sender cannot keep the pace: more streams (-P), larger writes or \
+                datagrams (-l), GSO on for UDP, or a lower rate (-b)."
+                .to_string(),
+        });
+    }
+}

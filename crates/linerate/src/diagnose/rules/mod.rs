@@ -1,0 +1,332 @@
+//! The rules: one function per kind of limit, each with its thresholds as documented
+//! constants.
+//!
+//! | kind | fires when | source |
+//! |---|---|---|
+//! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speed |
+//! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
+//! | `window_limited` | rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP | sender's TCP_INFO |
+//! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
+//! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of segments | TCP_INFO |
+//! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
+//! | `interrupt_bound` | ≥ [`IRQS_PER_1000_PACKETS`] interrupts per 1000 packets and ≥ [`IRQ_CPUS`] CPUs in irq+softirq | host counters, /proc/stat |
+//! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
+//! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed | rusage |
+//! | `cpu_bound` | all CPUs ≥ [`CPU_ALL_BUSY_PERCENT`], or one ≥ [`CPU_ONE_BUSY_PERCENT`] | /proc/stat |
+
+mod cpu;
+mod drops;
+mod link;
+mod tcp;
+mod window;
+
+use linerate_wire::report::Role;
+
+use super::facts::{
+    self, median, rx_interval_bps, snmp, snmp_sum, tcp_sums, wire_bps, Ctx, End, Flow,
+};
+use super::{Confidence, Evidence, Verdict, VerdictKind};
+use crate::export::units::{format_bps, format_bytes};
+use cpu::{cpu, interrupts, missed_pace};
+use drops::receiver_drops;
+use link::link_bound;
+use tcp::{delayed_acks, retransmissions};
+use window::window;
+
+/// System-wide CPU utilisation (percent of all CPUs) at which an end is CPU bound. Not 100:
+/// /proc/stat is sampled in ticks and the meter and control threads leave a little idle
+/// time even on a saturated host.
+pub const CPU_ALL_BUSY_PERCENT: f64 = 90.0;
+
+/// Utilisation of the busiest single CPU at which it is saturated. Higher than the
+/// all-CPU threshold: one CPU's tick sampling is less noisy in relative terms only when it
+/// is nearly always busy, and 90 % on one CPU still leaves it room.
+pub const CPU_ONE_BUSY_PERCENT: f64 = 95.0;
+
+/// Share of the busiest CPU spent in softirq (percent of that CPU) at which softirq is what
+/// saturates it: more than all other kinds of work together.
+pub const SOFTIRQ_DOMINANT_PERCENT: f64 = 50.0;
+
+/// CPU of each linerate data thread (percent of one CPU) at which the thread is saturated.
+pub const THREAD_SATURATED_PERCENT: f64 = 90.0;
+
+/// A paced sender that reached less than this fraction of its rate missed the pace.
+pub const PACE_ACHIEVED_FRACTION: f64 = 0.90;
+
+/// Interrupts of the interface per 1000 of its packets at which interrupts are "many": an
+/// interrupt every second packet. NAPI with default coalescing batches tens of packets per
+/// interrupt under load (seed 001: "an abnormally large number of interrupts").
+pub const IRQS_PER_1000_PACKETS: f64 = 500.0;
+
+/// CPUs' worth of time in irq + softirq (system-wide share × CPU count) at which interrupt
+/// handling is a large cost: half a CPU.
+pub const IRQ_CPUS: f64 = 0.5;
+
+/// Fewer packets than this through the interface say nothing about interrupt batching.
+pub const MIN_PACKETS_FOR_IRQ_RULE: u64 = 10_000;
+
+/// Share of TCP's busy time spent limited by the receive window or the send buffer
+/// (TCP_INFO `rwnd_limited + sndbuf_limited` ÷ `busy_time`) at which the window limits.
+pub const WINDOW_LIMITED_SHARE: f64 = 0.5;
+
+/// A lower share still counts when the peer's advertised window was at least half full
+/// ([`WINDOW_FILL`]): TCP_INFO's chrono times also count time the sender waited for other
+/// reasons (small-queue limits, pacing), which on one busy host dilutes the rwnd share.
+pub const WINDOW_SOME_SHARE: f64 = 0.25;
+
+/// Bytes in flight (achieved rate × RTT per stream) over the peer's advertised window at
+/// which the window was full enough to bind.
+pub const WINDOW_FILL: f64 = 0.5;
+
+/// A window binds only if the buffer behind it is about the bandwidth-delay product at the
+/// achieved rate (throughput = window ÷ RTT). The kernel doubles SO_SNDBUF/SO_RCVBUF
+/// requests and uses only part of the receive buffer as window (`tcp_adv_win_scale`,
+/// `scaling_ratio`), so "about" is up to 4× the BDP. A larger buffer that is still "full"
+/// means a slow reader, not a small window.
+pub const WINDOW_BDP_FACTOR: f64 = 4.0;
+
+/// A requested buffer this many times the bandwidth-delay product is absurdly large
+/// (seed 001: 768 KB on a GigE LAN with a 0.12 ms RTT, ~50× its 15 KB BDP).
+pub const WINDOW_OVERSIZED_FACTOR: f64 = 50.0;
+
+/// Buffers below this are never called oversized: they cost little memory and hold little
+/// queue, and at microsecond RTTs (one host, veth) the minimum RTT makes any BDP tiny.
+pub const WINDOW_OVERSIZED_MIN_BYTES: u64 = 256 * 1024;
+
+/// Estimated on-the-wire rate as a fraction of the link (or shaped) rate at which the link
+/// is full. The estimate adds headers and Ethernet framing, so a full link reads 0.95-1.0.
+pub const LINK_BOUND_FRACTION: f64 = 0.90;
+
+/// UDP loss (percent of datagrams) below which loss is not judged.
+pub const UDP_LOSS_MIN_PERCENT: f64 = 0.1;
+
+/// Receive-side drops (backlog, TCP queue, NIC) below this count are noise.
+pub const MIN_DROPS: u64 = 10;
+
+/// Share of segments retransmitted at which loss sets TCP's rate: at 1 % loss Reno's
+/// throughput is bounded near 12.2 × MSS/RTT (Mathis et al. 1997).
+pub const RETRANS_SHARE: f64 = 0.01;
+
+/// Delayed-ACK timer firings per received segment at which delayed ACKs stall the sender.
+/// In a bulk transfer the receiver ACKs every second segment at once; the timer fires only
+/// when a lone segment waits (seed 002: ~10 ms stalls).
+pub const DELAYED_ACK_SHARE: f64 = 0.01;
+
+/// Fewer delayed ACKs than this are noise (connection set-up and tear-down).
+pub const MIN_DELAYED_ACKS: u64 = 20;
+
+/// An interval below this fraction of the median interval is a throughput gap.
+pub const GAP_FRACTION: f64 = 0.5;
+
+fn ev(metric: impl Into<String>, value: f64, unit: &str, threshold: Option<&str>) -> Evidence {
+    Evidence {
+        metric: metric.into(),
+        value,
+        unit: unit.to_string(),
+        threshold: threshold.map(str::to_string),
+    }
+}
+
+fn role_name(r: Role) -> &'static str {
+    match r {
+        Role::Client => "client",
+        Role::Server => "server",
+    }
+}
+
+fn pct(v: f64) -> String {
+    format!("{v:.1}%")
+}
+
+fn us(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1} ms", v / 1000.0)
+    } else {
+        format!("{v:.0} us")
+    }
+}
+
+/// Runs every rule; verdicts into `out`, gaps in the evidence into `not_judged`.
+pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Vec<String>) {
+    link_bound(ctx, out, not_judged);
+    receiver_drops(ctx, out, not_judged);
+    window(ctx, out, not_judged);
+    retransmissions(ctx, out);
+    delayed_acks(ctx, out);
+    // A paced test that met its pace was limited by the pace: busy CPUs (other processes
+    // included) did not hold it back, so no CPU verdict is claimed.
+    if !pace_met(ctx) {
+        cpu(ctx, out, not_judged);
+        interrupts(ctx, out);
+    }
+    missed_pace(ctx, out);
+}
+
+/// Every flow's sender reached at least [`PACE_ACHIEVED_FRACTION`] of the paced rate.
+fn pace_met(ctx: &Ctx<'_>) -> bool {
+    let Some(r) = ctx.rec.plan.rate_bps.filter(|r| *r > 0) else {
+        return false;
+    };
+    !ctx.flows.is_empty()
+        && ctx.flows.iter().all(|f| {
+            f.summary
+                .sender_bps
+                .is_some_and(|s| s >= PACE_ACHIEVED_FRACTION * r as f64)
+        })
+}
+
+/// Drivers whose reported speed is nominal, not a line rate (veth always says 10 Gbit/s,
+/// yet moves what the CPUs can copy): their speed is never taken as a link's capacity.
+pub const NOMINAL_SPEED_DRIVERS: &[&str] = &[
+    "veth",
+    "tun",
+    "dummy",
+    "bridge",
+    "macvlan",
+    "ipvlan",
+    "vxlan",
+    "geneve",
+    "wireguard",
+];
+
+/// The link's rate and where it comes from: the `--link-rate` hint, else the slower of the
+/// two ends' interface speeds (drivers in [`NOMINAL_SPEED_DRIVERS`] left out).
+fn capacity(ctx: &Ctx<'_>, f: &Flow<'_>) -> Option<(f64, String)> {
+    if let Some(r) = ctx.rec.plan.link_rate_bps {
+        return Some((r as f64, "the --link-rate given".to_string()));
+    }
+    [(f.sender, f.sender_role), (f.receiver, f.receiver_role)]
+        .into_iter()
+        .filter_map(|(s, role)| {
+            let i = s?.interface.as_ref()?;
+            if i.driver
+                .as_deref()
+                .is_some_and(|d| NOMINAL_SPEED_DRIVERS.contains(&d))
+            {
+                return None;
+            }
+            let mbps = i.speed_mbps.filter(|&m| m > 0)?;
+            Some((
+                f64::from(mbps) * 1e6,
+                format!("the speed of {} at the {}", i.name, role_name(role)),
+            ))
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+fn flow_mss(f: &Flow<'_>) -> Option<f64> {
+    tcp_sums(&f.tx_streams()).map(|s| s.mss).or_else(|| {
+        f.tx_streams()
+            .iter()
+            .filter_map(|s| s.mss_bytes)
+            .map(f64::from)
+            .next()
+    })
+}
+
+/// Datagrams one `Udp.RcvbufErrors` can stand for: with UDP GRO the kernel drops (and
+/// counts) a whole aggregate of up to 64 datagrams (`UDP_GRO_CNT_MAX`) at once.
+pub const UDP_GRO_MAX_SEGMENTS: u64 = 64;
+
+fn rcvbuf_flag(receiver: Role) -> &'static str {
+    match receiver {
+        Role::Server => "--remote-rcvbuf SIZE, or -S / -w",
+        Role::Client => "--local-rcvbuf SIZE, or -s / -w",
+    }
+}
+
+fn sndbuf_flag(sender: Role) -> &'static str {
+    match sender {
+        Role::Client => "--local-sndbuf SIZE, or -s / -w",
+        Role::Server => "--remote-sndbuf SIZE, or -S / -w",
+    }
+}
+
+/// The buffer a plan asked for on an end: (sender's SO_SNDBUF, receiver's SO_RCVBUF).
+fn requested(ctx: &Ctx<'_>, f: &Flow<'_>) -> (Option<u32>, Option<u32>) {
+    let p = &ctx.rec.plan;
+    let snd = match f.sender_role {
+        Role::Client => p.local_sndbuf,
+        Role::Server => p.remote_sndbuf,
+    };
+    let rcv = match f.receiver_role {
+        Role::Client => p.local_rcvbuf,
+        Role::Server => p.remote_rcvbuf,
+    };
+    (snd, rcv)
+}
+
+/// The `none` verdict: no single limit stands out, with the key numbers.
+pub(crate) fn nothing_stands_out(ctx: &Ctx<'_>) -> Verdict {
+    let mut evidence = Vec::new();
+    let mut parts = Vec::new();
+    for f in &ctx.flows {
+        if let Some(b) = f.payload_bps() {
+            let label = crate::export::flow_label(f.direction());
+            parts.push(format!("{label} {}", format_bps(b)));
+            evidence.push(ev(
+                format!("{}_bps", label.replace("->", "_to_")),
+                b,
+                "bps",
+                None,
+            ));
+        }
+        if let Some(s) = tcp_sums(&f.tx_streams()) {
+            parts.push(format!("RTT {}", us(s.srtt_us)));
+            evidence.push(ev("srtt_us", s.srtt_us, "us", None));
+        }
+        if let Some(r) = f.summary.retransmits {
+            parts.push(format!("{r} retransmits"));
+        }
+        if let Some(l) = f.summary.loss_percent {
+            parts.push(format!("loss {l:.2}%"));
+            evidence.push(ev("udp_loss_percent", l, "percent", None));
+        }
+    }
+    for e in &ctx.ends {
+        if let Some(c) = e.cpu() {
+            parts.push(format!(
+                "{} CPU {} (busiest {})",
+                role_name(e.role),
+                pct(c.util_percent),
+                pct(c.busiest_cpu_util_percent)
+            ));
+            evidence.push(ev(
+                format!("{}_cpu_util_percent", role_name(e.role)),
+                c.util_percent,
+                "percent",
+                None,
+            ));
+        }
+    }
+    let paced = ctx.rec.plan.rate_bps.filter(|r| {
+        ctx.flows.iter().any(|f| {
+            f.summary
+                .sender_bps
+                .is_some_and(|s| s >= PACE_ACHIEVED_FRACTION * *r as f64)
+        })
+    });
+    let lead = match paced {
+        Some(r) => format!(
+            "The pace set the rate (-b {}); no other limit stands out",
+            format_bps(r as f64)
+        ),
+        None => "No single limit stands out".to_string(),
+    };
+    let numbers = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join(", "))
+    };
+    Verdict {
+        kind: VerdictKind::None,
+        side: None,
+        flow: None,
+        confidence: Confidence::Medium,
+        evidence,
+        message: format!("{lead}{numbers}."),
+        suggestion: "Nothing measured points to one limit. A longer test (-t), more streams (-P) \
+            or `linerate doctor HOST` may show more."
+            .to_string(),
+    }
+}

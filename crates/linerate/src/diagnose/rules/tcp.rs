@@ -1,0 +1,168 @@
+//! `retransmission_bound` and `delayed_ack_stalls`: what TCP's own counters say.
+
+use super::*;
+
+/// `retransmission_bound`: TCP retransmitted ≥ [`RETRANS_SHARE`] of its segments
+/// (TCP_INFO `total_retrans` ÷ bytes sent ÷ MSS). The Mathis bound
+/// `MSS × 8 ÷ RTT × 1.22 ÷ √p` (per stream, times the streams) says whether that loss can
+/// explain the rate: confidence is high when the rate is within 1.5× of it. Not given for a
+/// flow already `link_bound` (a full link's queue drops packets; that is how TCP finds the
+/// link rate).
+pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+    if !ctx.tcp {
+        return;
+    }
+    for f in &ctx.flows {
+        let dir = f.direction();
+        if out
+            .iter()
+            .any(|v| v.kind == VerdictKind::LinkBound && v.flow == Some(dir))
+        {
+            continue;
+        }
+        let Some(s) = tcp_sums(&f.tx_streams()) else {
+            continue;
+        };
+        let retrans = f.summary.retransmits.unwrap_or(s.retrans);
+        if retrans == 0 || s.mss <= 0.0 || f.sender.is_none() {
+            continue;
+        }
+        let segments = (f.summary.sender_bytes as f64 / s.mss).max(1.0);
+        let p = retrans as f64 / segments;
+        if p < RETRANS_SHARE {
+            continue;
+        }
+        let Some(bps) = f.payload_bps() else { continue };
+        let mathis = (s.srtt_us > 0.0)
+            .then(|| s.mss * 8.0 / (s.srtt_us / 1e6) * 1.22 / p.sqrt() * s.streams as f64);
+        let mut evidence = vec![
+            ev("retransmits", retrans as f64, "count", None),
+            ev("segments_sent_estimate", segments, "count", None),
+            ev("retransmit_share", p, "ratio", Some(">= 0.01")),
+            ev("payload_bps", bps, "bps", None),
+        ];
+        if let Some(m) = mathis {
+            evidence.push(ev("mathis_bound_bps", m, "bps", None));
+        }
+        if let Some(t) = f
+            .sender
+            .and_then(|r| snmp(r, "TcpExt.TCPTimeouts"))
+            .filter(|&t| t > 0)
+        {
+            evidence.push(ev("tcp_timeouts", t as f64, "count", None));
+        }
+        let confidence = match mathis {
+            Some(m) if bps <= 1.5 * m => Confidence::High,
+            Some(m) if bps > 3.0 * m => Confidence::Low,
+            _ => Confidence::Medium,
+        };
+        out.push(Verdict {
+            kind: VerdictKind::RetransmissionBound,
+            side: None,
+            flow: Some(dir),
+            confidence,
+            evidence,
+            message: format!(
+                "{:.2}% of segments were retransmitted ({retrans} of about {segments:.0}){}.",
+                p * 100.0,
+                mathis.map_or(String::new(), |m| format!(
+                    "; with that loss Reno-style TCP is bounded near {} (Mathis: MSS/RTT × 1.22/√p) and the flow reached {}",
+                    format_bps(m),
+                    format_bps(bps)
+                )),
+            ),
+            suggestion: "Find where packets are lost: drop counters along the path (`ip -s link`, \
+                `ethtool -S`), a policer or shaper, a bad cable or a duplex mismatch. A \
+                loss-tolerant congestion control (-C bbr) shows what the path carries despite loss."
+                .to_string(),
+        });
+    }
+}
+
+/// `delayed_ack_stalls`: the receiver's delayed-ACK timer (`TcpExt.DelayedACKs`) fired
+/// at least [`MIN_DELAYED_ACKS`] times and for ≥ [`DELAYED_ACK_SHARE`] of the segments it
+/// received (`Tcp.InSegs`). Confidence is high when Nagle's algorithm is in play (writes
+/// smaller than the MSS without TCP_NODELAY) or the receiver's intervals show a gap (one
+/// below [`GAP_FRACTION`] of the median).
+pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+    if !ctx.tcp {
+        return;
+    }
+    for f in &ctx.flows {
+        let Some(r) = f.receiver else { continue };
+        let (Some(d), Some(segs)) = (snmp(r, "TcpExt.DelayedACKs"), snmp(r, "Tcp.InSegs")) else {
+            continue;
+        };
+        if d < MIN_DELAYED_ACKS || segs == 0 {
+            continue;
+        }
+        let share = d as f64 / segs as f64;
+        if share < DELAYED_ACK_SHARE {
+            continue;
+        }
+        let secs = r.totals.duration_ns as f64 / 1e9;
+        let mss = flow_mss(f);
+        let p = &ctx.rec.plan;
+        let nagle = !p.nodelay && mss.is_some_and(|m| f64::from(p.write_size) < m);
+        let ivs = rx_interval_bps(r);
+        let gap = (ivs.len() >= 3)
+            .then(|| median(&ivs))
+            .flatten()
+            .filter(|m| *m > 0.0)
+            .map(|m| ivs.iter().copied().fold(f64::INFINITY, f64::min) / m);
+        let mut evidence = vec![
+            ev("delayed_acks", d as f64, "count", Some(">= 20")),
+            ev("segments_received", segs as f64, "count", None),
+            ev("delayed_ack_share", share, "ratio", Some(">= 0.01")),
+        ];
+        if secs > 0.0 {
+            evidence.push(ev("delayed_acks_per_sec", d as f64 / secs, "per_sec", None));
+        }
+        if let Some(g) = gap {
+            evidence.push(ev("lowest_interval_over_median", g, "ratio", Some("< 0.5")));
+        }
+        let gapped = gap.is_some_and(|g| g < GAP_FRACTION);
+        let suggestion = if nagle {
+            format!(
+                "Writes of {} B are smaller than the MSS ({:.0} B), so Nagle's algorithm waits \
+                 for the delayed ACK: use -N (TCP_NODELAY) or larger writes (-l).",
+                p.write_size,
+                mss.unwrap_or(0.0)
+            )
+        } else {
+            format!(
+                "Make every ACK cover two segments (larger writes, -l; a larger window, -w) or \
+                 ACK at once on the {}: `ip route change ROUTE quickack 1`.",
+                role_name(f.receiver_role)
+            )
+        };
+        out.push(Verdict {
+            kind: VerdictKind::DelayedAckStalls,
+            side: Some(f.receiver_role),
+            flow: Some(f.direction()),
+            confidence: if nagle || gapped {
+                Confidence::High
+            } else {
+                Confidence::Medium
+            },
+            evidence,
+            message: format!(
+                "The {}'s delayed-ACK timer fired {d} times ({:.1}% of the {segs} segments it \
+                 received){}: each time the sender waits for the ACK (up to 40 ms on Linux){}.",
+                role_name(f.receiver_role),
+                share * 100.0,
+                if secs > 0.0 {
+                    format!(", {:.0}/s", d as f64 / secs)
+                } else {
+                    String::new()
+                },
+                if gapped {
+                    ", and throughput dropped below half its median in some intervals"
+                } else {
+                    ""
+                },
+            ),
+            suggestion,
+        });
+    }
+}

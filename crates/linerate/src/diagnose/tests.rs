@@ -1,0 +1,691 @@
+//! Rule tests on constructed records: every verdict kind triggered and not triggered, and
+//! the `none` case. Figures are chosen so that each threshold is crossed (or not) by a clear
+//! margin; the arithmetic is written next to each.
+
+use std::collections::BTreeMap;
+
+use linerate_wire::control::{Direction, Transport};
+use linerate_wire::host::{HostCounters, InterfaceFacts, InterfaceStats, PerCpu, SoftnetCounters};
+use linerate_wire::report::{
+    CpuReport, HostInfo, ProcessCpu, Role, SideReport, StreamReport, StreamRole, TcpInfoReport,
+    Totals, UdpRxReport,
+};
+
+use super::*;
+use crate::model::{PlanRecord, RunRecord};
+
+const SEC: u64 = 1_000_000_000;
+
+fn plan(transport: Transport) -> PlanRecord {
+    PlanRecord {
+        server: "10.0.0.2:5301".into(),
+        transport,
+        direction: Direction::Send,
+        streams: 1,
+        duration_ms: Some(10_000),
+        bytes: None,
+        write_size: 131_072,
+        local_sndbuf: None,
+        local_rcvbuf: None,
+        remote_sndbuf: None,
+        remote_rcvbuf: None,
+        nodelay: false,
+        mss: None,
+        congestion: None,
+        tos: None,
+        rate_bps: None,
+        interval_ms: 1000,
+        omit_ms: 0,
+        client_cpu: None,
+        server_cpu: None,
+        udp_offload: true,
+        link_rate_bps: None,
+    }
+}
+
+fn cpu(util: f64, busiest: f64, softirq: f64) -> CpuReport {
+    CpuReport {
+        cpu_count: 2,
+        util_percent: util,
+        user_percent: util / 2.0,
+        system_percent: util / 2.0,
+        irq_percent: 0.0,
+        softirq_percent: 0.0,
+        steal_percent: 0.0,
+        busiest_cpu: 1,
+        busiest_cpu_util_percent: busiest,
+        busiest_cpu_softirq_percent: softirq,
+    }
+}
+
+fn stream(role: StreamRole, bytes: u64, remote: &str) -> StreamReport {
+    StreamReport {
+        index: 0,
+        role,
+        bytes,
+        io_calls: bytes / 131_072 + 1,
+        packets: None,
+        duration_ns: 10 * SEC,
+        sndbuf_bytes: Some(2_626_560),
+        rcvbuf_bytes: Some(6_291_456),
+        mss_bytes: Some(1448),
+        congestion: Some("cubic".into()),
+        tcp_info: None,
+        udp_rx: None,
+        local_addr: None,
+        remote_addr: Some(remote.into()),
+    }
+}
+
+fn side(role: Role, s: StreamReport) -> SideReport {
+    let tx = s.role == StreamRole::Tx;
+    SideReport {
+        role,
+        host: HostInfo {
+            hostname: Some(format!("{role:?}")),
+            kernel: Some("6.1.0".into()),
+            cpu_count: 2,
+            software: "linerate 0.1.0".into(),
+            boot_id: Some(format!("boot-{role:?}")),
+        },
+        totals: Totals {
+            duration_ns: 10 * SEC,
+            tx_bytes: if tx { s.bytes } else { 0 },
+            rx_bytes: if tx { 0 } else { s.bytes },
+            tx_calls: if tx { s.io_calls } else { 0 },
+            rx_calls: if tx { 0 } else { s.io_calls },
+            tx_duration_ns: if tx { 10 * SEC } else { 0 },
+            rx_duration_ns: if tx { 0 } else { 10 * SEC },
+            tx_packets: None,
+            rx_packets: None,
+            retransmits: None,
+            udp_rx: None,
+        },
+        streams: vec![s],
+        intervals: Vec::new(),
+        cpu: Some(cpu(20.0, 30.0, 5.0)),
+        process_cpu: Some(ProcessCpu {
+            user_ns: SEC,
+            system_ns: 2 * SEC,
+        }),
+        host_counters: None,
+        interface: None,
+        warnings: Vec::new(),
+    }
+}
+
+fn tcp_info(rtt_us: u32) -> TcpInfoReport {
+    TcpInfoReport {
+        rtt_us,
+        rttvar_us: rtt_us / 4,
+        snd_cwnd: 100,
+        snd_mss: 1448,
+        total_retrans: 0,
+        snd_wnd_bytes: Some(3_000_000),
+        min_rtt_us: Some(rtt_us),
+        busy_time_us: Some(10_000_000),
+        rwnd_limited_us: Some(0),
+        sndbuf_limited_us: Some(0),
+        ..TcpInfoReport::default()
+    }
+}
+
+/// A TCP client→server test: `bps` of payload for 10 s, RTT 200 µs, addresses 10.0.0.x.
+struct Case {
+    plan: PlanRecord,
+    client: SideReport,
+    server: SideReport,
+}
+
+impl Case {
+    fn tcp(bps: f64) -> Case {
+        let bytes = (bps / 8.0 * 10.0) as u64;
+        let mut tx = stream(StreamRole::Tx, bytes, "10.0.0.2:5301");
+        tx.tcp_info = Some(tcp_info(200));
+        let mut client = side(Role::Client, tx);
+        client.totals.retransmits = Some(0);
+        Case {
+            plan: plan(Transport::Tcp),
+            client,
+            server: side(
+                Role::Server,
+                stream(StreamRole::Rx, bytes, "10.0.0.1:40000"),
+            ),
+        }
+    }
+
+    fn retrans(&mut self, n: u32) {
+        self.info().total_retrans = n;
+        self.client.totals.retransmits = Some(u64::from(n));
+    }
+
+    /// UDP client→server: 1,000,000 datagrams of 1400 B sent in 10 s, `lost` lost.
+    fn udp(lost: u64) -> Case {
+        let mut c = Case::tcp(1.12e9);
+        c.plan = plan(Transport::Udp);
+        let sent = 1_000_000u64;
+        c.client.totals.tx_packets = Some(sent);
+        c.client.totals.tx_bytes = sent * 1400;
+        c.client.streams[0].tcp_info = None;
+        c.client.totals.retransmits = None;
+        let rx = UdpRxReport {
+            packets: sent - lost,
+            lost,
+            ..UdpRxReport::default()
+        };
+        c.server.totals.rx_packets = Some(sent - lost);
+        c.server.totals.rx_bytes = (sent - lost) * 1400;
+        c.server.totals.udp_rx = Some(rx);
+        c
+    }
+
+    fn info(&mut self) -> &mut TcpInfoReport {
+        self.client.streams[0].tcp_info.as_mut().unwrap()
+    }
+
+    fn counters(side: &mut SideReport) -> &mut HostCounters {
+        side.host_counters.get_or_insert_with(|| HostCounters {
+            duration_ns: 10 * SEC,
+            interface: Some("eth0".into()),
+            snmp: Some(BTreeMap::new()),
+            ..HostCounters::default()
+        })
+    }
+
+    fn snmp(side: &mut SideReport, name: &str, v: u64) {
+        Case::counters(side)
+            .snmp
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.into(), v);
+    }
+
+    fn record(&self) -> RunRecord {
+        crate::session::client::build_record(
+            self.plan.clone(),
+            "2024-05-01T12:00:00Z".into(),
+            None,
+            false,
+            self.client.clone(),
+            Some(self.server.clone()),
+            Vec::new(),
+        )
+    }
+
+    fn kinds(&self) -> Vec<VerdictKind> {
+        diagnose(&self.record())
+            .verdicts
+            .iter()
+            .map(|v| v.kind)
+            .collect()
+    }
+
+    fn verdict(&self, k: VerdictKind) -> Verdict {
+        let d = diagnose(&self.record());
+        d.verdicts
+            .into_iter()
+            .find(|v| v.kind == k)
+            .unwrap_or_else(|| panic!("no {k:?} in {:#?}", self.kinds()))
+    }
+}
+
+#[test]
+fn nothing_stands_out_gives_one_none_with_the_key_numbers() {
+    let c = Case::tcp(941e6);
+    let d = diagnose(&c.record());
+    assert_eq!(d.verdicts.len(), 1, "{d:#?}");
+    let v = &d.verdicts[0];
+    assert_eq!(v.kind, VerdictKind::None);
+    assert!(v.message.starts_with("No single limit stands out: client->server 941.0 Mbit/s, RTT 200 us, 0 retransmits, client CPU 20.0% (busiest 30.0%)"), "{}", v.message);
+    assert_eq!(d.summary, v.message);
+    // Without a link speed or host counters, those rules say they could not judge.
+    assert!(
+        d.not_judged.iter().any(|n| n.contains("link bound")),
+        "{:?}",
+        d.not_judged
+    );
+    assert!(d.not_judged.iter().any(|n| n.contains("no host counters")));
+}
+
+#[test]
+fn cpu_bound_when_all_cpus_are_busy() {
+    let mut c = Case::tcp(941e6);
+    c.server.cpu = Some(cpu(95.0, 99.0, 10.0));
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::High)
+    );
+    assert!(v.message.contains("95.0% of 2 CPUs"), "{}", v.message);
+    // 85 % of all CPUs with the busiest at 90 %: below both thresholds.
+    c.server.cpu = Some(cpu(85.0, 90.0, 10.0));
+    assert_eq!(c.kinds(), [VerdictKind::None]);
+}
+
+#[test]
+fn one_saturated_cpu_is_cpu_bound_unless_softirq_or_our_thread_explain_it() {
+    let mut c = Case::tcp(941e6);
+    c.server.cpu = Some(cpu(55.0, 99.0, 30.0));
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(v.message.starts_with("One CPU of the server was saturated"));
+    // 70 % of that CPU in softirq: softirq bound.
+    c.server.cpu = Some(cpu(55.0, 99.0, 70.0));
+    assert_eq!(c.kinds(), [VerdictKind::SoftirqBound]);
+    // linerate's one thread used 98 % of a CPU: tester limited.
+    c.server.cpu = Some(cpu(55.0, 99.0, 10.0));
+    c.server.process_cpu = Some(ProcessCpu {
+        user_ns: 2 * SEC,
+        system_ns: 78 * SEC / 10,
+    });
+    let v = c.verdict(VerdictKind::TesterLimited);
+    assert_eq!(v.side, Some(Role::Server));
+    assert!(
+        (v.evidence[0].value - 98.0).abs() < 1e-9,
+        "{:?}",
+        v.evidence
+    );
+    assert!(!c.kinds().contains(&VerdictKind::CpuBound));
+}
+
+#[test]
+fn one_host_gives_one_cpu_verdict_without_a_side() {
+    let mut c = Case::tcp(30e9);
+    c.server.host.boot_id = c.client.host.boot_id.clone();
+    c.client.cpu = Some(cpu(97.0, 100.0, 40.0));
+    c.server.cpu = Some(cpu(97.0, 100.0, 40.0));
+    let d = diagnose(&c.record());
+    let cpu: Vec<_> = d
+        .verdicts
+        .iter()
+        .filter(|v| v.kind == VerdictKind::CpuBound)
+        .collect();
+    assert_eq!(cpu.len(), 1);
+    assert_eq!(cpu[0].side, None);
+    assert!(cpu[0].suggestion.contains("share this host"));
+}
+
+#[test]
+fn missed_pace_with_saturated_threads_is_tester_limited_and_a_met_pace_is_none() {
+    let mut c = Case::tcp(600e6);
+    c.plan.rate_bps = Some(1_000_000_000);
+    c.client.process_cpu = Some(ProcessCpu {
+        user_ns: 3 * SEC,
+        system_ns: 7 * SEC,
+    });
+    let v = c.verdict(VerdictKind::TesterLimited);
+    assert_eq!(
+        (v.side, v.flow, v.confidence),
+        (
+            Some(Role::Client),
+            Some(FlowDirection::ClientToServer),
+            Confidence::High
+        )
+    );
+    assert!(v.message.contains("600.0 Mbit/s (60%)"), "{}", v.message);
+    // The same shortfall with idle threads: not the tester (something else held it back).
+    c.client.process_cpu = Some(ProcessCpu {
+        user_ns: SEC,
+        system_ns: SEC,
+    });
+    assert!(!c.kinds().contains(&VerdictKind::TesterLimited));
+    // A met pace: none, and it says the pace set the rate.
+    let mut c = Case::tcp(99e6);
+    c.plan.rate_bps = Some(100_000_000);
+    let d = diagnose(&c.record());
+    assert_eq!(d.verdicts[0].kind, VerdictKind::None);
+    assert!(
+        d.summary
+            .starts_with("The pace set the rate (-b 100.0 Mbit/s)"),
+        "{}",
+        d.summary
+    );
+}
+
+#[test]
+fn interrupt_bound_needs_many_interrupts_and_cpu_spent_on_them() {
+    let mut c = Case::tcp(941e6);
+    let hc = Case::counters(&mut c.server);
+    hc.interrupts_per_1000_packets = Some(900.0);
+    hc.interface_stats = Some(InterfaceStats {
+        rx_packets: 800_000,
+        tx_packets: 400_000,
+        ..InterfaceStats::default()
+    });
+    // irq 10 % + softirq 30 % of 2 CPUs = 0.8 CPUs ≥ 0.5.
+    let mut cr = cpu(60.0, 97.0, 40.0);
+    cr.irq_percent = 10.0;
+    cr.softirq_percent = 30.0;
+    c.server.cpu = Some(cr);
+    c.server.interface = Some(InterfaceFacts {
+        name: "eth0".into(),
+        coalescing: Some(BTreeMap::from([
+            ("rx-usecs".into(), 0),
+            ("rx-frames".into(), 1),
+            ("adaptive-rx".into(), 0),
+        ])),
+        ..InterfaceFacts::default()
+    });
+    let v = c.verdict(VerdictKind::InterruptBound);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::High)
+    );
+    assert!(
+        v.message
+            .contains("900 interrupts per 1000 packets (1.1 packets per interrupt)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.contains("ethtool -C eth0 adaptive-rx on")
+            && v.suggestion
+                .contains("(now: adaptive-rx 0, rx-frames 1, rx-usecs 0)"),
+        "{}",
+        v.suggestion
+    );
+    // NAPI batching 50 packets per interrupt (20 per 1000): not interrupt bound.
+    Case::counters(&mut c.server).interrupts_per_1000_packets = Some(20.0);
+    assert!(!c.kinds().contains(&VerdictKind::InterruptBound));
+}
+
+#[test]
+fn window_limited_when_rwnd_bound_and_the_buffer_is_about_the_bdp() {
+    // 300 Mbit/s × 200 µs = 7,500 B of BDP; an 8 KiB receive buffer ≤ 4 × BDP.
+    let mut c = Case::tcp(300e6);
+    c.info().rwnd_limited_us = Some(9_000_000);
+    c.server.streams[0].rcvbuf_bytes = Some(8192);
+    c.plan.remote_rcvbuf = Some(4096);
+    let v = c.verdict(VerdictKind::WindowLimited);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::High)
+    );
+    assert!(v.message.contains("receive window 90%"), "{}", v.message);
+    assert!(v.suggestion.contains("--remote-rcvbuf"), "{}", v.suggestion);
+    let bdp = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "bdp_bytes_per_stream")
+        .unwrap();
+    assert!((bdp.value - 7500.0).abs() < 1e-6);
+    // A 6 MiB buffer that is "full" is a slow reader, not a small window.
+    c.server.streams[0].rcvbuf_bytes = Some(6 << 20);
+    assert!(!c.kinds().contains(&VerdictKind::WindowLimited));
+    // rwnd-limited 30 % of the time with the advertised window full (7,500 B in flight in
+    // a 7 KiB window): still window limited, medium confidence.
+    c.server.streams[0].rcvbuf_bytes = Some(8192);
+    c.info().rwnd_limited_us = Some(3_000_000);
+    c.info().snd_wnd_bytes = Some(7168);
+    let v = c.verdict(VerdictKind::WindowLimited);
+    assert_eq!(v.confidence, Confidence::Medium);
+    // ... but not with a 3 MB window mostly empty.
+    c.info().snd_wnd_bytes = Some(3_000_000);
+    assert!(!c.kinds().contains(&VerdictKind::WindowLimited));
+    // rwnd-limited 10 % of the time: not window limited.
+    c.server.streams[0].rcvbuf_bytes = Some(8192);
+    c.info().rwnd_limited_us = Some(1_000_000);
+    assert!(!c.kinds().contains(&VerdictKind::WindowLimited));
+}
+
+#[test]
+fn window_limited_by_the_send_buffer_names_the_sender() {
+    let mut c = Case::tcp(300e6);
+    c.info().sndbuf_limited_us = Some(7_000_000);
+    c.client.streams[0].sndbuf_bytes = Some(16_384);
+    let v = c.verdict(VerdictKind::WindowLimited);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Client), Confidence::Medium)
+    );
+    assert!(
+        v.suggestion.contains("autotuning stopped at 16.00 KiB"),
+        "{}",
+        v.suggestion
+    );
+}
+
+#[test]
+fn window_oversized_as_in_seed_001() {
+    // 663 Mbit/s with a 0.12 ms RTT: BDP = 82.9 MB/s × 120 µs = 9,945 B; a 768 KB request
+    // granted as 1.5 MiB is 158× that.
+    let mut c = Case::tcp(663e6);
+    c.info().rtt_us = 120;
+    c.info().min_rtt_us = Some(120);
+    c.plan.remote_rcvbuf = Some(768 * 1024);
+    c.server.streams[0].rcvbuf_bytes = Some(1_572_864);
+    let d = diagnose(&c.record());
+    assert_eq!(
+        d.verdicts[0].kind,
+        VerdictKind::None,
+        "advice is not a limit: {d:#?}"
+    );
+    let v = d
+        .verdicts
+        .iter()
+        .find(|v| v.kind == VerdictKind::WindowOversized)
+        .unwrap();
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::Low)
+    );
+    let f = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "buffer_over_bdp")
+        .unwrap();
+    assert!((f.value - 1_572_864.0 / 9945.0).abs() < 0.01, "{}", f.value);
+    // Not requested (autotuned): no advice.
+    c.plan.remote_rcvbuf = None;
+    assert_eq!(c.kinds(), [VerdictKind::None]);
+}
+
+#[test]
+fn link_bound_from_interface_speed_or_link_rate_never_on_loopback() {
+    let mut c = Case::tcp(941e6);
+    let eth = |speed| InterfaceFacts {
+        name: "eth0".into(),
+        speed_mbps: Some(speed),
+        ..InterfaceFacts::default()
+    };
+    c.client.interface = Some(eth(1000));
+    c.server.interface = Some(eth(10_000));
+    // 941 Mbit/s of 1448-byte segments ≈ 999.4 Mbit/s on the wire: 99.9 % of 1 Gbit/s.
+    let v = c.verdict(VerdictKind::LinkBound);
+    assert_eq!((v.side, v.confidence), (None, Confidence::High));
+    assert!(
+        v.message
+            .contains("of the link rate 1.000 Gbit/s (the speed of eth0 at the client)"),
+        "{}",
+        v.message
+    );
+    // Half the link: not link bound.
+    let mut half = Case::tcp(500e6);
+    half.client.interface = c.client.interface.clone();
+    assert!(!half.kinds().contains(&VerdictKind::LinkBound));
+    // A shaped 50 Mbit/s path known only from --link-rate.
+    let slow = Case::tcp(48e6);
+    let mut rec = slow.record();
+    assert!(!rec
+        .diagnosis
+        .as_ref()
+        .unwrap()
+        .verdicts
+        .iter()
+        .any(|v| v.kind == VerdictKind::LinkBound));
+    apply_link_rate(&mut rec, Some(50_000_000));
+    assert_eq!(rec.plan.link_rate_bps, Some(50_000_000));
+    assert_eq!(
+        rec.diagnosis.as_ref().unwrap().verdicts[0].kind,
+        VerdictKind::LinkBound
+    );
+    // veth's 10 Gbit/s is nominal: 9.5 Gbit/s over veth is not link bound.
+    let mut veth = Case::tcp(9.5e9);
+    let v = InterfaceFacts {
+        driver: Some("veth".into()),
+        ..eth(10_000)
+    };
+    veth.client.interface = Some(v.clone());
+    veth.server.interface = Some(v);
+    assert!(!veth.kinds().contains(&VerdictKind::LinkBound));
+    // Loopback: never, whatever the rate.
+    c.client.interface = Some(InterfaceFacts {
+        name: "lo".into(),
+        ..eth(1000)
+    });
+    assert!(!c.kinds().contains(&VerdictKind::LinkBound));
+    let mut lo = Case::tcp(48e6);
+    lo.plan.link_rate_bps = Some(50_000_000);
+    lo.client.streams[0].remote_addr = Some("127.0.0.1:5301".into());
+    assert!(!lo.kinds().contains(&VerdictKind::LinkBound));
+}
+
+#[test]
+fn link_bound_flow_is_not_also_retransmission_bound() {
+    let mut c = Case::tcp(48e6);
+    c.plan.link_rate_bps = Some(50_000_000);
+    c.retrans(2000); // 2000 of 41,436 segments = 4.8 %
+    assert_eq!(c.kinds(), [VerdictKind::LinkBound]);
+    c.plan.link_rate_bps = None;
+    assert!(c.kinds().contains(&VerdictKind::RetransmissionBound));
+}
+
+#[test]
+fn receiver_drops_when_udp_loss_is_socket_buffer_overflow() {
+    let mut c = Case::udp(10_000);
+    c.plan.udp_offload = false;
+    Case::snmp(&mut c.server, "Udp.RcvbufErrors", 9_800);
+    let v = c.verdict(VerdictKind::ReceiverDrops);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::High)
+    );
+    assert!(v.message.contains("the receiving socket buffer of 6.00 MiB overflowed 9800 times (Udp.RcvbufErrors) against 10000 datagrams lost (1.00%)"), "{}", v.message);
+    // With GRO an overflow drops an aggregate of up to 64 datagrams: 200 errors can explain
+    // 12,800 ≥ 10,000 lost, but no more than that: medium confidence.
+    c.plan.udp_offload = true;
+    Case::snmp(&mut c.server, "Udp.RcvbufErrors", 200);
+    let v = c.verdict(VerdictKind::ReceiverDrops);
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(
+        v.message.contains("each up to 64 datagrams with GRO"),
+        "{}",
+        v.message
+    );
+    // Without GRO the same 200 explain 2 % of the loss: not the receiver.
+    c.plan.udp_offload = false;
+    assert!(!c.kinds().contains(&VerdictKind::ReceiverDrops));
+    Case::snmp(&mut c.server, "Udp.RcvbufErrors", 9_800);
+    let v = c.verdict(VerdictKind::ReceiverDrops);
+    assert!(v.suggestion.contains("--remote-rcvbuf") && v.suggestion.contains("rmem_max"));
+    // Loss elsewhere (no socket overflow): no receiver drops.
+    let mut c = Case::udp(10_000);
+    Case::snmp(&mut c.server, "Udp.RcvbufErrors", 0);
+    assert!(!c.kinds().contains(&VerdictKind::ReceiverDrops));
+    // Backlog drops count too.
+    Case::counters(&mut c.server).softnet = Some(SoftnetCounters {
+        dropped: PerCpu {
+            total: 500,
+            per_cpu: vec![500, 0],
+        },
+        ..SoftnetCounters::default()
+    });
+    let v = c.verdict(VerdictKind::ReceiverDrops);
+    assert!(
+        v.suggestion.contains("netdev_max_backlog"),
+        "{}",
+        v.suggestion
+    );
+}
+
+#[test]
+fn receiver_drops_for_tcp_receive_queue_drops() {
+    let mut c = Case::tcp(941e6);
+    Case::snmp(&mut c.server, "Tcp.InSegs", 800_000);
+    Case::snmp(&mut c.server, "TcpExt.TCPRcvQDrop", 300);
+    let v = c.verdict(VerdictKind::ReceiverDrops);
+    assert!(
+        v.message.contains("300 TCP segments dropped"),
+        "{}",
+        v.message
+    );
+    Case::snmp(&mut c.server, "TcpExt.TCPRcvQDrop", 5);
+    assert!(!c.kinds().contains(&VerdictKind::ReceiverDrops));
+}
+
+#[test]
+fn delayed_ack_stalls_with_nagle_are_high_confidence() {
+    let mut c = Case::tcp(6.5e6);
+    Case::snmp(&mut c.server, "Tcp.InSegs", 10_000);
+    Case::snmp(&mut c.server, "TcpExt.DelayedACKs", 500);
+    let v = c.verdict(VerdictKind::DelayedAckStalls);
+    assert_eq!(
+        (v.side, v.confidence),
+        (Some(Role::Server), Confidence::Medium)
+    );
+    assert!(
+        v.message
+            .contains("fired 500 times (5.0% of the 10000 segments it received), 50/s"),
+        "{}",
+        v.message
+    );
+    c.plan.write_size = 512;
+    let v = c.verdict(VerdictKind::DelayedAckStalls);
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(v.suggestion.contains("-N (TCP_NODELAY)"));
+    // A handful at set-up and tear-down: nothing.
+    Case::snmp(&mut c.server, "TcpExt.DelayedACKs", 5);
+    assert!(!c.kinds().contains(&VerdictKind::DelayedAckStalls));
+}
+
+#[test]
+fn retransmission_bound_from_one_percent_of_segments() {
+    // 100 Mbit/s for 10 s = 125 MB = 86,326 segments of 1448 B.
+    let mut c = Case::tcp(100e6);
+    c.retrans(200); // 0.23 %
+    assert!(!c.kinds().contains(&VerdictKind::RetransmissionBound));
+    // 2000 of 86,326 = 2.317 %: Mathis bound 1448 × 8 / 200 µs × 1.22 / √0.02317
+    // = 57.92 Mbit/s × 8.0152 = 464.2 Mbit/s, far above the 100 Mbit/s reached.
+    c.retrans(2000);
+    let v = c.verdict(VerdictKind::RetransmissionBound);
+    assert_eq!(v.confidence, Confidence::High);
+    let m = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "mathis_bound_bps")
+        .unwrap()
+        .value;
+    assert!((m - 464.2e6).abs() < 0.1e6, "{m}");
+}
+
+#[test]
+fn records_without_flows_still_get_cpu_verdicts() {
+    let mut c = Case::tcp(941e6);
+    c.client.cpu = Some(cpu(95.0, 99.0, 5.0));
+    let mut rec = c.record();
+    rec.summary.flows.clear();
+    let d = diagnose(&rec);
+    assert_eq!(d.verdicts[0].kind, VerdictKind::CpuBound);
+    let json = serde_json::to_value(&d).unwrap();
+    assert_eq!(json["verdicts"][0]["kind"], "cpu_bound");
+    assert_eq!(json["verdicts"][0]["confidence"], "high");
+    assert_eq!(json["verdicts"][0]["side"], "client");
+}
+
+#[test]
+fn verdict_names_match_serde() {
+    for k in [
+        VerdictKind::LinkBound,
+        VerdictKind::ReceiverDrops,
+        VerdictKind::WindowLimited,
+        VerdictKind::RetransmissionBound,
+        VerdictKind::DelayedAckStalls,
+        VerdictKind::InterruptBound,
+        VerdictKind::SoftirqBound,
+        VerdictKind::TesterLimited,
+        VerdictKind::CpuBound,
+        VerdictKind::WindowOversized,
+        VerdictKind::None,
+    ] {
+        assert_eq!(serde_json::to_value(k).unwrap(), k.name());
+    }
+}

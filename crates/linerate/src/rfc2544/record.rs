@@ -1,0 +1,195 @@
+//! The result of `linerate rfc2544`: one [`Rfc2544Record`] holds the plan, every trial of every
+//! benchmark and the results per frame size. The table, CSV, chart and JSON (schema:
+//! `docs/json-schema/rfc2544-v1.json`) are all rendered from it.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::back_to_back::BackToBackTrace;
+use super::frame_loss::FrameLossTrace;
+use super::latency::LatencyTrace;
+use super::throughput::SearchTrace;
+use super::trial::TrialRecord;
+
+/// Version of the [`Rfc2544Record`] layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The four RFC 2544 benchmarks linerate runs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Benchmark {
+    /// §26.1.
+    Throughput,
+    /// §26.2.
+    Latency,
+    /// §26.3.
+    FrameLoss,
+    /// §26.4.
+    BackToBack,
+}
+
+impl Benchmark {
+    /// All four, in RFC order.
+    pub const ALL: [Benchmark; 4] = [
+        Benchmark::Throughput,
+        Benchmark::Latency,
+        Benchmark::FrameLoss,
+        Benchmark::BackToBack,
+    ];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Benchmark::Throughput => "throughput",
+            Benchmark::Latency => "latency",
+            Benchmark::FrameLoss => "frame-loss",
+            Benchmark::BackToBack => "back-to-back",
+        }
+    }
+}
+
+/// Where the throughput search starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StartAt {
+    /// The theoretical maximum of the line (RFC 2544).
+    LineRate,
+    /// The tester's own maximum for the size, when lower.
+    TesterMax,
+}
+
+/// The test as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rfc2544PlanRecord {
+    /// Server as given, host:port.
+    pub server: String,
+    /// `ipv4` or `ipv6`.
+    pub ip_version: String,
+    /// Line rate the theoretical maxima are computed from, bits per second.
+    pub line_rate_bps: f64,
+    /// Where the line rate came from (`--line-rate`, or an interface's speed).
+    pub line_rate_source: String,
+    /// Both directions at once (RFC 2544 §14: the same rate each way).
+    pub bidirectional: bool,
+    /// Benchmarks run.
+    pub benchmarks: Vec<Benchmark>,
+    /// Frame sizes, bytes (FCS included).
+    pub frame_sizes: Vec<u32>,
+    /// Search trial length, milliseconds.
+    pub trial_ms: u64,
+    /// Confirmation trial length, milliseconds; absent when skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_ms: Option<u64>,
+    /// Confirmation attempts per goal.
+    pub confirm_attempts: u32,
+    /// Allowed loss per goal, percent (0 = NDR).
+    pub loss_goals_percent: Vec<f64>,
+    /// Search resolution, percent of the theoretical maximum.
+    pub resolution_percent: f64,
+    /// Most search trials per frame size.
+    pub max_trials: u32,
+    /// Where the search starts.
+    pub start: StartAt,
+    /// Length of the unpaced trial that measures the tester's maximum, milliseconds; absent
+    /// when skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrate_ms: Option<u64>,
+    /// Wait between trials, milliseconds.
+    pub settle_ms: u64,
+    /// Latency trial length, milliseconds.
+    pub latency_ms: u64,
+    /// Latency trials per frame size.
+    pub latency_repeat: u32,
+    /// Frame loss trial length, milliseconds.
+    pub frame_loss_ms: u64,
+    /// Frame loss step, percent of the theoretical maximum.
+    pub frame_loss_step_percent: f64,
+    /// Back-to-back: longest burst tried, as time at line rate, milliseconds.
+    pub back_to_back_max_ms: u64,
+    /// Back-to-back repetitions per frame size.
+    pub back_to_back_repeat: u32,
+    /// UDP GSO/GRO allowed.
+    pub udp_offload: bool,
+}
+
+/// Everything measured for one frame size.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FrameSizeRecord {
+    /// Frame size, bytes (FCS included).
+    pub frame_size: u32,
+    /// UDP payload that makes frames of that size, bytes.
+    pub udp_payload: u32,
+    /// Theoretical maximum per direction: line rate / (8 × (size + 20)), frames per second.
+    pub theoretical_max_fps: f64,
+    /// The tester's own highest rate towards the server for this size (unpaced trial),
+    /// frames per second per direction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tester_max_fps: Option<f64>,
+    /// The unpaced trial that measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<TrialRecord>,
+    /// §26.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput: Option<SearchTrace>,
+    /// §26.2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyTrace>,
+    /// §26.3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frame_loss: Option<FrameLossTrace>,
+    /// §26.4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_to_back: Option<BackToBackTrace>,
+}
+
+impl FrameSizeRecord {
+    /// Trials run for this size, all benchmarks.
+    pub fn trial_count(&self) -> usize {
+        usize::from(self.calibration.is_some())
+            + self.throughput.as_ref().map_or(0, |t| t.trials.len())
+            + self.latency.as_ref().map_or(0, |t| t.trials.len())
+            + self.frame_loss.as_ref().map_or(0, |t| t.trials.len())
+            + self.back_to_back.as_ref().map_or(0, |t| t.trials.len())
+    }
+}
+
+/// The whole result of `linerate rfc2544`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rfc2544Record {
+    /// Layout version ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// "linerate x.y.z".
+    pub tool_version: String,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// The test as run.
+    pub plan: Rfc2544PlanRecord,
+    /// One entry per frame size, in the order run.
+    pub frame_sizes: Vec<FrameSizeRecord>,
+    /// True when the run was cut short (Ctrl-C or an error); sizes not reached are missing.
+    pub interrupted: bool,
+    /// Where this run departs from RFC 2544's procedure (RFC 9971 asks that deviations be
+    /// stated with the results).
+    pub deviations: Vec<String>,
+    /// What could not be measured or looked wrong, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// JSON Schema of [`Rfc2544Record`] (`docs/json-schema/rfc2544-v1.json`), pretty, with a
+/// trailing newline.
+pub fn schema() -> String {
+    let mut text = serde_json::to_string_pretty(&schemars::schema_for!(Rfc2544Record))
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
+    text.push('\n');
+    text
+}
+
+/// The record as pretty JSON, with a trailing newline.
+pub fn to_json(rec: &Rfc2544Record) -> String {
+    let mut text = serde_json::to_string_pretty(rec)
+        .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
+    text.push('\n');
+    text
+}

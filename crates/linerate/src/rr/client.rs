@@ -1,0 +1,382 @@
+//! Client loops: send requests, time the responses.
+//!
+//! * TCP_RR: up to `burst` requests are written at once (one call), responses are read as
+//!   they come; a transaction completes when its last response byte has arrived. Responses
+//!   are matched to requests in order, as TCP delivers them.
+//! * TCP_CRR: connect, write the stream hello and the request in one call, read the whole
+//!   response, close (the client closes first, as netperf's TCP_CRR, so TIME_WAIT stays on
+//!   the client).
+//! * UDP_RR: each request carries a probe header (sequence number); the response echoes it.
+//!   A request unanswered after `timeout_ms` is lost; a response that arrives later is
+//!   counted as late and ignored.
+//!
+//! With a target rate each request has an intended send time from a strict schedule
+//! ([`Schedule`]); latency is measured from it, and from the actual write into a second
+//! histogram. Without one, the two are the same and only one histogram is kept.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use linerate_wire::probe::{self, Probe};
+use linerate_wire::stream_hello::StreamHello;
+
+use super::latency::new_histogram;
+use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
+use crate::session::sockets;
+
+/// Latency histograms of one stream.
+struct Recorder {
+    latency: Histogram<u64>,
+    actual: Option<Histogram<u64>>,
+}
+
+impl Recorder {
+    fn new(paced: bool) -> Recorder {
+        Recorder {
+            latency: new_histogram(),
+            actual: paced.then(new_histogram),
+        }
+    }
+
+    fn record(&mut self, intended_ns: u64, actual_ns: u64, done_ns: u64) {
+        self.latency
+            .saturating_record(done_ns.saturating_sub(intended_ns).max(1));
+        if let Some(a) = self.actual.as_mut() {
+            a.saturating_record(done_ns.saturating_sub(actual_ns).max(1));
+        }
+    }
+
+    fn into_outcome(self, out: &mut RrOutcome) {
+        out.latency = Some(self.latency);
+        out.actual = self.actual;
+    }
+}
+
+pub(super) fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Fills `buf` with a fixed pattern (never all zeros, so compression on a path shows).
+pub(super) fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+/// Waits up to `ns` for `fd` to become readable; true if it did.
+fn readable(fd: &impl AsFd, ns: u64) -> io::Result<bool> {
+    use nix::poll::{ppoll, PollFd, PollFlags};
+    use nix::sys::time::TimeSpec;
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let ts = TimeSpec::from_duration(Duration::from_nanos(ns).min(POLL));
+    match ppoll(&mut fds, Some(ts), None) {
+        Ok(n) => Ok(n > 0),
+        Err(nix::errno::Errno::EINTR) => Ok(false),
+        Err(e) => Err(io::Error::from(e)),
+    }
+}
+
+/// Writes all of `buf`, retrying on time-outs until `stop`; false if stopped first.
+fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<bool> {
+    let mut off = 0;
+    while off < buf.len() {
+        if ctx.stop.load(Relaxed) {
+            return Ok(false);
+        }
+        match w.write(&buf[off..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "connection closed",
+                ))
+            }
+            Ok(n) => {
+                ctx.wrote(n);
+                off += n;
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Runs the client loop for `socket` on the calling thread.
+pub fn run(ctx: &LoopCtx, socket: &RrSocket, out: &mut RrOutcome) -> io::Result<()> {
+    match socket {
+        RrSocket::Tcp(s) => tcp_rr(ctx, s, out),
+        RrSocket::Udp(u) => udp_rr(ctx, u, out),
+        RrSocket::Connect(c) => tcp_crr(ctx, c, out),
+        RrSocket::Accept => Err(io::Error::other(
+            "a client stream cannot accept connections",
+        )),
+    }
+}
+
+fn tcp_rr(ctx: &LoopCtx, s: &TcpStream, out: &mut RrOutcome) -> io::Result<()> {
+    s.set_read_timeout(Some(POLL))?;
+    s.set_write_timeout(Some(POLL))?;
+    let req = ctx.spec.request_bytes.max(1) as usize;
+    let resp = ctx.spec.response_bytes.max(1) as usize;
+    let burst = ctx.spec.burst.max(1) as usize;
+    let sendbuf = pattern(req * burst);
+    let mut rbuf = vec![0u8; (resp * burst).clamp(64, 1 << 20)];
+    let mut inflight: VecDeque<(u64, u64)> = VecDeque::with_capacity(burst);
+    let mut got = 0usize;
+    let mut sched = Schedule::new(ctx.rate_tps, ctx.now_ns());
+    let mut rec = Recorder::new(sched.paced());
+    let mut base = false;
+    let mut r = s;
+    let result = loop {
+        if ctx.stop.load(Relaxed) {
+            break Ok(());
+        }
+        ctx.check_baseline(&mut base);
+        let now = ctx.now_ns();
+        let mut n = 0;
+        while inflight.len() < burst {
+            match sched.next(now) {
+                Some(intended) => {
+                    inflight.push_back((intended, now));
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        if n > 0 {
+            match write_all(ctx, s, &sendbuf[..n * req]) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        }
+        if inflight.is_empty() {
+            wait_for_slot(&sched, now);
+            continue;
+        }
+        if sched.paced() && inflight.len() < burst {
+            // More requests may become due while these are out: wake for either.
+            let w = sched.wait_ns(ctx.now_ns());
+            match readable(s, w) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => break Err(e),
+            }
+        }
+        match r.read(&mut rbuf) {
+            Ok(0) => {
+                break Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection",
+                ))
+            }
+            Ok(k) => {
+                ctx.read(k);
+                let done = ctx.now_ns();
+                got += k;
+                while got >= resp {
+                    got -= resp;
+                    if let Some((intended, actual)) = inflight.pop_front() {
+                        if ctx.measuring() {
+                            rec.record(intended, actual, done);
+                        }
+                        ctx.completed(1, done);
+                    }
+                }
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    rec.into_outcome(out);
+    result
+}
+
+fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> {
+    let req = ctx.spec.request_bytes.max(1) as usize;
+    let resp = ctx.spec.response_bytes.max(1) as usize;
+    let mut msg = StreamHello {
+        token: c.token,
+        stream_index: c.index,
+    }
+    .to_bytes()
+    .to_vec();
+    msg.extend(pattern(req));
+    let mut rbuf = vec![0u8; resp.clamp(64, 1 << 20)];
+    let mut sched = Schedule::new(ctx.rate_tps, ctx.now_ns());
+    let mut rec = Recorder::new(sched.paced());
+    let mut base = false;
+    let mut first_error = true;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let now = ctx.now_ns();
+        let Some(intended) = sched.next(now) else {
+            wait_for_slot(&sched, now);
+            continue;
+        };
+        match crr_once(ctx, c, &msg, resp, &mut rbuf) {
+            Ok(true) => {
+                let done = ctx.now_ns();
+                if ctx.measuring() {
+                    rec.record(intended, now, done);
+                }
+                ctx.completed(1, done);
+            }
+            Ok(false) => break,
+            Err(e) => {
+                super::bump(&ctx.counters.errors, 1);
+                if first_error {
+                    first_error = false;
+                    out.warnings
+                        .push(format!("a TCP_CRR transaction failed: {e}"));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+    rec.into_outcome(out);
+    Ok(())
+}
+
+/// One TCP_CRR transaction; Ok(false) when stopped half way.
+fn crr_once(
+    ctx: &LoopCtx,
+    c: &Connector,
+    msg: &[u8],
+    resp: usize,
+    rbuf: &mut [u8],
+) -> io::Result<bool> {
+    let s = sockets::connect_tcp(c.addr, &c.opts, c.timeout)?;
+    super::bump(&ctx.counters.connections, 1);
+    s.set_read_timeout(Some(POLL))?;
+    s.set_write_timeout(Some(POLL))?;
+    if !write_all(ctx, &s, msg)? {
+        return Ok(false);
+    }
+    // The hello is framing, not payload.
+    super::bump(
+        &ctx.counters.tx_bytes,
+        (linerate_wire::stream_hello::LEN as u64).wrapping_neg(),
+    );
+    let mut got = 0;
+    let mut r = &s;
+    while got < resp {
+        if ctx.stop.load(Relaxed) {
+            return Ok(false);
+        }
+        match r.read(rbuf) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection before the whole response",
+                ))
+            }
+            Ok(k) => {
+                ctx.read(k);
+                got += k;
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {
+    let timeout_ns = ctx.spec.timeout_ms.max(1).saturating_mul(1_000_000);
+    u.set_read_timeout(Some(Duration::from_nanos(timeout_ns).min(POLL)))?;
+    let mut req = pattern((ctx.spec.request_bytes as usize).max(probe::LEN));
+    let mut rbuf = vec![0u8; 65_536];
+    let burst = ctx.spec.burst.max(1) as usize;
+    // (seq, intended, actual)
+    let mut outstanding: VecDeque<(u64, u64, u64)> = VecDeque::with_capacity(burst);
+    let mut seq = 0u64;
+    let mut sched = Schedule::new(ctx.rate_tps, ctx.now_ns());
+    let mut rec = Recorder::new(sched.paced());
+    let mut base = false;
+    let c = &ctx.counters;
+    let result = loop {
+        if ctx.stop.load(Relaxed) {
+            break Ok(());
+        }
+        ctx.check_baseline(&mut base);
+        let now = ctx.now_ns();
+        while outstanding
+            .front()
+            .is_some_and(|&(_, _, sent)| now.saturating_sub(sent) >= timeout_ns)
+        {
+            outstanding.pop_front();
+            super::bump(&c.lost, 1);
+        }
+        while outstanding.len() < burst {
+            let Some(intended) = sched.next(now) else {
+                break;
+            };
+            Probe { seq, tx_ns: now }.emit(&mut req);
+            match u.send(&req) {
+                Ok(_) => {
+                    ctx.wrote(req.len());
+                    outstanding.push_back((seq, intended, now));
+                    seq += 1;
+                }
+                // A full queue or an ICMP error from an earlier datagram: this request
+                // never left, so it is neither sent nor lost; retry on the next turn.
+                Err(e)
+                    if is_timeout(&e)
+                        || e.raw_os_error() == Some(libc::ENOBUFS)
+                        || e.kind() == io::ErrorKind::ConnectionRefused =>
+                {
+                    break
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(&(_, _, oldest)) = outstanding.front() else {
+            wait_for_slot(&sched, now);
+            continue;
+        };
+        if sched.paced() && outstanding.len() < burst {
+            let deadline = (oldest + timeout_ns).saturating_sub(now);
+            let w = sched.wait_ns(now).min(deadline);
+            match readable(u, w) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => break Err(e),
+            }
+        }
+        match u.recv(&mut rbuf) {
+            Ok(k) => {
+                ctx.read(k);
+                let done = ctx.now_ns();
+                let Ok(p) = Probe::parse(&rbuf[..k]) else {
+                    continue;
+                };
+                match outstanding.iter().position(|o| o.0 == p.seq) {
+                    Some(pos) => {
+                        let (_, intended, actual) = outstanding.remove(pos).unwrap_or_default();
+                        if done.saturating_sub(actual) >= timeout_ns {
+                            super::bump(&c.lost, 1);
+                            super::bump(&c.late, 1);
+                        } else {
+                            if ctx.measuring() {
+                                rec.record(intended, actual, done);
+                            }
+                            ctx.completed(1, done);
+                        }
+                    }
+                    None => super::bump(&c.late, 1),
+                }
+            }
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    rec.into_outcome(out);
+    result
+}

@@ -1,0 +1,189 @@
+//! Server responders: answer every complete request with one response.
+//!
+//! * TCP_RR: read what arrives, count complete requests, write one response for each (all
+//!   that are due in one call), so pipelined requests (`burst`) are answered in order.
+//! * TCP_CRR: take connections from the stream's queue one at a time; read one request,
+//!   write one response, then wait (at most 1 s) for the client to close first.
+//! * UDP_RR: answer each datagram with `response_bytes`, copying the request's 16-byte probe
+//!   header so the client can match them.
+//!
+//! Transactions here count responses sent. Every blocking call has a [`POLL`] time-out so
+//! that the loops see the stop flag.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use linerate_wire::probe;
+
+use super::client::{is_timeout, pattern};
+use super::{LoopCtx, POLL};
+
+/// Most response bytes written in one call.
+const MAX_WRITE: usize = 1 << 20;
+
+/// Writes all of `buf`; false if stopped first.
+fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<bool> {
+    let mut off = 0;
+    while off < buf.len() {
+        if ctx.stop.load(Relaxed) {
+            return Ok(false);
+        }
+        match w.write(&buf[off..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "connection closed",
+                ))
+            }
+            Ok(n) => {
+                ctx.wrote(n);
+                off += n;
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// TCP_RR responder on one connection.
+pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
+    s.set_read_timeout(Some(POLL))?;
+    s.set_write_timeout(Some(POLL))?;
+    let req = ctx.spec.request_bytes.max(1) as usize;
+    let resp = ctx.spec.response_bytes.max(1) as usize;
+    let burst = ctx.spec.burst.max(1) as usize;
+    let per_write = (MAX_WRITE / resp).clamp(1, burst.max(1));
+    let respbuf = pattern(resp * per_write);
+    let mut rbuf = vec![0u8; (req * burst).clamp(64 * 1024, MAX_WRITE)];
+    let mut got = 0usize;
+    let mut base = false;
+    let mut r = s;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let k = match r.read(&mut rbuf) {
+            Ok(0) => return Ok(()),
+            Ok(k) => k,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        ctx.read(k);
+        got += k;
+        let mut due = got / req;
+        got %= req;
+        while due > 0 {
+            let n = due.min(per_write);
+            if !write_all(ctx, s, &respbuf[..n * resp])? {
+                return Ok(());
+            }
+            // The server's transactions need no timestamps: the clock is read only
+            // where a duration is measured.
+            super::bump(&ctx.counters.transactions, n as u64);
+            due -= n;
+        }
+    }
+    Ok(())
+}
+
+/// TCP_CRR responder: connections of one stream, one after another.
+pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>) -> io::Result<()> {
+    let req = ctx.spec.request_bytes.max(1) as usize;
+    let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
+    let mut rbuf = vec![0u8; req.clamp(64, MAX_WRITE)];
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let s = match queue.recv_timeout(POLL) {
+            Ok(s) => s,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        };
+        super::bump(&ctx.counters.connections, 1);
+        if crr_serve(ctx, &s, req, &resp, &mut rbuf).is_err() {
+            super::bump(&ctx.counters.errors, 1);
+        }
+    }
+    Ok(())
+}
+
+fn crr_serve(
+    ctx: &LoopCtx,
+    s: &TcpStream,
+    req: usize,
+    resp: &[u8],
+    rbuf: &mut [u8],
+) -> io::Result<()> {
+    s.set_read_timeout(Some(POLL))?;
+    s.set_write_timeout(Some(POLL))?;
+    // A client gets 5 s to send its request; then the connection is dropped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut got = 0;
+    let mut r = s;
+    while got < req {
+        if ctx.stop.load(Relaxed) || Instant::now() >= deadline {
+            return Ok(());
+        }
+        let want = (req - got).min(rbuf.len());
+        match r.read(&mut rbuf[..want]) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed early")),
+            Ok(k) => {
+                ctx.read(k);
+                got += k;
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    if !write_all(ctx, s, resp)? {
+        return Ok(());
+    }
+    ctx.completed(1, ctx.now_ns());
+    // Let the client close first (netperf's order), without waiting long for it.
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < deadline && !ctx.stop.load(Relaxed) {
+        match r.read(rbuf) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) if is_timeout(&e) => continue,
+            Err(_) => break,
+        }
+    }
+    Ok(())
+}
+
+/// UDP_RR responder on one connected socket.
+pub fn udp(ctx: &LoopCtx, u: &UdpSocket) -> io::Result<()> {
+    u.set_read_timeout(Some(POLL))?;
+    let mut resp = pattern((ctx.spec.response_bytes as usize).max(probe::LEN));
+    let mut rbuf = vec![0u8; 65_536];
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let k = match u.recv(&mut rbuf) {
+            Ok(k) => k,
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => continue,
+            Err(e) => return Err(e),
+        };
+        ctx.read(k);
+        if k < probe::LEN {
+            continue;
+        }
+        resp[..probe::LEN].copy_from_slice(&rbuf[..probe::LEN]);
+        match u.send(&resp) {
+            Ok(_) => {
+                ctx.wrote(resp.len());
+                super::bump(&ctx.counters.transactions, 1);
+            }
+            Err(e)
+                if is_timeout(&e)
+                    || e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.kind() == io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

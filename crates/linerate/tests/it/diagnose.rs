@@ -1,0 +1,272 @@
+//! Diagnoses of real runs and `linerate doctor` against a real server.
+//!
+//! * On loopback: a plain TCP run gets a diagnosis that invents no bottleneck (no link,
+//!   window or receiver verdict; CPU or tester verdicts are allowed: loopback tests load
+//!   the CPUs), and doctor reports both ends' findings.
+//! * In network namespaces (root, like every lab test): a tbf-shaped link is `link_bound`
+//!   (linerate is told the shaped rate with `--link-rate`: a shaper on the path is not
+//!   visible to it), a 4 KiB socket buffer is `window_limited`, and UDP into a 4 KiB
+//!   receive buffer is `receiver_drops`.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use linerate_lab::{Lab, LabOptions, Shaping};
+use linerate_wire::control::{Direction, Transport};
+use serde_json::Value;
+
+use crate::common::{bin, plan, run, spec, TestServer};
+
+fn kinds(diagnosis: &Value) -> Vec<String> {
+    diagnosis["verdicts"]
+        .as_array()
+        .expect("verdicts array")
+        .iter()
+        .map(|v| v["kind"].as_str().expect("kind").to_string())
+        .collect()
+}
+
+#[test]
+fn plain_loopback_tcp_invents_no_bottleneck() {
+    let server = TestServer::start();
+    let mut s = spec(Transport::Tcp, Direction::Send);
+    s.duration_ms = Some(1000);
+    let rec = run(&plan(server.addr, s));
+    let d = rec
+        .diagnosis
+        .as_ref()
+        .expect("every record has a diagnosis");
+    let json = serde_json::to_value(d).unwrap();
+    let k = kinds(&json);
+    assert!(!k.is_empty());
+    for invented in [
+        "link_bound",
+        "window_limited",
+        "window_oversized",
+        "receiver_drops",
+    ] {
+        assert!(
+            !k.iter().any(|x| x == invented),
+            "loopback got {invented}: {json:#}"
+        );
+    }
+    for v in &d.verdicts {
+        assert!(!v.message.is_empty() && !v.suggestion.is_empty(), "{v:?}");
+        assert!(
+            v.kind == linerate::diagnose::VerdictKind::None || !v.evidence.is_empty(),
+            "{v:?}"
+        );
+    }
+    assert!(!d.summary.is_empty());
+}
+
+#[test]
+fn diagnosis_in_every_output_format() {
+    let server = TestServer::start();
+    let port = server.addr.port().to_string();
+    let args = ["tcp", "127.0.0.1", "-p", &port, "-t", "0.5"];
+    let out = |extra: &[&str]| {
+        let o = bin().args(args).args(extra).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (table, _) = out(&[]);
+    assert!(table.contains("\ndiagnosis:\n  "), "{table}");
+    let (json, _) = out(&["--json"]);
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert!(!kinds(&v["diagnosis"]).is_empty());
+    let (csv, _) = out(&["--csv"]);
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.ends_with(",interrupted,verdict,verdict_message"),
+        "{header}"
+    );
+    for f in ["netperf", "ttcp"] {
+        let (stdout, stderr) = out(&["--format", f]);
+        assert!(
+            !stdout.contains("linerate:"),
+            "{f} stdout must stay classic: {stdout}"
+        );
+        assert!(stderr.contains("# linerate: diagnosis: "), "{f}: {stderr}");
+    }
+}
+
+#[test]
+fn doctor_reports_both_ends_of_a_loopback_server() {
+    let server = TestServer::start();
+    let o = bin()
+        .args([
+            "doctor",
+            "127.0.0.1",
+            "-p",
+            &server.addr.port().to_string(),
+            "-w",
+            "1M",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for end in ["local", "server"] {
+        let r = &rec[end];
+        assert_eq!(r["interface"], "lo", "{end}: {r:#}");
+        let checks: Vec<&str> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["check"].as_str().unwrap())
+            .collect();
+        for c in [
+            "net.core.rmem_max",
+            "net.ipv4.tcp_rmem",
+            "net.ipv4.tcp_congestion_control",
+            "cpu.governor",
+            "interface",
+            "path.mtu",
+        ] {
+            assert!(checks.contains(&c), "{end} lacks {c}: {checks:?}");
+        }
+        // Every warning comes with a command.
+        for f in r["findings"].as_array().unwrap() {
+            if f["severity"] == "warn" {
+                assert!(f["fix"].as_str().is_some_and(|x| !x.is_empty()), "{f}");
+            }
+        }
+    }
+    assert!(rec["rtt_us"].as_u64().is_some_and(|r| r > 0), "{rec:#}");
+    // The table shows both sections and changes nothing.
+    let o = bin()
+        .args(["doctor", "127.0.0.1", "-p", &server.addr.port().to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("this host: ") && text.contains("\nserver 127.0.0.1:"),
+        "{text}"
+    );
+    assert!(text.contains("doctor changes nothing"));
+}
+
+#[test]
+fn doctor_in_process_and_bad_host() {
+    let server = TestServer::start();
+    let mut warnings = Vec::new();
+    let (report, rtt) =
+        linerate::doctor::remote(server.addr, None, Duration::from_secs(3), &mut warnings).unwrap();
+    let report = report.expect("the server offers doctor");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert!(rtt.is_some());
+    assert!(report.host.as_ref().is_some_and(|h| h.cpu_count >= 1));
+    // Nobody listening: one line, exit 2.
+    let o = bin()
+        .args(["doctor", "127.0.0.1", "-p", "1", "--connect-timeout", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach a linerate server"));
+}
+
+// ---- lab: verdicts for real, in network namespaces ----
+
+fn lab_name(tag: &str) -> String {
+    format!("dg{}{tag}", std::process::id() % 100_000)
+}
+
+fn serve_in(lab: &Lab, host: &str, port: u16) -> std::process::Child {
+    let addr = lab.addr(host).unwrap().to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    cmd.args(["serve", "--bind", &addr, "-p", &port.to_string(), "-q"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let child = lab.spawn(host, &cmd).expect("spawn server in namespace");
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// Runs the client in `a` against a server in `b` and returns the record's diagnosis.
+fn lab_diagnosis(lab: &Lab, args: &[&str]) -> Value {
+    let mut srv = serve_in(lab, "b", 5301);
+    let b = lab.addr("b").unwrap().to_string();
+    let mut a = vec![env!("CARGO_BIN_EXE_linerate"), args[0], &b];
+    a.extend_from_slice(&args[1..]);
+    a.push("--json");
+    let out = lab.exec("a", &a).expect("run client in namespace");
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        out.status.success(),
+        "client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: Value = serde_json::from_slice(&out.stdout).expect("json record");
+    assert!(rec["diagnosis"].is_object(), "no diagnosis: {rec:#}");
+    rec["diagnosis"].clone()
+}
+
+fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
+    d["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} verdict: {d:#}"))
+}
+
+#[test]
+fn lab_diagnose_tbf_shaped_link_is_link_bound() {
+    let opts = LabOptions {
+        rate_limit: Some(Shaping::tbf(50_000_000)),
+        ..LabOptions::default()
+    };
+    let lab = Lab::pair(&lab_name("l"), &opts).expect("lab up (needs root)");
+    let d = lab_diagnosis(&lab, &["tcp", "-t", "3", "-O", "1", "--link-rate", "50M"]);
+    let v = verdict(&d, "link_bound");
+    assert_eq!(v["flow"], "client_to_server");
+    let util = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == "link_utilisation")
+        .unwrap();
+    assert!(util["value"].as_f64().unwrap() >= 0.9, "{v:#}");
+    assert_eq!(kinds(&d)[0], "link_bound", "{d:#}");
+}
+
+#[test]
+fn lab_diagnose_tiny_socket_buffer_is_window_limited() {
+    let lab = Lab::pair(&lab_name("w"), &LabOptions::default()).expect("lab up (needs root)");
+    let d = lab_diagnosis(&lab, &["tcp", "-t", "2", "-w", "4K"]);
+    let v = verdict(&d, "window_limited");
+    assert_eq!(v["flow"], "client_to_server");
+    let k = kinds(&d);
+    assert!(
+        !k.iter().any(|x| x == "link_bound" || x == "receiver_drops"),
+        "{d:#}"
+    );
+}
+
+#[test]
+fn lab_diagnose_udp_into_a_small_receive_buffer_is_receiver_drops() {
+    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
+    let d = lab_diagnosis(
+        &lab,
+        &["udp", "-t", "2", "-l", "1400", "--remote-rcvbuf", "4K"],
+    );
+    let v = verdict(&d, "receiver_drops");
+    assert_eq!(
+        (v["side"].as_str(), v["flow"].as_str()),
+        (Some("server"), Some("client_to_server")),
+        "{v:#}"
+    );
+    let errors = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == "udp_rcvbuf_errors")
+        .unwrap();
+    assert!(errors["value"].as_f64().unwrap() > 0.0);
+    assert!(!kinds(&d).iter().any(|x| x == "link_bound"), "{d:#}");
+}

@@ -1,0 +1,356 @@
+//! Request/response tests end to end: TCP_RR, TCP_CRR and UDP_RR on loopback, repetition,
+//! and UDP_RR with real loss in a lab namespace pair.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use clap::Parser;
+use linerate::cli::args::{Args, Command as Cmd};
+use linerate::model::{RrKind, RunRecord, TrialSetRecord};
+use linerate::session::client;
+use linerate_lab::{Lab, LabOptions};
+
+use crate::common::{bin, TestServer};
+
+/// Runs `linerate rr 127.0.0.1 -p PORT <args>` in-process.
+fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
+    let port = srv.addr.port().to_string();
+    let mut argv = vec!["linerate", "rr", "127.0.0.1", "-p", &port, "-i", "200ms"];
+    argv.extend_from_slice(args);
+    let Cmd::Rr(a) = Args::try_parse_from(&argv).expect("args").command else {
+        unreachable!()
+    };
+    let plan = linerate::cli::rr_plan::rr_plan(&a).expect("plan");
+    let never = AtomicBool::new(false);
+    client::run(&plan, &mut client::Quiet, &never).expect("rr run")
+}
+
+#[track_caller]
+fn check_common(rec: &RunRecord, kind: RrKind) {
+    let rr = rec.rr.as_ref().expect("rr summary");
+    assert_eq!(rr.kind, kind);
+    assert!(!rec.interrupted);
+    assert!(rr.transactions > 50, "{} transactions", rr.transactions);
+    let tps = rr.transactions_per_sec.expect("tps");
+    // tps is transactions over the client's window.
+    let want = rr.transactions as f64 * 1e9 / rr.duration_ns as f64;
+    assert!((tps - want).abs() < 1e-6 * want);
+    let l = rr.latency.as_ref().expect("latency");
+    // Every measured transaction is in the histogram (no warm-up here).
+    assert_eq!(l.count, rr.transactions);
+    assert_eq!(l.histogram.iter().map(|b| b.count).sum::<u64>(), l.count);
+    assert!(l.min_ns > 0 && l.min_ns <= l.p50_ns && l.p50_ns <= l.p99_ns && l.p99_ns <= l.max_ns);
+    // Both ends' CPU and service demand per transaction.
+    assert!(rec.summary.client.cpu_util_percent.is_some());
+    assert!(rr.client_service_demand_us_per_tran.unwrap() > 0.0);
+    assert!(rr.server_service_demand_us_per_tran.unwrap() > 0.0);
+    assert!(rec.summary.flows.is_empty(), "stream flows do not apply");
+    let server = rec.server.as_ref().expect("server report");
+    // The server answered at least every completed transaction.
+    assert!(server.totals.tx_bytes >= rr.transactions * u64::from(rr.response_bytes));
+}
+
+#[test]
+fn tcp_rr_counts_transactions_and_latency() {
+    let srv = TestServer::start();
+    let rec = rr(&srv, &["-t", "1"]);
+    check_common(&rec, RrKind::TcpRr);
+    let rr = rec.rr.as_ref().unwrap();
+    // One byte each way and one in flight: the client read exactly one byte per transaction.
+    assert_eq!(rec.client.totals.rx_bytes, rr.transactions);
+    assert!(rec.client.totals.tx_bytes - rr.transactions <= 1);
+    assert!(rec.client.streams[0].tcp_info.is_some());
+    assert!(!rec.client.intervals.is_empty());
+    assert!(rec
+        .client
+        .intervals
+        .iter()
+        .all(|iv| iv.transactions.is_some()));
+}
+
+#[test]
+fn tcp_rr_with_burst_parallel_streams_and_sizes() {
+    let srv = TestServer::start();
+    let rec = rr(
+        &srv,
+        &[
+            "-t", "1", "-P", "2", "--burst", "4", "-r", "100,3000", "--rate", "20k",
+        ],
+    );
+    check_common(&rec, RrKind::TcpRr);
+    let rr = rec.rr.as_ref().unwrap();
+    assert_eq!(
+        (rr.request_bytes, rr.response_bytes, rr.burst),
+        (100, 3000, 4)
+    );
+    assert_eq!(rec.client.streams.len(), 2);
+    // At most 4 responses per stream were still in flight when the test stopped.
+    let got = rec.client.totals.rx_bytes;
+    assert!(got >= rr.transactions * 3000 && got < (rr.transactions + 8) * 3000);
+}
+
+#[test]
+fn tcp_crr_opens_a_connection_per_transaction() {
+    let srv = TestServer::start();
+    let rec = rr(&srv, &["-t", "1", "--connect"]);
+    check_common(&rec, RrKind::TcpCrr);
+    let rr = rec.rr.as_ref().unwrap();
+    let conns = rr.connections.expect("connections");
+    // One connection per transaction; the last one may have been cut by the stop.
+    assert!(
+        conns >= rr.transactions && conns <= rr.transactions + 1,
+        "{conns} vs {}",
+        rr.transactions
+    );
+}
+
+#[test]
+fn udp_rr_on_loopback_loses_nothing() {
+    let srv = TestServer::start();
+    let rec = rr(
+        &srv,
+        &[
+            "-t", "1", "--udp", "-r", "32,64", "--burst", "2", "--rate", "5k",
+        ],
+    );
+    check_common(&rec, RrKind::UdpRr);
+    let rr = rec.rr.as_ref().unwrap();
+    assert_eq!(rr.lost_transactions, Some(0), "{:?}", rec.warnings);
+    assert_eq!(rr.lost_percent, Some(0.0));
+    assert_eq!(rr.timeout_ms, Some(200));
+}
+
+#[test]
+fn target_rate_is_kept_and_both_latencies_are_recorded() {
+    let srv = TestServer::start();
+    let rec = rr(&srv, &["-t", "1", "--rate", "500"]);
+    let rr = rec.rr.as_ref().unwrap();
+    let tps = rr.transactions_per_sec.unwrap();
+    // The schedule never runs ahead of the target (one request in flight, 1 s window).
+    assert!(tps <= 510.0, "{tps}");
+    // On a loaded machine it may fall behind; then the record must say so.
+    if tps < 475.0 {
+        assert!(
+            rec.warnings.iter().any(|w| w.contains("was not reached")),
+            "{tps}: {:?}",
+            rec.warnings
+        );
+    }
+    assert_eq!(rr.target_tps, Some(500));
+    let intended = rr.latency.as_ref().unwrap();
+    let actual = rr
+        .latency_from_actual_send
+        .as_ref()
+        .expect("both latencies with a rate");
+    // Every request's intended send time is at or before its actual write, so the latency
+    // from the intended time dominates sample by sample, hence percentile by percentile.
+    assert_eq!(intended.count, actual.count);
+    assert!(intended.p50_ns >= actual.p50_ns, "{intended:?} {actual:?}");
+    assert!(intended.p99_ns >= actual.p99_ns, "{intended:?} {actual:?}");
+    assert!(intended.max_ns >= actual.max_ns);
+}
+
+#[test]
+fn warm_up_is_left_out() {
+    let srv = TestServer::start();
+    let rec = rr(&srv, &["-t", "1", "-O", "0.4", "--rate", "2k"]);
+    let rr = rec.rr.as_ref().unwrap();
+    // The window starts when the 0.4 s warm-up ends (later on a loaded machine), so it is
+    // at most the 0.6 s after it, plus scheduling slack.
+    assert!(
+        rr.duration_ns > 0 && rr.duration_ns < 700_000_000,
+        "{}",
+        rr.duration_ns
+    );
+    assert!(rec.client.intervals.iter().any(|iv| iv.omitted));
+    let l = rr.latency.as_ref().unwrap();
+    // Latencies recorded after the baseline only: about the transactions counted.
+    assert!(l.count <= rr.transactions + 2 && l.count + 50 >= rr.transactions);
+}
+
+#[test]
+fn every_output_format_renders_and_ttcp_is_refused() {
+    let srv = TestServer::start();
+    let port = srv.addr.port().to_string();
+    for (fmt, needle) in [
+        ("netperf", "MIGRATED TCP REQUEST/RESPONSE TEST"),
+        ("csv", "started_at,test,streams,request_bytes"),
+        ("json", "\"transactions_per_sec\""),
+        ("json-stream", "\"event\":\"end\""),
+        ("table", "per second"),
+    ] {
+        let out = bin()
+            .args([
+                "rr",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-t",
+                "0.3",
+                "--rate",
+                "1k",
+                "--format",
+                fmt,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(needle), "{fmt}: {text}");
+    }
+    let out = bin()
+        .args(["rr", "127.0.0.1", "-p", &port, "--format", "ttcp"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("ttcp has no request/response test"), "{err}");
+}
+
+#[test]
+fn repeat_and_confidence_report_every_trial() {
+    let srv = TestServer::start();
+    let port = srv.addr.port().to_string();
+    let out = bin()
+        .args([
+            "rr",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "0.3",
+            "--rate",
+            "2k",
+            "--repeat",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let set: TrialSetRecord = serde_json::from_slice(&out.stdout).expect("trial set");
+    assert_eq!(set.trials.len(), 3);
+    assert_eq!(set.primary_metric, "transactions_per_sec");
+    let m = &set.metrics[0];
+    assert_eq!((m.name.as_str(), m.n), ("transactions_per_sec", 3));
+    let vals: Vec<f64> = set
+        .trials
+        .iter()
+        .map(|t| t.rr.as_ref().unwrap().transactions_per_sec.unwrap())
+        .collect();
+    assert!((m.mean - vals.iter().sum::<f64>() / 3.0).abs() < 1e-6 * m.mean);
+    assert!(m.ci_low.unwrap() <= m.mean && m.mean <= m.ci_high.unwrap());
+    // The JSON validates against the committed schema.
+    let schema: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/json-schema/trials-v1.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(compiled.is_valid(&value));
+
+    // A stream test with --confidence and a wide target stops between MIN and MAX and says
+    // whether it converged; the table shows every trial and the statistics.
+    let out = bin()
+        .args([
+            "tcp",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "0.3",
+            "-b",
+            "200M",
+            "--confidence",
+            "95,60",
+            "--iterations",
+            "2,4",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("trials of tcp"), "{text}");
+    for row in ["mean", "stddev", "95% CI", "± % of mean"] {
+        assert!(text.lines().any(|l| l.starts_with(row)), "{row}: {text}");
+    }
+    assert!(text.contains("converged"), "{text}");
+}
+
+fn lab_name(tag: &str) -> String {
+    format!("rr{}{tag}", std::process::id() % 100_000)
+}
+
+/// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
+/// a transaction is lost when its request or its response is, so the expected loss is
+/// 1 − (1 − 0.1)² = 19 %.
+#[test]
+fn lab_udp_rr_counts_real_loss() {
+    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
+    let p = 0.10;
+    lab.set_loss("a", p).expect("loss on a");
+    lab.set_loss("b", p).expect("loss on b");
+    let b = lab.addr("b").unwrap().to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut srv = lab.spawn("b", &cmd).expect("server in b");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = lab
+        .exec(
+            "a",
+            &[
+                env!("CARGO_BIN_EXE_linerate"),
+                "rr",
+                &b,
+                "--udp",
+                "-t",
+                "3",
+                "--burst",
+                "16",
+                "--timeout",
+                "20ms",
+                "--json",
+            ],
+        )
+        .expect("client in a");
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: RunRecord = serde_json::from_slice(&out.stdout).expect("record");
+    let rr = rec.rr.as_ref().unwrap();
+    let lost = rr.lost_transactions.unwrap();
+    let total = lost + rr.transactions;
+    let frac = lost as f64 / total as f64;
+    let want = 1.0 - (1.0 - p) * (1.0 - p);
+    // Binomial standard error at n ≥ 1000 is at most 1.3 points; allow ±5 points.
+    assert!(total >= 1000, "only {total} transactions");
+    assert!(
+        (frac - want).abs() < 0.05,
+        "lost {frac:.3} of {total}, expected {want:.3}"
+    );
+    assert!((rr.lost_percent.unwrap() - frac * 100.0).abs() < 1e-9);
+    assert!(lab.loss_dropped("b").unwrap() > 0);
+}
