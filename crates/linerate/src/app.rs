@@ -157,6 +157,12 @@ fn line(mut s: String) -> String {
 
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
     if a.repeat.is_set() {
+        if a.link_rate.is_some() {
+            return Err(UsageError(
+                "--link-rate is not yet supported with --repeat/--confidence: run single tests to have it in the diagnosis".into(),
+            )
+            .into());
+        }
         return crate::repeat::stream_command(a, transport);
     }
     let plan = plan::stream_plan(a, transport)?;

@@ -445,6 +445,31 @@ fn window_limited_by_the_send_buffer_names_the_sender() {
 }
 
 #[test]
+fn a_full_autotuned_window_at_a_busy_receiver_is_not_blamed() {
+    // The same figures as the send-buffer case, but at the receiver and autotuned: with the
+    // receiver's CPUs saturated, a full window may be a slow reader.
+    let mut c = Case::tcp(300e6);
+    c.info().rwnd_limited_us = Some(9_000_000);
+    c.server.streams[0].rcvbuf_bytes = Some(8192);
+    c.server.cpu = Some(cpu(96.0, 99.0, 20.0));
+    let d = diagnose(&c.record());
+    assert!(
+        !d.verdicts
+            .iter()
+            .any(|v| v.kind == VerdictKind::WindowLimited),
+        "{d:#?}"
+    );
+    assert!(
+        d.not_judged.iter().any(|n| n.contains("slow reader")),
+        "{:?}",
+        d.not_judged
+    );
+    // Requested small by the user: the buffer is blamed whatever the CPUs did.
+    c.plan.remote_rcvbuf = Some(4096);
+    assert!(c.kinds().contains(&VerdictKind::WindowLimited));
+}
+
+#[test]
 fn window_oversized_as_in_seed_001() {
     // 663 Mbit/s with a 0.12 ms RTT: BDP = 82.9 MB/s × 120 µs = 9,945 B; a 768 KB request
     // granted as 1.5 MiB is 158× that.

@@ -443,7 +443,11 @@ fn interface(inp: &HostInputs, i: &InterfaceFacts) -> Vec<Finding> {
     out.push(finding(
         Severity::Info,
         "interface",
-        format!("{name}: {desc}"),
+        if desc.is_empty() {
+            "the driver reports nothing about it".to_string()
+        } else {
+            desc
+        },
         Some(name.clone()),
         None,
     ));

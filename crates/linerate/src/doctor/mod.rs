@@ -90,7 +90,17 @@ pub fn answer(w: &mut ControlWriter, peer: IpAddr, req: &DoctorRequest) -> Resul
         buffer_bytes: req.buffer_bytes.unwrap_or(sockets::UDP_DEFAULT_RCVBUF),
         rtt_us: req.rtt_us,
     };
-    let (mut report, _warnings) = local_report(Some(sockets::canonical(peer)), &target);
+    let (mut report, warnings) = local_report(Some(sockets::canonical(peer)), &target);
+    // What the server could not read travels as findings: the client prints findings only.
+    report
+        .findings
+        .extend(warnings.into_iter().map(|w| Finding {
+            severity: Severity::Info,
+            check: "doctor.unreadable".into(),
+            what: w,
+            value: None,
+            fix: None,
+        }));
     report.findings.truncate(MAX_FINDINGS);
     let n = report.findings.len();
     w.send(&Message::DoctorReport(report))
@@ -275,9 +285,4 @@ pub fn render(rec: &DoctorRecord) -> String {
         out.push_str(&format!("warning: {w}\n"));
     }
     out
-}
-
-/// Findings of one severity (for tests and callers that filter).
-pub fn with_severity(findings: &[Finding], s: Severity) -> impl Iterator<Item = &Finding> {
-    findings.iter().filter(move |f| f.severity == s)
 }

@@ -88,7 +88,10 @@ pub fn host_inputs(peer: Option<IpAddr>) -> (HostInputs, Vec<String>) {
     let interface = match crate::sys::iface::route_interface(target) {
         Ok(name) => {
             let (facts, w) = crate::sys::hostsnap::interface_facts(&name);
-            warnings.extend(w);
+            // Loopback has no driver, link, coalescing or rings: saying so is noise.
+            if name != "lo" {
+                warnings.extend(w);
+            }
             Some(facts)
         }
         Err(e) => {

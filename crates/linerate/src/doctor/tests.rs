@@ -278,7 +278,7 @@ fn interface_offloads_coalescing_rings_affinity_and_path_mtu() {
         .contains("path MTU 1400 is below eth0's MTU 1500"));
     assert_eq!(
         find(&f, "interface").what,
-        "eth0: driver ixgbe, MTU 1500, 10000 Mbit/s"
+        "driver ixgbe, MTU 1500, 10000 Mbit/s"
     );
     // Spread IRQs, adaptive coalescing, all offloads on.
     let mut n = nic();

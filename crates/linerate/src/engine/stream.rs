@@ -95,9 +95,16 @@ pub struct StreamCtx {
     pub smooth_pacing: bool,
 }
 
-/// How far behind its schedule a smooth-paced sender may fall before it skips ahead: about
-/// one batch (batches are sized to one millisecond of traffic).
-pub const SMOOTH_SLACK_NS: u64 = 1_000_000;
+/// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
+/// fall before it skips ahead instead of catching up: the time of 64 datagrams (one GSO
+/// batch, which goes out back to back anyway), kept within 1 to 4 ms. Catching up after a
+/// short stall therefore never sends a longer burst than a normal batch, while a tester that
+/// waits a few milliseconds for a CPU does not lose those frames.
+pub fn smooth_slack_ns(rate_bps: u64, datagram: usize) -> u64 {
+    let interval_ns = (datagram as u128 * 8 * 1_000_000_000) / u128::from(rate_bps.max(1));
+    let batch_ns = u64::try_from(interval_ns * 64).unwrap_or(u64::MAX);
+    batch_ns.clamp(1_000_000, 4_000_000)
+}
 
 impl StreamCtx {
     fn now_ns(&self) -> u64 {
@@ -265,7 +272,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
     };
     let mut pacer = ctx.rate_bps.map(|r| {
         if ctx.smooth_pacing {
-            Pacer::smooth(r, ctx.now_ns(), SMOOTH_SLACK_NS)
+            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
         } else {
             Pacer::new(r, ctx.now_ns())
         }
@@ -412,4 +419,19 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
         one_way_delay: delay.and_then(|d| d.report()),
     });
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::smooth_slack_ns;
+
+    #[test]
+    fn smooth_slack_is_one_batch_within_1_to_4_ms() {
+        // 82-byte payloads (128-byte frames) at 20,000 fps: 50 µs apart, 64 of them 3.2 ms.
+        assert_eq!(smooth_slack_ns(20_000 * 82 * 8, 82), 3_200_000);
+        // 18-byte payloads at 1 Mpps: a batch is 64 µs, below the 1 ms floor.
+        assert_eq!(smooth_slack_ns(1_000_000 * 18 * 8, 18), 1_000_000);
+        // 978-byte payloads at 1,796 fps: 35.6 ms a batch, capped at 4 ms.
+        assert_eq!(smooth_slack_ns(1_796 * 978 * 8, 978), 4_000_000);
+    }
 }

@@ -1,6 +1,7 @@
 //! `cpu_bound`, `softirq_bound`, `interrupt_bound` and `tester_limited`: where the CPUs went.
 
 use super::*;
+use linerate_wire::report::CpuReport;
 
 /// `cpu_bound`, `softirq_bound` and the thread half of `tester_limited`, per end (once when
 /// both ends are one host).
@@ -11,20 +12,28 @@ pub(super) fn cpu(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
         ctx.ends.iter().collect()
     };
     for e in ends {
-        let Some(c) = e.cpu() else {
-            nj.push(format!(
+        match e.cpu() {
+            Some(c) => cpu_end(ctx, e, c, out),
+            None => nj.push(format!(
                 "CPU: the {} did not measure /proc/stat",
                 role_name(e.role)
-            ));
-            continue;
-        };
-        let side = (!ctx.same_host).then_some(e.role);
-        let who = if ctx.same_host {
-            "client and server (one host)".to_string()
-        } else {
-            format!("the {}", role_name(e.role))
-        };
-        let base = vec![
+            )),
+        }
+    }
+}
+
+/// The words and figures every CPU verdict of one end shares.
+struct CpuText {
+    side: Option<Role>,
+    who: String,
+    evidence: Vec<Evidence>,
+    own_text: String,
+    one_host: &'static str,
+}
+
+impl CpuText {
+    fn new(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport) -> CpuText {
+        let mut evidence = vec![
             ev("cpu_util_percent", c.util_percent, "percent", Some(">= 90")),
             ev(
                 "busiest_cpu_util_percent",
@@ -45,104 +54,133 @@ pub(super) fn cpu(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
         } else {
             e.summary.tool_cpu_percent
         };
-        let mut base = base;
         if let Some(o) = own {
-            base.push(ev("tool_cpu_percent", o, "percent", None));
+            evidence.push(ev("tool_cpu_percent", o, "percent", None));
         }
-        let own_text = own.map_or(String::new(), |o| {
-            format!(" linerate's own threads used {} of one CPU; the rest is the kernel's work for them and other processes.", pct(o))
-        });
-        let one_host = if ctx.same_host {
-            " Client and server share this host: run them on two hosts to measure either alone."
-        } else {
-            ""
-        };
-        if c.util_percent >= CPU_ALL_BUSY_PERCENT {
-            out.push(Verdict {
-                kind: VerdictKind::CpuBound,
-                side,
-                flow: None,
-                confidence: Confidence::High,
-                evidence: base,
-                message: format!(
-                    "All CPUs of {who} were busy: {} of {} CPUs (busiest CPU {} at {}).{own_text}",
-                    pct(c.util_percent),
-                    c.cpu_count,
-                    c.busiest_cpu,
-                    pct(c.busiest_cpu_util_percent)
-                ),
-                suggestion: format!(
-                    "The CPUs are the limit: fewer cycles per byte help (larger writes -l, \
-                     offloads on: `ethtool -K IF tso on gso on gro on`, jumbo frames), or a \
-                     faster host.{one_host}"
-                ),
-            });
-            continue;
+        CpuText {
+            side: (!ctx.same_host).then_some(e.role),
+            who: if ctx.same_host {
+                "client and server (one host)".to_string()
+            } else {
+                format!("the {}", role_name(e.role))
+            },
+            evidence,
+            own_text: own.map_or(String::new(), |o| {
+                format!(
+                    " linerate's own threads used {} of one CPU; the rest is the kernel's \
+                     work for them and other processes.",
+                    pct(o)
+                )
+            }),
+            one_host: if ctx.same_host {
+                " Client and server share this host: run them on two hosts to measure either alone."
+            } else {
+                ""
+            },
         }
-        if c.busiest_cpu_util_percent < CPU_ONE_BUSY_PERCENT {
-            continue;
-        }
-        if c.busiest_cpu_softirq_percent >= SOFTIRQ_DOMINANT_PERCENT {
-            out.push(Verdict {
-                kind: VerdictKind::SoftirqBound,
-                side,
-                flow: None,
-                confidence: Confidence::High,
-                evidence: base,
-                message: format!(
-                    "CPU {} of {who} was {} busy, {} of it in softirq (packet processing), \
-                     while all CPUs together were {} busy.",
-                    c.busiest_cpu,
-                    pct(c.busiest_cpu_util_percent),
-                    pct(c.busiest_cpu_softirq_percent),
-                    pct(c.util_percent)
-                ),
-                suggestion: "Spread packet processing over more CPUs: more queues \
-                    (`ethtool -L IF combined N`), RSS or RPS (`echo MASK > \
-                    /sys/class/net/IF/queues/rx-0/rps_cpus`), irqbalance; several streams (-P) \
-                    hash to different queues."
-                    .to_string(),
-            });
-            continue;
-        }
-        let saturated: Vec<&End<'_>> = if ctx.same_host {
-            ctx.ends
-                .iter()
-                .filter(|e| threads_saturated(e).is_some())
-                .collect()
-        } else {
-            std::iter::once(e)
-                .filter(|e| threads_saturated(e).is_some())
-                .collect()
-        };
-        if !saturated.is_empty() {
-            for t in saturated {
-                out.push(tester_threads(t, c));
-            }
-            continue;
-        }
-        out.push(Verdict {
-            kind: VerdictKind::CpuBound,
-            side,
+    }
+
+    fn verdict(
+        self,
+        kind: VerdictKind,
+        confidence: Confidence,
+        message: String,
+        suggestion: String,
+    ) -> Verdict {
+        Verdict {
+            kind,
+            side: self.side,
             flow: None,
-            confidence: Confidence::Medium,
-            evidence: base,
-            message: format!(
-                "One CPU of {who} was saturated: CPU {} at {} while all CPUs together were {} busy.",
-                c.busiest_cpu,
-                pct(c.busiest_cpu_util_percent),
-                pct(c.util_percent)
-            ),
-            suggestion: format!(
-                "One CPU does the work: spread it (more streams -P pinned apart with -A, RSS/RPS \
-                 for receive processing, irqbalance).{one_host}"
-            ),
-        });
+            confidence,
+            evidence: self.evidence,
+            message,
+            suggestion,
+        }
     }
 }
 
+/// The CPU verdicts of one end: all CPUs busy; else the busiest CPU saturated, by softirq,
+/// by linerate's own threads (tester limited) or by other work.
+fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
+    let t = CpuText::new(ctx, e, c);
+    if c.util_percent >= CPU_ALL_BUSY_PERCENT {
+        let message = format!(
+            "All CPUs of {} were busy: {} of {} CPUs (busiest CPU {} at {}).{}",
+            t.who,
+            pct(c.util_percent),
+            c.cpu_count,
+            c.busiest_cpu,
+            pct(c.busiest_cpu_util_percent),
+            t.own_text
+        );
+        let suggestion = format!(
+            "The CPUs are the limit: fewer cycles per byte help (larger writes -l, offloads \
+             on: `ethtool -K IF tso on gso on gro on`, jumbo frames), or a faster host.{}",
+            t.one_host
+        );
+        out.push(t.verdict(VerdictKind::CpuBound, Confidence::High, message, suggestion));
+        return;
+    }
+    if c.busiest_cpu_util_percent < CPU_ONE_BUSY_PERCENT {
+        return;
+    }
+    if c.busiest_cpu_softirq_percent >= SOFTIRQ_DOMINANT_PERCENT {
+        let message = format!(
+            "CPU {} of {} was {} busy, {} of it in softirq (packet processing), while all \
+             CPUs together were {} busy.",
+            c.busiest_cpu,
+            t.who,
+            pct(c.busiest_cpu_util_percent),
+            pct(c.busiest_cpu_softirq_percent),
+            pct(c.util_percent)
+        );
+        let suggestion = "Spread packet processing over more CPUs: more queues (`ethtool -L \
+            IF combined N`), RSS or RPS (`echo MASK > /sys/class/net/IF/queues/rx-0/rps_cpus`), \
+            irqbalance; several streams (-P) hash to different queues."
+            .to_string();
+        out.push(t.verdict(
+            VerdictKind::SoftirqBound,
+            Confidence::High,
+            message,
+            suggestion,
+        ));
+        return;
+    }
+    let candidates: Vec<&End<'_>> = if ctx.same_host {
+        ctx.ends.iter().collect()
+    } else {
+        vec![e]
+    };
+    let saturated: Vec<&End<'_>> = candidates
+        .into_iter()
+        .filter(|e| threads_saturated(e).is_some())
+        .collect();
+    if !saturated.is_empty() {
+        out.extend(saturated.into_iter().map(|s| tester_threads(s, c)));
+        return;
+    }
+    let message = format!(
+        "One CPU of {} was saturated: CPU {} at {} while all CPUs together were {} busy.",
+        t.who,
+        c.busiest_cpu,
+        pct(c.busiest_cpu_util_percent),
+        pct(c.util_percent)
+    );
+    let suggestion = format!(
+        "One CPU does the work: spread it (more streams -P pinned apart with -A, RSS/RPS for \
+         receive processing, irqbalance).{}",
+        t.one_host
+    );
+    out.push(t.verdict(
+        VerdictKind::CpuBound,
+        Confidence::Medium,
+        message,
+        suggestion,
+    ));
+}
+
 /// CPU per data thread of an end (percent of one CPU) when ≥ [`THREAD_SATURATED_PERCENT`].
-fn threads_saturated(e: &End<'_>) -> Option<f64> {
+pub(super) fn threads_saturated(e: &End<'_>) -> Option<f64> {
     let tool = e.summary.tool_cpu_percent?;
     let threads = e.report.streams.len().max(1) as f64;
     Some(tool / threads).filter(|t| *t >= THREAD_SATURATED_PERCENT)

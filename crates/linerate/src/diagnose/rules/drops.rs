@@ -2,6 +2,15 @@
 
 use super::*;
 
+/// What the drop checks found at one receiver: evidence, the sentences of the message and
+/// of the suggestion.
+#[derive(Default)]
+struct Found {
+    evidence: Vec<Evidence>,
+    what: Vec<String>,
+    fixes: Vec<String>,
+}
+
 /// `receiver_drops`: evidence that the receiving host threw data away, from its host
 /// counters: UDP socket-buffer overflows (`Udp.RcvbufErrors`, `Udp6.RcvbufErrors`) that
 /// account for at least a tenth of the datagrams lost (loss ≥ [`UDP_LOSS_MIN_PERCENT`]);
@@ -17,13 +26,10 @@ pub(super) fn receiver_drops(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec
             ));
             continue;
         };
-        let mut evidence = Vec::new();
-        let mut found = Vec::new();
-        let mut fixes = Vec::new();
+        let mut found = Found::default();
         let mut confidence = Confidence::Medium;
         if let (false, Some(udp)) = (ctx.tcp, f.summary.udp.as_ref()) {
-            let (ev_, found_, fixes_) = (&mut evidence, &mut found, &mut fixes);
-            if let Some(c) = udp_socket_drops(ctx, f, r, udp, ev_, found_, fixes_) {
+            if let Some(c) = udp_socket_drops(ctx, f, r, udp, &mut found) {
                 confidence = c;
             }
         }
@@ -33,34 +39,38 @@ pub(super) fn receiver_drops(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec
             .map(|s| s.dropped.total)
             .filter(|&d| d >= MIN_DROPS)
         {
-            evidence.push(ev(
+            found.evidence.push(ev(
                 "softnet_backlog_drops",
                 d as f64,
                 "count",
                 Some(">= 10"),
             ));
-            found.push(format!(
+            found.what.push(format!(
                 "{d} packets dropped from full per-CPU input backlogs (softnet)"
             ));
-            fixes.push("`sysctl -w net.core.netdev_max_backlog=10000`".to_string());
+            found
+                .fixes
+                .push("`sysctl -w net.core.netdev_max_backlog=10000`".to_string());
         }
         if ctx.tcp {
-            tcp_queue_drops(r, &mut evidence, &mut found, &mut fixes);
+            tcp_queue_drops(r, &mut found);
         }
         if let Some(st) = hc.interface_stats.as_ref() {
             let d = st.rx_dropped + st.rx_fifo_errors;
             if d >= MIN_DROPS && d as f64 >= 1e-4 * st.rx_packets as f64 {
                 let iface = hc.interface.as_deref().unwrap_or("IF");
-                evidence.push(ev("nic_rx_drops", d as f64, "count", Some(">= 10")));
-                found.push(format!(
+                found
+                    .evidence
+                    .push(ev("nic_rx_drops", d as f64, "count", Some(">= 10")));
+                found.what.push(format!(
                     "the interface {iface} dropped {d} received packets"
                 ));
-                fixes.push(format!(
+                found.fixes.push(format!(
                     "a larger receive ring: `ethtool -G {iface} rx 4096`"
                 ));
             }
         }
-        if found.is_empty() {
+        if found.what.is_empty() {
             continue;
         }
         out.push(Verdict {
@@ -68,17 +78,17 @@ pub(super) fn receiver_drops(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec
             side: Some(f.receiver_role),
             flow: Some(f.direction()),
             confidence,
-            evidence,
             message: format!(
                 "The {} dropped data it received: {}.",
                 role_name(f.receiver_role),
-                found.join("; ")
+                found.what.join("; ")
             ),
             suggestion: format!(
                 "On the {}: {}.",
                 role_name(f.receiver_role),
-                fixes.join("; ")
+                found.fixes.join("; ")
             ),
+            evidence: found.evidence,
         });
     }
 }
@@ -88,16 +98,14 @@ pub(super) fn receiver_drops(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec
 /// `errors ÷ lost` (high confidence ≥ 0.9). With GRO allowed (`udp_offload`) an error is up
 /// to [`UDP_GRO_MAX_SEGMENTS`] datagrams, so the errors can explain at most
 /// `errors × 64 ÷ lost` and confidence is at most medium.
-#[allow(clippy::too_many_arguments)]
 fn udp_socket_drops(
     ctx: &Ctx<'_>,
     f: &Flow<'_>,
     r: &linerate_wire::report::SideReport,
     udp: &linerate_wire::report::UdpRxReport,
-    evidence: &mut Vec<Evidence>,
-    found: &mut Vec<String>,
-    fixes: &mut Vec<String>,
+    out: &mut Found,
 ) -> Option<Confidence> {
+    let evidence = &mut out.evidence;
     let loss = f.summary.loss_percent.unwrap_or(0.0);
     let errors = snmp_sum(r, &["Udp.RcvbufErrors", "Udp6.RcvbufErrors"]).unwrap_or(0);
     if udp.lost == 0 || errors == 0 || loss < UDP_LOSS_MIN_PERCENT {
@@ -127,7 +135,7 @@ fn udp_socket_drops(
     if let Some(g) = granted {
         evidence.push(ev("rcvbuf_bytes", f64::from(g), "bytes", None));
     }
-    found.push(format!(
+    out.what.push(format!(
         "the receiving socket buffer{} overflowed {errors} times (Udp.RcvbufErrors{}) against \
          {} datagrams lost ({loss:.2}%)",
         granted.map_or(String::new(), |g| format!(
@@ -141,7 +149,7 @@ fn udp_socket_drops(
         },
         udp.lost
     ));
-    fixes.push(format!(
+    out.fixes.push(format!(
         "raise the receive buffer ({}; the kernel caps it at net.core.rmem_max: \
          `sysctl -w net.core.rmem_max=16777216` on the {}) or receive on more streams (-P)",
         rcvbuf_flag(f.receiver_role),
@@ -150,12 +158,9 @@ fn udp_socket_drops(
     Some(confidence)
 }
 
-fn tcp_queue_drops(
-    r: &linerate_wire::report::SideReport,
-    evidence: &mut Vec<Evidence>,
-    found: &mut Vec<String>,
-    fixes: &mut Vec<String>,
-) {
+/// TCP receive-memory drops (`TCPRcvQDrop`, `TCPBacklogDrop`, `RcvPruned`, `OfoPruned`,
+/// `TCPZeroWindowDrop`): at least [`MIN_DROPS`] and one per 10,000 segments received.
+fn tcp_queue_drops(r: &linerate_wire::report::SideReport, out: &mut Found) {
     const NAMES: [&str; 5] = [
         "TcpExt.TCPRcvQDrop",
         "TcpExt.TCPBacklogDrop",
@@ -166,17 +171,17 @@ fn tcp_queue_drops(
     let drops = snmp_sum(r, &NAMES).unwrap_or(0);
     let segs = snmp(r, "Tcp.InSegs").unwrap_or(0);
     if drops >= MIN_DROPS && drops as f64 >= 1e-4 * segs as f64 {
-        evidence.push(ev(
+        out.evidence.push(ev(
             "tcp_receive_queue_drops",
             drops as f64,
             "count",
             Some(">= 10"),
         ));
-        found.push(format!(
+        out.what.push(format!(
             "{drops} TCP segments dropped for lack of receive memory (TCPRcvQDrop, \
              TCPBacklogDrop, RcvPruned, OfoPruned, TCPZeroWindowDrop)"
         ));
-        fixes.push(
+        out.fixes.push(
             "more receive memory: raise net.ipv4.tcp_rmem's maximum and net.ipv4.tcp_mem"
                 .to_string(),
         );

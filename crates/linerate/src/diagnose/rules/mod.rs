@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speed |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
-//! | `window_limited` | rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP | sender's TCP_INFO |
+//! | `window_limited` | rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP; an autotuned buffer not over loopback nor at a saturated receiver | sender's TCP_INFO |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
 //! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of segments | TCP_INFO |
 //! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
@@ -27,7 +27,7 @@ use super::facts::{
 };
 use super::{Confidence, Evidence, Verdict, VerdictKind};
 use crate::export::units::{format_bps, format_bytes};
-use cpu::{cpu, interrupts, missed_pace};
+use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
 use tcp::{delayed_acks, retransmissions};

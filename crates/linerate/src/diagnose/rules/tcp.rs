@@ -104,12 +104,7 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
         let mss = flow_mss(f);
         let p = &ctx.rec.plan;
         let nagle = !p.nodelay && mss.is_some_and(|m| f64::from(p.write_size) < m);
-        let ivs = rx_interval_bps(r);
-        let gap = (ivs.len() >= 3)
-            .then(|| median(&ivs))
-            .flatten()
-            .filter(|m| *m > 0.0)
-            .map(|m| ivs.iter().copied().fold(f64::INFINITY, f64::min) / m);
+        let gap = throughput_gap(r);
         let mut evidence = vec![
             ev("delayed_acks", d as f64, "count", Some(">= 20")),
             ev("segments_received", segs as f64, "count", None),
@@ -122,19 +117,17 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             evidence.push(ev("lowest_interval_over_median", g, "ratio", Some("< 0.5")));
         }
         let gapped = gap.is_some_and(|g| g < GAP_FRACTION);
-        let suggestion = if nagle {
-            format!(
-                "Writes of {} B are smaller than the MSS ({:.0} B), so Nagle's algorithm waits \
+        let suggestion = match mss.filter(|_| nagle) {
+            Some(m) => format!(
+                "Writes of {} B are smaller than the MSS ({m:.0} B), so Nagle's algorithm waits \
                  for the delayed ACK: use -N (TCP_NODELAY) or larger writes (-l).",
-                p.write_size,
-                mss.unwrap_or(0.0)
-            )
-        } else {
-            format!(
+                p.write_size
+            ),
+            None => format!(
                 "Make every ACK cover two segments (larger writes, -l; a larger window, -w) or \
                  ACK at once on the {}: `ip route change ROUTE quickack 1`.",
                 role_name(f.receiver_role)
-            )
+            ),
         };
         out.push(Verdict {
             kind: VerdictKind::DelayedAckStalls,
@@ -165,4 +158,15 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             suggestion,
         });
     }
+}
+
+/// The lowest interval throughput at an end over the median of its intervals (warm-up left
+/// out); `None` with fewer than three intervals.
+fn throughput_gap(r: &linerate_wire::report::SideReport) -> Option<f64> {
+    let ivs = rx_interval_bps(r);
+    (ivs.len() >= 3)
+        .then(|| median(&ivs))
+        .flatten()
+        .filter(|m| *m > 0.0)
+        .map(|m| ivs.iter().copied().fold(f64::INFINITY, f64::min) / m)
 }

@@ -33,7 +33,7 @@ pub(super) fn window(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>
         let bdp = bps / 8.0 / n * s.srtt_us / 1e6;
         let limited = match (s.busy_us, s.rwnd_limited_us, s.sndbuf_limited_us) {
             (Some(b), Some(rw), Some(sb)) if b > 0 => {
-                window_limited(ctx, f, &s, bps, bdp, (b, rw, sb))
+                window_limited(ctx, f, &s, bps, bdp, (b, rw, sb), nj)
             }
             _ => {
                 nj.push(
@@ -54,6 +54,45 @@ pub(super) fn window(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>
     }
 }
 
+/// Why the receiver may have been a slow reader: its CPUs were all busy, or its linerate
+/// threads each used a whole CPU. A window that fills then says nothing about the buffer's
+/// size (on one busy host the smoothed RTT inflates with scheduling delay, and with it the
+/// apparent BDP), so an autotuned buffer is not blamed.
+///
+/// Over loopback the path's RTT is microseconds, so an autotuned buffer always covers its
+/// BDP: a full window there is the reader too.
+fn slow_reader(ctx: &Ctx<'_>, f: &Flow<'_>) -> Option<String> {
+    if ctx.loopback {
+        return Some("the test ran over loopback, where autotuned buffers cover the path".into());
+    }
+    let end = ctx.end(f.receiver_role)?;
+    if let Some(c) = end.cpu().filter(|c| c.util_percent >= CPU_ALL_BUSY_PERCENT) {
+        return Some(format!(
+            "the receiver's CPUs were {} busy",
+            pct(c.util_percent)
+        ));
+    }
+    threads_saturated(end).map(|t| {
+        format!(
+            "the receiver's linerate threads used {} of a CPU each",
+            pct(t)
+        )
+    })
+}
+
+/// What [`window_limited`] established: the chrono shares, which buffer binds, and how
+/// strongly.
+struct Bound {
+    rw_share: f64,
+    sb_share: f64,
+    share: f64,
+    fill: Option<f64>,
+    confidence: Confidence,
+    by_sender: bool,
+    buffer: u32,
+    was_requested: bool,
+}
+
 fn window_limited(
     ctx: &Ctx<'_>,
     f: &Flow<'_>,
@@ -61,6 +100,7 @@ fn window_limited(
     bps: f64,
     bdp: f64,
     (busy, rw, sb): (u64, u64, u64),
+    nj: &mut Vec<String>,
 ) -> Option<Verdict> {
     let rw_share = rw as f64 / busy as f64;
     let sb_share = sb as f64 / busy as f64;
@@ -94,13 +134,48 @@ fn window_limited(
         return None;
     }
     let (req_snd, req_rcv) = requested(ctx, f);
-    let (end, what, flag, sysctl, was_requested) = if by_sender {
+    let was_requested = if by_sender {
+        req_snd.is_some()
+    } else {
+        req_rcv.is_some()
+    };
+    if !was_requested {
+        if let Some(why) = slow_reader(ctx, f) {
+            nj.push(format!(
+                "window ({}): {why}, so a full autotuned window may be a slow reader rather \
+                 than a small buffer",
+                crate::export::flow_label(f.direction())
+            ));
+            return None;
+        }
+    }
+    let b = Bound {
+        rw_share,
+        sb_share,
+        share,
+        fill,
+        confidence,
+        by_sender,
+        buffer,
+        was_requested,
+    };
+    Some(window_verdict(ctx, f, s, bps, bdp, &b))
+}
+
+fn window_verdict(
+    ctx: &Ctx<'_>,
+    f: &Flow<'_>,
+    s: &facts::TcpSums,
+    bps: f64,
+    bdp: f64,
+    b: &Bound,
+) -> Verdict {
+    let (end, what, flag, sysctl) = if b.by_sender {
         (
             f.sender_role,
             "send buffer (SO_SNDBUF)",
             sndbuf_flag(f.sender_role),
             "net.core.wmem_max and net.ipv4.tcp_wmem",
-            req_snd.is_some(),
         )
     } else {
         (
@@ -108,15 +183,68 @@ fn window_limited(
             "receive buffer (SO_RCVBUF)",
             rcvbuf_flag(f.receiver_role),
             "net.core.rmem_max and net.ipv4.tcp_rmem",
-            req_rcv.is_some(),
         )
     };
+    let buffer = u64::from(b.buffer);
+    let target = capacity(ctx, f).map(|(cap, _)| cap / 8.0 / s.streams as f64 * s.srtt_us / 1e6);
+    let evidence = window_evidence(s, bps, bdp, b, target);
+    let size_hint = match target {
+        Some(t) => format!(
+            "at least 2 × the BDP at the link rate, {}",
+            format_bytes((2.0 * t) as u64)
+        ),
+        None => format!("several times {}", format_bytes(buffer)),
+    };
+    let how = if b.was_requested {
+        format!("request a larger buffer ({flag}) of {size_hint}")
+    } else {
+        format!(
+            "autotuning stopped at {}: raise the maximum of {sysctl} on the {}, or request \
+             {size_hint} ({flag})",
+            format_bytes(buffer),
+            role_name(end)
+        )
+    };
+    Verdict {
+        kind: VerdictKind::WindowLimited,
+        side: Some(end),
+        flow: Some(f.direction()),
+        confidence: b.confidence,
+        evidence,
+        message: format!(
+            "The sender was limited by the {} {:.0}% of its busy time; the {}'s {what} of {} is \
+             about the bandwidth-delay product {} = {} × {} RTT per stream, and throughput = \
+             window ÷ RTT.",
+            if b.by_sender {
+                "send buffer"
+            } else {
+                "receive window"
+            },
+            b.share * 100.0,
+            role_name(end),
+            format_bytes(buffer),
+            format_bytes(bdp as u64),
+            format_bps(bps / s.streams as f64),
+            us(s.srtt_us),
+        ),
+        suggestion: format!("A larger window: {how}; the kernel caps requests at {sysctl}."),
+    }
+}
+
+/// The figures behind a `window_limited` verdict.
+fn window_evidence(
+    s: &facts::TcpSums,
+    bps: f64,
+    bdp: f64,
+    b: &Bound,
+    target: Option<f64>,
+) -> Vec<Evidence> {
     let mut evidence = vec![
-        ev("rwnd_limited_share", rw_share, "ratio", None),
-        ev("sndbuf_limited_share", sb_share, "ratio", None),
+        ev("rwnd_limited_share", b.rw_share, "ratio", None),
+        ev("sndbuf_limited_share", b.sb_share, "ratio", None),
         ev(
             "window_limited_share",
-            share,
+            b.share,
             "ratio",
             Some(">= 0.5, or >= 0.25 with window_fill >= 0.5"),
         ),
@@ -125,49 +253,18 @@ fn window_limited(
         ev("bdp_bytes_per_stream", bdp, "bytes", None),
         ev(
             "limiting_buffer_bytes",
-            f64::from(buffer),
+            f64::from(b.buffer),
             "bytes",
             Some("<= 4 x bdp"),
         ),
     ];
-    if let Some(x) = fill {
+    if let Some(x) = b.fill {
         evidence.push(ev("window_fill", x, "ratio", None));
     }
-    let target = capacity(ctx, f).map(|(cap, _)| cap / 8.0 / s.streams as f64 * s.srtt_us / 1e6);
     if let Some(t) = target {
         evidence.push(ev("bdp_bytes_at_link_rate", t, "bytes", None));
     }
-    let size_hint = match target {
-        Some(t) => format!(
-            "at least 2 × the BDP at the link rate, {}",
-            format_bytes((2.0 * t) as u64)
-        ),
-        None => format!("several times {}", format_bytes(u64::from(buffer))),
-    };
-    let how = if was_requested {
-        format!("request a larger buffer ({flag}) of {size_hint}")
-    } else {
-        format!("autotuning stopped at {}: raise the maximum of {sysctl} on the {}, or request {size_hint} ({flag})", format_bytes(u64::from(buffer)), role_name(end))
-    };
-    Some(Verdict {
-        kind: VerdictKind::WindowLimited,
-        side: Some(end),
-        flow: Some(f.direction()),
-        confidence,
-        evidence,
-        message: format!(
-            "The sender was limited by the {} {:.0}% of its busy time; the {}'s {what} of {} is about \
-             the bandwidth-delay product {} = {} × {} RTT per stream, and throughput = window ÷ RTT.",
-            if by_sender { "send buffer" } else { "receive window" },
-            share * 100.0,
-            role_name(end),
-            format_bytes(u64::from(buffer)),
-            format_bytes(bdp as u64),
-            format_bps(bps / s.streams as f64),
-            us(s.srtt_us),
-        ),
-        suggestion: format!("A larger window: {how}; the kernel caps requests at {sysctl}."),
-    })
+    evidence
 }
 
 fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Option<Verdict> {
