@@ -254,15 +254,7 @@ impl<T: Trial> Trial for Observed<T> {
 /// Every distinct warning of every trial, in the order first seen.
 fn collect_warnings(sizes: &[crate::rfc2544::record::FrameSizeRecord]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let all = sizes.iter().flat_map(|f| {
-        let cal = f.calibration.iter();
-        let tp = f.throughput.iter().flat_map(|t| t.trials.iter());
-        let lat = f.latency.iter().flat_map(|t| t.trials.iter());
-        let fl = f.frame_loss.iter().flat_map(|t| t.trials.iter());
-        let b2b = f.back_to_back.iter().flat_map(|t| t.trials.iter());
-        cal.chain(tp).chain(lat).chain(fl).chain(b2b)
-    });
-    for t in all {
+    for t in sizes.iter().flat_map(|f| f.trials()) {
         for w in &t.warnings {
             if !out.contains(w) {
                 out.push(w.clone());

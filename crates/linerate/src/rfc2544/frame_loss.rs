@@ -102,11 +102,7 @@ pub fn measure(trial: &mut dyn Trial, frame: u32, p: &FrameLossParams) -> FrameL
         trace.points.push(FrameLossPoint {
             offered_percent: percent,
             offered_fps: fps,
-            achieved_fps: record
-                .ways
-                .iter()
-                .map(|w| w.achieved_fps)
-                .fold(f64::INFINITY, f64::min),
+            achieved_fps: super::trial::slowest(&record.ways),
             tester_limited: record.tester_limited,
             loss_percent: record.loss_percent,
         });

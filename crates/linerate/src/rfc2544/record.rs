@@ -147,11 +147,21 @@ pub struct FrameSizeRecord {
 impl FrameSizeRecord {
     /// Trials run for this size, all benchmarks.
     pub fn trial_count(&self) -> usize {
-        usize::from(self.calibration.is_some())
-            + self.throughput.as_ref().map_or(0, |t| t.trials.len())
-            + self.latency.as_ref().map_or(0, |t| t.trials.len())
-            + self.frame_loss.as_ref().map_or(0, |t| t.trials.len())
-            + self.back_to_back.as_ref().map_or(0, |t| t.trials.len())
+        self.trials().count()
+    }
+
+    /// Every trial run for this size, all benchmarks, in the order run.
+    pub fn trials(&self) -> impl Iterator<Item = &TrialRecord> {
+        let tp = self.throughput.iter().flat_map(|t| &t.trials);
+        let lat = self.latency.iter().flat_map(|t| &t.trials);
+        let fl = self.frame_loss.iter().flat_map(|t| &t.trials);
+        let b2b = self.back_to_back.iter().flat_map(|t| &t.trials);
+        self.calibration
+            .iter()
+            .chain(tp)
+            .chain(lat)
+            .chain(fl)
+            .chain(b2b)
     }
 }
 

@@ -136,11 +136,7 @@ impl TrialOutcome {
 
     /// The slowest sender's rate, frames per second (per direction).
     pub fn achieved_fps(&self) -> f64 {
-        self.ways
-            .iter()
-            .map(|w| w.achieved_fps)
-            .fold(f64::INFINITY, f64::min)
-            .min(f64::MAX)
+        slowest(&self.ways)
     }
 
     /// Whether some sender fell short of `offered_fps` by more than [`TESTER_TOLERANCE`].
@@ -256,6 +252,14 @@ impl TrialRecord {
     pub fn passes(&self, max_loss_ratio: f64) -> bool {
         self.error.is_none() && ways_pass(&self.ways, max_loss_ratio)
     }
+}
+
+/// The slowest sender's rate over `ways`, frames per second (0 when there are none).
+pub fn slowest(ways: &[WayOutcome]) -> f64 {
+    ways.iter()
+        .map(|w| w.achieved_fps)
+        .reduce(f64::min)
+        .unwrap_or(0.0)
 }
 
 /// Every direction sent frames and lost at most `max_loss_ratio` of them in the device.
