@@ -437,6 +437,16 @@ pub struct InterfaceFacts {
     /// IRQs recognised as the interface's in `/proc/interrupts` (their numbers).
     #[serde(default)]
     pub irqs: Vec<String>,
+    /// The kind of the interface's root egress qdisc as `tc` names it ("noqueue",
+    /// "fq_codel", "mq", "tbf", "htb", ...); absent when `tc` could not be run or read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_qdisc: Option<String>,
+    /// The rate, bits per second, that a shaping root egress qdisc holds the interface's
+    /// traffic to: a `tbf`'s rate, or for `htb` the smallest ceiling on the way from the
+    /// default class up to the root (or the one root class's ceiling when there is no
+    /// default class). Absent when the root qdisc does not shape or could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shaped_rate_bps: Option<u64>,
 }
 
 #[cfg(test)]

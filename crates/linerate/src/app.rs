@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use anyhow::Context;
 use linerate_wire::control::{Direction, Transport};
-use linerate_wire::report::{IntervalReport, Role};
 
 use crate::cli::args::{Args, Command, DemoArgs, ServeArgs, StreamArgs};
 use crate::cli::plan::{self, UsageError};
-use crate::export::{self, Format};
-use crate::model::{PlanRecord, RunRecord, StreamEvent};
-use crate::session::client::{self, Observer, StreamPlan};
+use crate::export;
+use crate::model::RunRecord;
+use crate::session::client::{self, StreamPlan};
 use crate::session::conn::Debug;
 use crate::session::server::{Server, ServerConfig};
 
 mod lab;
+pub(crate) mod live;
 mod rfc2544;
 
 /// Runs a command. Errors bubble up to `main`, which prints them on one line and exits 2.
@@ -54,14 +54,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn write_out(s: &str) -> std::io::Result<()> {
+pub(crate) fn write_out(s: &str) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(s.as_bytes())?;
     out.flush()
 }
 
 /// Installs SIGINT/SIGTERM handlers that set `flag`; a second signal exits at once.
-fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
+pub(crate) fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGINT, SIGTERM};
     for sig in [SIGINT, SIGTERM] {
         signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
@@ -88,6 +88,12 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         one_off: a.one_off,
         debug: Debug(a.debug_protocol),
         log: !a.quiet,
+        users: match &a.auth_users {
+            Some(p) => Some(Arc::new(
+                crate::session::auth::Users::load(p).map_err(UsageError)?,
+            )),
+            None => None,
+        },
         ..ServerConfig::default()
     };
     cfg.limits.max_duration_ms = u64::try_from(a.max_duration.as_millis()).unwrap_or(u64::MAX);
@@ -98,106 +104,26 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let server = Server::bind(cfg)?;
     signal_flag(&server.shutdown_handle())?;
     eprintln!(
-        "linerate serve: listening on {} (TCP and UDP){}",
+        "linerate serve: listening on {} (TCP and UDP){}{}",
         server.local_addr()?,
-        if a.one_off { ", one test" } else { "" }
+        if a.one_off { ", one test" } else { "" },
+        if a.auth_users.is_some() {
+            ", authentication required"
+        } else {
+            ""
+        }
     );
     server.run()?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints intervals as they arrive, in the chosen format.
-struct LiveOutput {
-    format: Format,
-    transport: Transport,
-    header_done: bool,
-}
-
-impl Observer for LiveOutput {
-    fn started(&mut self, plan: &PlanRecord, started_at: &str) {
-        if self.format == Format::JsonStream {
-            let _ = write_out(&export::json::event_line(&StreamEvent::Start {
-                plan: plan.clone(),
-                started_at: started_at.to_string(),
-            }));
-        }
-    }
-
-    fn interval(&mut self, side: Role, iv: &IntervalReport) {
-        match self.format {
-            Format::Table => {
-                if !self.header_done {
-                    self.header_done = true;
-                    let _ = write_out(&line(export::table::interval_header(self.transport)));
-                }
-                let _ = write_out(&line(export::table::interval_line(
-                    side,
-                    iv,
-                    self.transport,
-                )));
-            }
-            Format::JsonStream => {
-                let _ = write_out(&export::json::event_line(&StreamEvent::Interval {
-                    side,
-                    interval: iv.clone(),
-                }));
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Ends `s` with exactly one newline.
-fn line(mut s: String) -> String {
-    if !s.ends_with('\n') {
-        s.push('\n');
-    }
-    s
-}
-
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
     if a.repeat.is_set() {
-        if a.link_rate.is_some() {
-            return Err(UsageError(
-                "--link-rate is not yet supported with --repeat/--confidence: run single tests to have it in the diagnosis".into(),
-            )
-            .into());
-        }
         return crate::repeat::stream_command(a, transport);
     }
     let plan = plan::stream_plan(a, transport)?;
     let format = plan::output_format(&a.output)?;
-    let interrupt = Arc::new(AtomicBool::new(false));
-    signal_flag(&interrupt)?;
-    let mut live = LiveOutput {
-        format,
-        transport,
-        header_done: false,
-    };
-    let mut rec = client::run(&plan, &mut live, &interrupt)?;
-    crate::diagnose::apply_link_rate(&mut rec, a.link_rate);
-    emit(format, &rec)?;
-    Ok(ExitCode::SUCCESS)
-}
-
-fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
-    if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
-        for w in &rec.warnings {
-            eprintln!("warning: {w}");
-        }
-    }
-    // The emulated formats keep their classic stdout; the diagnosis goes to stderr.
-    if let (Format::Netperf | Format::Ttcp, Some(d)) = (format, &rec.diagnosis) {
-        for l in export::diagnosis::comment_lines(d) {
-            eprintln!("{l}");
-        }
-    }
-    let text = export::render(format, rec);
-    if format == Format::Table && !rec.client.intervals.is_empty() {
-        write_out("\n")?;
-    }
-    write_out(&text)?;
-    Ok(())
+    live::run_once(&plan, format, a.link_rate)
 }
 
 fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
@@ -288,6 +214,7 @@ fn demo_plan(
         client_cpu: None,
         connect_timeout: Duration::from_secs(5),
         debug: Debug(false),
+        auth: None,
     }
 }
 

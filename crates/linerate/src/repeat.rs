@@ -7,15 +7,15 @@
 //! server, each a complete test with its own warm-up. A progress bar on stderr counts the
 //! trials; it is hidden when stderr is not a terminal or the output is JSON.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
 use linerate_wire::control::Transport;
-use linerate_wire::report::{IntervalReport, Role};
 
+use crate::app::{live, signal_flag, write_out};
 use crate::cli::args::StreamArgs;
 use crate::cli::plan::{self, UsageError};
 use crate::cli::rr_args::RrArgs;
@@ -25,69 +25,18 @@ use crate::model::trials::{
     ci_half_width_percent, primary_metric, summarize_metrics, trial_warnings, values, RepeatRecord,
     TrialSetRecord, TRIALS_SCHEMA_VERSION,
 };
-use crate::model::{PlanRecord, RunRecord, StreamEvent};
-use crate::session::client::{self, Observer, StreamPlan};
+use crate::model::RunRecord;
+use crate::session::client::{self, StreamPlan};
 
 /// Pause between trials, so the server has closed the previous test's sockets.
 const BETWEEN_TRIALS: Duration = Duration::from_millis(200);
-
-fn write_out(s: &str) -> std::io::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(s.as_bytes())?;
-    out.flush()
-}
-
-fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
-    Ok(())
-}
-
-/// Live output of a single RR run: one line per interval (table) or JSON events.
-struct RrLive {
-    format: Format,
-    header_done: bool,
-}
-
-impl Observer for RrLive {
-    fn started(&mut self, plan: &PlanRecord, started_at: &str) {
-        if self.format == Format::JsonStream {
-            let _ = write_out(&export::json::event_line(&StreamEvent::Start {
-                plan: plan.clone(),
-                started_at: started_at.to_string(),
-            }));
-        }
-    }
-
-    fn interval(&mut self, side: Role, iv: &IntervalReport) {
-        match self.format {
-            Format::Table if side == Role::Client => {
-                if !self.header_done {
-                    self.header_done = true;
-                    let _ = write_out(&(export::rr::interval_header() + "\n"));
-                }
-                let _ = write_out(&(export::rr::interval_line(side, iv) + "\n"));
-            }
-            Format::JsonStream => {
-                let _ = write_out(&export::json::event_line(&StreamEvent::Interval {
-                    side,
-                    interval: iv.clone(),
-                }));
-            }
-            _ => {}
-        }
-    }
-}
 
 /// `linerate rr HOST ...`.
 pub fn rr_command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let plan = rr_plan::rr_plan(a)?;
     let format = plan::output_format(&a.output)?;
     let rp = rr_plan::repeat_plan(&a.repeat)?;
-    run_command(&plan, format, rp)
+    run_command(&plan, format, rp, None)
 }
 
 /// `linerate tcp|udp` with `--repeat` or `--confidence`.
@@ -95,33 +44,27 @@ pub fn stream_command(a: &StreamArgs, transport: Transport) -> anyhow::Result<Ex
     let plan = plan::stream_plan(a, transport)?;
     let format = plan::output_format(&a.output)?;
     let rp = rr_plan::repeat_plan(&a.repeat)?;
-    run_command(&plan, format, rp)
+    run_command(&plan, format, rp, a.link_rate)
 }
 
-fn run_command(plan: &StreamPlan, format: Format, rp: RepeatPlan) -> anyhow::Result<ExitCode> {
+/// One test with live output, or trials by `rp`; every record gets the `--link-rate` hint.
+fn run_command(
+    plan: &StreamPlan,
+    format: Format,
+    rp: RepeatPlan,
+    link_rate_bps: Option<u64>,
+) -> anyhow::Result<ExitCode> {
+    if rp == RepeatPlan::ONCE {
+        return live::run_once(plan, format, link_rate_bps);
+    }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
-    if rp == RepeatPlan::ONCE {
-        let mut live = RrLive {
-            format,
-            header_done: false,
-        };
-        let rec = client::run(plan, &mut live, &interrupt)?;
-        if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
-            for w in &rec.warnings {
-                eprintln!("warning: {w}");
-            }
-        }
-        if format == Format::Table && live.header_done {
-            write_out("\n")?;
-        }
-        write_out(&export::render(format, &rec))?;
-        return Ok(ExitCode::SUCCESS);
-    }
     let json = matches!(format, Format::Json | Format::JsonStream);
     let show = std::io::stderr().is_terminal() && !json;
     let set = run_trials(rp, show, &interrupt, |_| {
-        client::run(plan, &mut client::Quiet, &interrupt)
+        let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
+        crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+        Ok(rec)
     })?;
     if !matches!(format, Format::Table | Format::Json) {
         for w in &set.warnings {

@@ -17,6 +17,11 @@
 //! C: results          S: done
 //! ```
 //!
+//! A server started with `--auth-users` (protocol 1.2, feature `auth`) puts a challenge in
+//! `welcome`; the client must then answer `auth` before anything else, and the server proves
+//! it knows the same secret in `auth_ok`:
+//! `C: hello  S: welcome{auth}  C: auth  S: auth_ok | error(auth_failed)  C: test_request ...`.
+//!
 //! `linerate doctor HOST` (protocol 1.1, feature `doctor`) asks for the server's settings
 //! instead of a test: `C: hello  S: welcome  C: doctor_request  S: doctor_report, done`.
 //!
@@ -65,6 +70,12 @@ pub enum Message {
     /// Server → client (protocol 1.1, feature `doctor`): the server's findings; `done`
     /// follows and the server closes.
     DoctorReport(crate::doctor::DoctorReport),
+    /// Client → server, right after a `welcome` that carried a challenge (protocol 1.2,
+    /// feature `auth`): who I am and the proof that I know my secret.
+    Auth(AuthResponse),
+    /// Server → client (protocol 1.2, feature `auth`): the client is authenticated, and the
+    /// server's proof that it knows the same secret.
+    AuthOk(AuthOk),
 }
 
 impl Message {
@@ -86,6 +97,8 @@ impl Message {
             Message::Error(_) => "error",
             Message::DoctorRequest(_) => "doctor_request",
             Message::DoctorReport(_) => "doctor_report",
+            Message::Auth(_) => "auth",
+            Message::AuthOk(_) => "auth_ok",
         }
     }
 }
@@ -135,6 +148,37 @@ pub struct Welcome {
     pub software: String,
     /// The server's limits.
     pub limits: ServerLimits,
+    /// Present when the server requires authentication (protocol 1.2, feature `auth`): the
+    /// client must answer with `auth` before anything else.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthChallenge>,
+}
+
+/// The server's authentication challenge, in `welcome`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuthChallenge {
+    /// How the proof is computed; this build knows `hmac-sha256` (see docs/protocol.md).
+    pub method: String,
+    /// 32 random bytes, 64 hex digits, fresh for every session.
+    pub nonce: String,
+}
+
+/// The client's answer to an [`AuthChallenge`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuthResponse {
+    /// The user name, as in the server's users file.
+    pub user: String,
+    /// 32 random bytes of the client's, 64 hex digits.
+    pub nonce: String,
+    /// HMAC-SHA256 proof, 64 hex digits.
+    pub mac: String,
+}
+
+/// The server's acceptance of an [`AuthResponse`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuthOk {
+    /// HMAC-SHA256 proof that the server knows the user's secret, 64 hex digits.
+    pub mac: String,
 }
 
 /// Refusal of a hello.
@@ -377,6 +421,10 @@ pub enum ErrorCode {
     Timeout,
     /// The server is shutting down.
     ShuttingDown,
+    /// The server requires authentication and the client sent none (protocol 1.2).
+    AuthRequired,
+    /// Unknown user or wrong proof (protocol 1.2).
+    AuthFailed,
     /// Anything else.
     Internal,
     /// A code this build does not know (from a newer peer).

@@ -42,6 +42,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         settle: plan.settle,
         udp_offload: plan.udp_offload,
         connect_timeout: a.connect_timeout,
+        auth: a.auth.credentials()?,
     };
     let mut net = NetTrial::new(cfg, &interrupt);
     let smallest = plan.frame_sizes.iter().copied().min().unwrap_or(64);

@@ -111,6 +111,10 @@ pub struct ServeArgs {
     /// Serve one test, then exit.
     #[arg(long)]
     pub one_off: bool,
+    /// Require authentication: FILE has one `user:secret` (or `user:sha256:HEX`) per line and
+    /// must not be readable by group or others. Clients pass --auth-user.
+    #[arg(long, value_name = "FILE")]
+    pub auth_users: Option<std::path::PathBuf>,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,
@@ -199,10 +203,13 @@ pub struct StreamArgs {
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,
-    /// The path's link or shaped rate (e.g. 100M), when no interface shows it: the
-    /// diagnosis then says "link bound" when the test fills it.
+    /// The path's link or shaped rate (e.g. 100M) for the diagnosis's "link bound". Needed
+    /// only when the bottleneck is beyond both ends' interfaces (a shaping router, a slower
+    /// hop): linerate reads physical interface speeds and a tbf/htb on the sender itself.
     #[arg(long, value_parser = units::parse_rate)]
     pub link_rate: Option<u64>,
+    #[command(flatten)]
+    pub auth: AuthArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -265,5 +272,32 @@ mod tests {
         assert_eq!(parse_tos("0x10"), Ok(16));
         assert_eq!(parse_tos("184"), Ok(184));
         assert!(parse_tos("300").is_err());
+    }
+}
+
+/// Client authentication to a server started with `serve --auth-users`.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct AuthArgs {
+    /// User name for a server that requires authentication (serve --auth-users).
+    #[arg(long, env = "LINERATE_AUTH_USER", value_name = "NAME")]
+    pub auth_user: Option<String>,
+    /// File whose first line is the user's secret; without it the secret is read from the
+    /// environment variable LINERATE_AUTH_SECRET (never from the command line, where other
+    /// users of the host could see it).
+    #[arg(long, value_name = "FILE")]
+    pub auth_secret_file: Option<std::path::PathBuf>,
+}
+
+impl AuthArgs {
+    /// The credentials given, if any; bad ones are a usage error.
+    pub fn credentials(
+        &self,
+    ) -> Result<Option<crate::session::auth::Credentials>, super::plan::UsageError> {
+        crate::session::auth::Credentials::from_args(
+            self.auth_user.as_deref(),
+            self.auth_secret_file.as_deref(),
+            std::env::var("LINERATE_AUTH_SECRET").ok(),
+        )
+        .map_err(super::plan::UsageError)
     }
 }

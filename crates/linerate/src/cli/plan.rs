@@ -136,6 +136,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         client_cpu,
         connect_timeout: a.connect_timeout,
         debug: Debug(a.debug_protocol),
+        auth: a.auth.credentials()?,
     })
 }
 

@@ -86,6 +86,8 @@ pub struct Rfc2544Args {
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub auth: crate::cli::args::AuthArgs,
     /// One JSON record with every trial (schema: docs/json-schema/rfc2544-v1.json).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -81,6 +81,8 @@ pub struct RrArgs {
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,
     #[command(flatten)]
+    pub auth: super::args::AuthArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,

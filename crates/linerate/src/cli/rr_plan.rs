@@ -165,6 +165,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         client_cpu,
         connect_timeout: a.connect_timeout,
         debug: Debug(a.debug_protocol),
+        auth: a.auth.credentials()?,
     })
 }
 

@@ -7,111 +7,63 @@ use std::collections::BTreeMap;
 use linerate_wire::control::{Direction, Transport};
 use linerate_wire::host::{HostCounters, InterfaceFacts, InterfaceStats, PerCpu, SoftnetCounters};
 use linerate_wire::report::{
-    CpuReport, HostInfo, ProcessCpu, Role, SideReport, StreamReport, StreamRole, TcpInfoReport,
-    Totals, UdpRxReport,
+    CpuReport, ProcessCpu, Role, SideReport, StreamRole, TcpInfoReport, Totals, UdpRxReport,
 };
 
 use super::*;
+use crate::export::fixtures;
 use crate::model::{PlanRecord, RunRecord};
 
 const SEC: u64 = 1_000_000_000;
 
+/// [`fixtures::plan`] of a 10 s client→server test to 10.0.0.2 with 128 KiB writes.
 fn plan(transport: Transport) -> PlanRecord {
-    PlanRecord {
-        server: "10.0.0.2:5301".into(),
-        transport,
-        direction: Direction::Send,
-        streams: 1,
-        duration_ms: Some(10_000),
-        bytes: None,
-        write_size: 131_072,
-        local_sndbuf: None,
-        local_rcvbuf: None,
-        remote_sndbuf: None,
-        remote_rcvbuf: None,
-        nodelay: false,
-        mss: None,
-        congestion: None,
-        tos: None,
-        rate_bps: None,
-        interval_ms: 1000,
-        omit_ms: 0,
-        client_cpu: None,
-        server_cpu: None,
-        udp_offload: true,
-        link_rate_bps: None,
-    }
+    let mut p = fixtures::plan("10.0.0.2:5301", transport, Direction::Send, 131_072);
+    p.udp_offload = true;
+    p
 }
 
+/// [`fixtures::cpu`] of 2 CPUs with `softirq` percent of the busiest CPU in softirq.
 fn cpu(util: f64, busiest: f64, softirq: f64) -> CpuReport {
     CpuReport {
-        cpu_count: 2,
-        util_percent: util,
-        user_percent: util / 2.0,
-        system_percent: util / 2.0,
-        irq_percent: 0.0,
-        softirq_percent: 0.0,
-        steal_percent: 0.0,
-        busiest_cpu: 1,
-        busiest_cpu_util_percent: busiest,
         busiest_cpu_softirq_percent: softirq,
+        ..fixtures::cpu(2, util, busiest)
     }
 }
 
-fn stream(role: StreamRole, bytes: u64, remote: &str) -> StreamReport {
-    StreamReport {
-        index: 0,
-        role,
-        bytes,
-        io_calls: bytes / 131_072 + 1,
-        packets: None,
-        duration_ns: 10 * SEC,
-        sndbuf_bytes: Some(2_626_560),
-        rcvbuf_bytes: Some(6_291_456),
-        mss_bytes: Some(1448),
-        congestion: Some("cubic".into()),
-        tcp_info: None,
-        udp_rx: None,
-        local_addr: None,
-        remote_addr: Some(remote.into()),
-    }
-}
-
-fn side(role: Role, s: StreamReport) -> SideReport {
-    let tx = s.role == StreamRole::Tx;
-    SideReport {
-        role,
-        host: HostInfo {
-            hostname: Some(format!("{role:?}")),
-            kernel: Some("6.1.0".into()),
-            cpu_count: 2,
-            software: "linerate 0.1.0".into(),
-            boot_id: Some(format!("boot-{role:?}")),
-        },
-        totals: Totals {
+/// One end with one stream of `bytes` over 10 s to `remote`: 2 CPUs at 20 % (busiest 30 %),
+/// linerate's threads 3 s of CPU, the kernel's default-ish autotuned buffers and MSS 1448.
+fn side(role: Role, dir: StreamRole, bytes: u64, remote: &str) -> SideReport {
+    let calls = bytes / 131_072 + 1;
+    let t = match dir {
+        StreamRole::Tx => Totals {
             duration_ns: 10 * SEC,
-            tx_bytes: if tx { s.bytes } else { 0 },
-            rx_bytes: if tx { 0 } else { s.bytes },
-            tx_calls: if tx { s.io_calls } else { 0 },
-            rx_calls: if tx { 0 } else { s.io_calls },
-            tx_duration_ns: if tx { 10 * SEC } else { 0 },
-            rx_duration_ns: if tx { 0 } else { 10 * SEC },
-            tx_packets: None,
-            rx_packets: None,
-            retransmits: None,
-            udp_rx: None,
+            tx_bytes: bytes,
+            tx_calls: calls,
+            tx_duration_ns: 10 * SEC,
+            ..Totals::default()
         },
-        streams: vec![s],
-        intervals: Vec::new(),
-        cpu: Some(cpu(20.0, 30.0, 5.0)),
-        process_cpu: Some(ProcessCpu {
-            user_ns: SEC,
-            system_ns: 2 * SEC,
-        }),
-        host_counters: None,
-        interface: None,
-        warnings: Vec::new(),
-    }
+        StreamRole::Rx => Totals {
+            duration_ns: 10 * SEC,
+            rx_bytes: bytes,
+            rx_calls: calls,
+            rx_duration_ns: 10 * SEC,
+            ..Totals::default()
+        },
+    };
+    let mut st = fixtures::stream(dir, &t, Some(2_626_560), Some(6_291_456));
+    st.mss_bytes = Some(1448);
+    st.congestion = Some("cubic".into());
+    st.remote_addr = Some(remote.into());
+    let mut s = fixtures::side(role, &format!("{role:?}"), 2, t);
+    s.host.boot_id = Some(format!("boot-{role:?}"));
+    s.streams = vec![st];
+    s.cpu = Some(cpu(20.0, 30.0, 5.0));
+    s.process_cpu = Some(ProcessCpu {
+        user_ns: SEC,
+        system_ns: 2 * SEC,
+    });
+    s
 }
 
 fn tcp_info(rtt_us: u32) -> TcpInfoReport {
@@ -140,17 +92,13 @@ struct Case {
 impl Case {
     fn tcp(bps: f64) -> Case {
         let bytes = (bps / 8.0 * 10.0) as u64;
-        let mut tx = stream(StreamRole::Tx, bytes, "10.0.0.2:5301");
-        tx.tcp_info = Some(tcp_info(200));
-        let mut client = side(Role::Client, tx);
+        let mut client = side(Role::Client, StreamRole::Tx, bytes, "10.0.0.2:5301");
+        client.streams[0].tcp_info = Some(tcp_info(200));
         client.totals.retransmits = Some(0);
         Case {
             plan: plan(Transport::Tcp),
             client,
-            server: side(
-                Role::Server,
-                stream(StreamRole::Rx, bytes, "10.0.0.1:40000"),
-            ),
+            server: side(Role::Server, StreamRole::Rx, bytes, "10.0.0.1:40000"),
         }
     }
 
@@ -562,6 +510,53 @@ fn link_bound_from_interface_speed_or_link_rate_never_on_loopback() {
     lo.plan.link_rate_bps = Some(50_000_000);
     lo.client.streams[0].remote_addr = Some("127.0.0.1:5301".into());
     assert!(!lo.kinds().contains(&VerdictKind::LinkBound));
+}
+
+#[test]
+fn link_bound_from_the_senders_shaper_and_the_smallest_rate_wins() {
+    // 48 Mbit/s of 1448-byte segments is 48e6 × 1538 / 1448 = 50.98 Mbit/s on the wire:
+    // 102 % of a 50 Mbit/s tbf (a tbf counts IP packets, so it lets slightly more through).
+    let shaped = |rate: u64| InterfaceFacts {
+        name: "veth0".into(),
+        driver: Some("veth".into()),
+        speed_mbps: Some(10_000),
+        root_qdisc: Some("tbf".into()),
+        shaped_rate_bps: Some(rate),
+        ..InterfaceFacts::default()
+    };
+    let mut c = Case::tcp(48e6);
+    c.client.interface = Some(shaped(50_000_000));
+    let v = c.verdict(VerdictKind::LinkBound);
+    assert!(
+        v.message
+            .contains("of the link rate 50.00 Mbit/s (tbf on veth0 at the client)"),
+        "{}",
+        v.message
+    );
+    // A shaper on the receiver's egress holds back its ACKs, not this flow's data.
+    c.client.interface = None;
+    c.server.interface = Some(shaped(50_000_000));
+    assert!(!c.kinds().contains(&VerdictKind::LinkBound));
+    // With a hint too, the smaller rate is the link: a 1 Gbit/s hint leaves the tbf ...
+    c.server.interface = None;
+    c.client.interface = Some(shaped(50_000_000));
+    c.plan.link_rate_bps = Some(1_000_000_000);
+    assert!(c
+        .verdict(VerdictKind::LinkBound)
+        .message
+        .contains("(tbf on veth0 at the client)"));
+    // ... and a 10 Gbit/s hint leaves a 1 Gbit/s NIC's speed.
+    let mut nic = Case::tcp(941e6);
+    nic.client.interface = Some(InterfaceFacts {
+        name: "eth0".into(),
+        speed_mbps: Some(1000),
+        ..InterfaceFacts::default()
+    });
+    nic.plan.link_rate_bps = Some(10_000_000_000);
+    assert!(nic
+        .verdict(VerdictKind::LinkBound)
+        .message
+        .contains("(the speed of eth0 at the client)"));
 }
 
 #[test]

@@ -435,6 +435,13 @@ fn interface(inp: &HostInputs, i: &InterfaceFacts) -> Vec<Finding> {
         i.driver.as_ref().map(|d| format!("driver {d}")),
         i.mtu.map(|m| format!("MTU {m}")),
         i.speed_mbps.map(|s| format!("{} Mbit/s", s)),
+        i.shaped_rate_bps.map(|r| {
+            format!(
+                "egress shaped by {} to {}",
+                i.root_qdisc.as_deref().unwrap_or("a qdisc"),
+                format_bps(r as f64)
+            )
+        }),
     ]
     .into_iter()
     .flatten()
@@ -470,7 +477,7 @@ fn interface(inp: &HostInputs, i: &InterfaceFacts) -> Vec<Finding> {
         out.push(offloads(i));
         return out;
     }
-    if i.speed_mbps.filter(|&s| s > 0).is_none() {
+    if i.speed_mbps.filter(|&s| s > 0).is_none() && i.shaped_rate_bps.is_none() {
         out.push(finding(
             Severity::Info,
             "interface.speed",

@@ -49,6 +49,8 @@ pub struct DoctorArgs {
     /// Time to wait for the server.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
+    #[command(flatten)]
+    pub auth: crate::cli::args::AuthArgs,
 }
 
 /// The output of `linerate doctor --json`.
@@ -132,6 +134,7 @@ pub fn remote(
     addr: SocketAddr,
     buffer_bytes: Option<u32>,
     timeout: Duration,
+    auth: Option<&crate::session::auth::Credentials>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<(Option<DoctorReport>, Option<u32>)> {
     let mut stream = sockets::connect_tcp(addr, &SockOpts::default(), timeout).map_err(|e| {
@@ -149,6 +152,14 @@ pub fn remote(
         Message::Reject(r) => bail!("the server refused the session: {}", r.message),
         other => bail!("protocol error: expected welcome, got {}", other.name()),
     };
+    crate::session::auth::client_handshake(
+        auth,
+        &welcome,
+        &addr.to_string(),
+        &mut |m| w.send(m).map_err(Into::into),
+        &mut |what| next_message(&mut stream, what),
+        warnings,
+    )?;
     let rtt_us = crate::sys::tcp_info::read_tcp_info(stream.as_fd())
         .ok()
         .map(|i| i.rtt_us)
@@ -188,7 +199,14 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         let addr = resolve(host, a.port)?;
         peer = Some(sockets::canonical(addr.ip()));
         server_address = Some(format!("{host}:{}", a.port));
-        let (r, rtt) = remote(addr, a.window, a.connect_timeout, &mut warnings)?;
+        let creds = a.auth.credentials()?;
+        let (r, rtt) = remote(
+            addr,
+            a.window,
+            a.connect_timeout,
+            creds.as_ref(),
+            &mut warnings,
+        )?;
         server = r;
         rtt_us = rtt;
     }

@@ -3,7 +3,7 @@
 //! toward a peer with its facts and IRQ affinity, and the kernel's path-MTU estimate.
 //! Nothing is written.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr};
 
 use super::checks::{parse_cpu_list, HostInputs, Sysctls};
 use crate::sys::host::{read_sysctl_u64, read_sysctl_u64s, sysctl_path};
@@ -67,17 +67,11 @@ fn irq_affinity(irq: &str) -> Option<Vec<u32>> {
     parse_cpu_list(&t)
 }
 
-/// The kernel's path-MTU estimate toward `peer` (IPv4): a UDP socket connected to it (no
-/// packet is sent) and `IP_MTU`, which is the route's MTU unless a "fragmentation needed"
-/// has lowered it. No probing. IPv6: `None`.
+/// The kernel's path-MTU estimate toward `peer`, IPv4 or IPv6 (`IP_MTU` / `IPV6_MTU` on a
+/// connected UDP socket, see [`crate::sys::pmtu`]): the route's MTU unless an ICMP message
+/// has lowered it. No probing. `None` when it cannot be read.
 pub fn path_mtu(peer: IpAddr) -> Option<u32> {
-    let IpAddr::V4(v4) = peer.to_canonical() else {
-        return None;
-    };
-    let sock = UdpSocket::bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))).ok()?;
-    sock.connect(SocketAddr::from((v4, 9))).ok()?;
-    let mtu = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::IpMtu).ok()?;
-    u32::try_from(mtu).ok()
+    crate::sys::pmtu::path_mtu(peer).ok()
 }
 
 /// Reads everything on this host; `peer` picks the interface (the default route's when
@@ -137,6 +131,10 @@ mod tests {
         // The route MTU toward 127.0.0.1 is loopback's MTU, capped at IPv4's 65535.
         let lo_mtu = inp.interface.as_ref().and_then(|i| i.mtu).unwrap();
         assert_eq!(inp.path_mtu, Some(lo_mtu.min(65_535)));
+        // Over IPv6 the route keeps loopback's full MTU.
+        let (inp6, _) = host_inputs(Some("::1".parse().unwrap()));
+        assert_eq!(inp6.interface.as_ref().map(|i| i.name.as_str()), Some("lo"));
+        assert_eq!(inp6.path_mtu, Some(lo_mtu), "IPv6 on ::1 is needed here");
         assert_eq!(irq_affinity("LOC"), None);
         assert_eq!(irq_affinity("../1"), None);
     }

@@ -305,6 +305,30 @@ fn interface_offloads_coalescing_rings_affinity_and_path_mtu() {
 }
 
 #[test]
+fn a_shaped_veth_shows_its_rate_and_needs_no_link_rate_hint() {
+    let mut i = inputs();
+    i.interface = Some(InterfaceFacts {
+        name: "veth0".into(),
+        driver: Some("veth".into()),
+        mtu: Some(1500),
+        root_qdisc: Some("tbf".into()),
+        shaped_rate_bps: Some(50_000_000),
+        ..InterfaceFacts::default()
+    });
+    let f = checks(&i, &FOUR_MIB);
+    assert_eq!(
+        find(&f, "interface").what,
+        "driver veth, MTU 1500, egress shaped by tbf to 50.00 Mbit/s"
+    );
+    // The shaper gives the diagnosis a rate: no advice to pass --link-rate.
+    assert!(!f.iter().any(|f| f.check == "interface.speed"), "{f:#?}");
+    i.interface.as_mut().unwrap().shaped_rate_bps = None;
+    assert!(checks(&i, &FOUR_MIB)
+        .iter()
+        .any(|f| f.check == "interface.speed"));
+}
+
+#[test]
 fn loopback_has_no_hardware_to_check() {
     let mut i = inputs();
     i.interface = Some(InterfaceFacts {

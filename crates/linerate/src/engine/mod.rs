@@ -1,15 +1,17 @@
 //! Test engines: run the data streams of one end of a test and measure them.
 //!
-//! One thread per stream runs the loop in [`stream`]; a meter thread samples the streams'
-//! counters, TCP_INFO and /proc/stat once per interval and pushes [`IntervalReport`]s into a
-//! channel (push model: the caller decides whether they go to the console, to a JSON stream,
-//! or over the control connection). The warm-up (`omit`) ends with a baseline snapshot; the
-//! totals in the final [`SideReport`] are "end minus baseline".
+//! One thread per stream runs the loop in [`stream`]; a [`meter`] thread samples the
+//! streams' counters, TCP_INFO and /proc/stat once per interval and pushes
+//! [`IntervalReport`]s into a channel (push model: the caller decides whether they go to the
+//! console, to a JSON stream, or over the control connection). The warm-up (`omit`) ends with
+//! a baseline snapshot; the totals in the final [`SideReport`] are "end minus baseline". The
+//! meter is shared with the request/response engine: this engine is one [`SampleSource`].
 //!
 //! Life cycle: [`Engine::start`] → (intervals flow) → [`Engine::stop_senders`] (ends the
 //! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
 
 pub mod delay;
+pub mod meter;
 pub mod mmsg;
 pub mod pacing;
 pub mod stream;
@@ -22,11 +24,12 @@ use std::time::{Duration, Instant};
 
 use linerate_wire::control::Transport;
 use linerate_wire::report::{
-    CpuReport, HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole,
-    Totals, UdpRxReport,
+    HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals,
+    UdpRxReport,
 };
 
 use crate::sys;
+use meter::{Meter, SampleSource, Window};
 pub use stream::{DataSocket, StreamCounters, StreamOutcome};
 
 /// One stream to run.
@@ -68,9 +71,9 @@ pub struct EngineConfig {
     pub smooth_pacing: bool,
 }
 
+/// Every stream's counters at one instant (index = stream position).
 #[derive(Debug, Clone, Default)]
 struct Snapshot {
-    at_ns: u64,
     bytes: Vec<u64>,
     calls: Vec<u64>,
     packets: Vec<u64>,
@@ -81,13 +84,11 @@ struct Snapshot {
 }
 
 struct Shared {
-    epoch: Instant,
+    window: Window<Snapshot>,
     streams: Vec<(StreamSetup, Arc<StreamCounters>)>,
     /// Local and peer address of each stream, read at start (a closed socket has no peer).
     addrs: Vec<(Option<String>, Option<String>)>,
     transport: Transport,
-    baseline: Mutex<Option<(Snapshot, Option<sys::cpu::CpuTimes>)>>,
-    baseline_flag: Arc<AtomicBool>,
     warnings: Mutex<Vec<String>>,
     /// The interface that carries the test (from the route to the peer), if found.
     iface: Option<String>,
@@ -96,11 +97,24 @@ struct Shared {
 }
 
 impl Shared {
-    fn snapshot(&self) -> Snapshot {
-        let mut s = Snapshot {
-            at_ns: u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            ..Snapshot::default()
-        };
+    fn warn(&self, w: String) {
+        if let Ok(mut v) = self.warnings.lock() {
+            if !v.contains(&w) {
+                v.push(w);
+            }
+        }
+    }
+}
+
+impl SampleSource for Shared {
+    type Counters = Snapshot;
+
+    fn window(&self) -> &Window<Snapshot> {
+        &self.window
+    }
+
+    fn read(&self) -> Snapshot {
+        let mut s = Snapshot::default();
         for (setup, c) in &self.streams {
             s.bytes.push(c.bytes.load(Relaxed));
             s.calls.push(c.calls.load(Relaxed));
@@ -118,16 +132,16 @@ impl Shared {
         s
     }
 
-    fn warn(&self, w: String) {
-        if let Ok(mut v) = self.warnings.lock() {
-            if !v.contains(&w) {
-                v.push(w);
-            }
-        }
+    fn interval(&self, a: &Snapshot, b: &Snapshot) -> IntervalReport {
+        interval_report(self, a, b)
     }
 
-    fn take_baseline(&self) {
-        let cpu = match sys::cpu::read_proc_stat() {
+    /// Warns when /proc/stat cannot be read, and takes the host counters' baseline.
+    fn at_baseline(
+        &self,
+        cpu: Result<sys::cpu::CpuTimes, sys::SysError>,
+    ) -> Option<sys::cpu::CpuTimes> {
+        let cpu = match cpu {
             Ok(c) => Some(c),
             Err(e) => {
                 self.warn(format!("CPU utilisation not measured: {e}"));
@@ -141,11 +155,7 @@ impl Shared {
         if let Ok(mut h) = self.host_base.lock() {
             *h = Some(host);
         }
-        let snap = self.snapshot();
-        if let Ok(mut b) = self.baseline.lock() {
-            *b = Some((snap, cpu));
-        }
-        self.baseline_flag.store(true, Relaxed);
+        cpu
     }
 }
 
@@ -164,9 +174,8 @@ pub struct Engine {
     shared: Arc<Shared>,
     tx_stop: Arc<AtomicBool>,
     rx_stop: Arc<AtomicBool>,
-    meter_stop: Arc<AtomicBool>,
     threads: Vec<(usize, JoinHandle<StreamOutcome>)>,
-    meter: Option<JoinHandle<()>>,
+    meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
     host_end: Option<sys::hostsnap::HostSnapshot>,
     interface: Option<linerate_wire::host::InterfaceFacts>,
@@ -177,12 +186,11 @@ impl Engine {
     pub fn start(
         cfg: EngineConfig,
         streams: Vec<StreamSetup>,
-        mut sink: impl FnMut(IntervalReport) + Send + 'static,
+        sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Engine> {
         let epoch = Instant::now();
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
-        let baseline_flag = Arc::new(AtomicBool::new(false));
         // The interface toward the peer, for host counters and interface facts. Read once,
         // before the data threads start: neither is cheap enough for the data path.
         let mut early_warnings = Vec::new();
@@ -216,14 +224,12 @@ impl Engine {
             .collect();
         let shared = Arc::new(Shared {
             addrs,
-            epoch,
+            window: Window::new(epoch),
             streams: streams
                 .into_iter()
                 .map(|s| (s, Arc::new(StreamCounters::default())))
                 .collect(),
             transport: cfg.transport,
-            baseline: Mutex::new(None),
-            baseline_flag: baseline_flag.clone(),
             warnings: Mutex::new(early_warnings),
             iface,
             host_base: Mutex::new(None),
@@ -231,6 +237,7 @@ impl Engine {
         if cfg.omit.is_zero() {
             shared.take_baseline();
         }
+        let baseline_flag = shared.window.baseline_flag();
         let mut threads = Vec::new();
         for (i, (setup, counters)) in shared.streams.iter().enumerate() {
             let send = setup.role == StreamRole::Tx;
@@ -257,24 +264,14 @@ impl Engine {
                 .spawn(move || stream::run(ctx, socket, send))?;
             threads.push((i, h));
         }
-        let meter_stop = Arc::new(AtomicBool::new(false));
-        let meter = {
-            let shared = shared.clone();
-            let stop = meter_stop.clone();
-            let interval = cfg.interval;
-            let omit = cfg.omit;
-            std::thread::Builder::new()
-                .name("lr-meter".into())
-                .spawn(move || meter_loop(&shared, &stop, interval, omit, &mut sink))?
-        };
+        let meter = Meter::start("lr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
         Ok(Engine {
             cfg,
             shared,
             tx_stop,
             rx_stop,
-            meter_stop,
             threads,
-            meter: Some(meter),
+            meter,
             end: None,
             host_end: None,
             interface,
@@ -331,8 +328,7 @@ impl Engine {
         while !self.senders_done() && self.has_senders() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
-        let at = u64::try_from(self.shared.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.end = Some((at, sys::cpu::read_proc_stat().ok()));
+        self.end = Some(self.shared.window.end_now());
         let (host, w) = sys::hostsnap::HostSnapshot::take(self.shared.iface.as_deref());
         for w in w {
             self.shared.warn(w);
@@ -360,7 +356,7 @@ impl Engine {
             }
         }
         self.rx_stop.store(true, Relaxed);
-        self.meter_stop.store(true, Relaxed);
+        self.meter.signal_stop();
         let mut outcomes: Vec<Option<StreamOutcome>> =
             (0..self.shared.streams.len()).map(|_| None).collect();
         for (i, h) in self.threads.drain(..) {
@@ -371,9 +367,7 @@ impl Engine {
                 )),
             }
         }
-        if let Some(m) = self.meter.take() {
-            let _ = m.join();
-        }
+        self.meter.join();
         self.build_report(outcomes)
     }
 
@@ -386,18 +380,11 @@ impl Engine {
 
     fn build_report(&self, outcomes: Vec<Option<StreamOutcome>>) -> SideReport {
         let sh = &self.shared;
-        let fin = sh.snapshot();
-        let (base, base_cpu) = sh
-            .baseline
-            .lock()
-            .ok()
-            .and_then(|b| b.clone())
-            .unwrap_or_else(|| {
-                // The test ended inside the warm-up: nothing is left to measure.
-                sh.warn("the test ended before the warm-up (--omit) was over: totals are empty; shorten --omit".into());
-                (fin.clone(), None)
-            });
-        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin.at_ns, None));
+        let fin_sample = sh.sample();
+        let (base_sample, base_cpu) = sh.window.baseline_or(&fin_sample, |w| sh.warn(w));
+        let (fin, base) = (&fin_sample.counters, &base_sample.counters);
+        let base_ns = base_sample.at_ns;
+        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin_sample.at_ns, None));
         let mut warnings = sh.warnings.lock().map(|w| w.clone()).unwrap_or_default();
         let udp = sh.transport == Transport::Udp;
         let mut streams = Vec::new();
@@ -407,21 +394,16 @@ impl Engine {
         let mut rx_last = 0u64;
         for (i, ((setup, c), outcome)) in sh.streams.iter().zip(outcomes).enumerate() {
             let outcome = outcome.unwrap_or_default();
-            if let Some(e) = &outcome.error {
-                warnings.push(format!("stream {} ended with an error: {e}", setup.index));
-            }
-            for w in &outcome.warnings {
-                if !warnings.contains(w) {
-                    warnings.push(w.clone());
-                }
-            }
-            if let Some(cpu) = &outcome.cpu {
-                let p = proc_cpu.get_or_insert_with(ProcessCpu::default);
-                p.user_ns += cpu.user_ns;
-                p.system_ns += cpu.system_ns;
-            }
+            meter::fold_thread_end(
+                setup.index,
+                outcome.error.as_deref(),
+                &outcome.warnings,
+                outcome.cpu.as_ref(),
+                &mut warnings,
+                &mut proc_cpu,
+            );
             let last = c.last_ns.load(Relaxed).saturating_sub(1);
-            let dur = last.saturating_sub(base.at_ns);
+            let dur = last.saturating_sub(base_ns);
             let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
             if setup.role == StreamRole::Tx {
                 tx_last = tx_last.max(dur);
@@ -481,7 +463,7 @@ impl Engine {
             any.then_some(total)
         };
         let totals = Totals {
-            duration_ns: end_ns.saturating_sub(base.at_ns),
+            duration_ns: end_ns.saturating_sub(base_ns),
             tx_bytes: diff(&fin.bytes, &base.bytes, is_tx),
             rx_bytes: diff(&fin.bytes, &base.bytes, is_rx),
             tx_calls: diff(&fin.calls, &base.calls, is_tx),
@@ -493,13 +475,7 @@ impl Engine {
             retransmits,
             udp_rx: udp_total,
         };
-        let cpu: Option<CpuReport> = match (&base_cpu, &end_cpu) {
-            (Some(a), Some(b)) => sys::cpu::cpu_report(a, b),
-            _ => None,
-        };
-        if cpu.is_none() && !warnings.iter().any(|w| w.starts_with("CPU utilisation")) {
-            warnings.push("CPU utilisation not measured: /proc/stat could not be read at both ends of the window".into());
-        }
+        let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
         if proc_cpu.is_none() {
             warnings.push(
                 "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
@@ -529,17 +505,19 @@ struct SocketFacts {
     congestion: Option<String>,
 }
 
+/// SO_SNDBUF and SO_RCVBUF as the kernel granted them.
+pub(crate) fn socket_bufs(s: &socket2::SockRef<'_>) -> (Option<u32>, Option<u32>) {
+    (
+        s.send_buffer_size()
+            .ok()
+            .and_then(|v| u32::try_from(v).ok()),
+        s.recv_buffer_size()
+            .ok()
+            .and_then(|v| u32::try_from(v).ok()),
+    )
+}
+
 fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts {
-    let buf = |s: &socket2::SockRef<'_>| {
-        (
-            s.send_buffer_size()
-                .ok()
-                .and_then(|v| u32::try_from(v).ok()),
-            s.recv_buffer_size()
-                .ok()
-                .and_then(|v| u32::try_from(v).ok()),
-        )
-    };
     match &setup.socket {
         DataSocket::Tcp(t) => {
             let s = socket2::SockRef::from(t.as_ref());
@@ -553,7 +531,7 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                     None
                 }
             };
-            let (sndbuf, rcvbuf) = buf(&s);
+            let (sndbuf, rcvbuf) = socket_bufs(&s);
             SocketFacts {
                 sndbuf,
                 rcvbuf,
@@ -567,7 +545,7 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
             }
         }
         DataSocket::Udp(u) => {
-            let (sndbuf, rcvbuf) = buf(&socket2::SockRef::from(u.as_ref()));
+            let (sndbuf, rcvbuf) = socket_bufs(&socket2::SockRef::from(u.as_ref()));
             SocketFacts {
                 sndbuf,
                 rcvbuf,
@@ -579,55 +557,8 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
     }
 }
 
-fn meter_loop(
-    sh: &Shared,
-    stop: &AtomicBool,
-    interval: Duration,
-    omit: Duration,
-    out: &mut dyn FnMut(IntervalReport),
-) {
-    let mut prev = sh.snapshot();
-    let mut prev_cpu = sys::cpu::read_proc_stat().ok();
-    let mut baseline_done = omit.is_zero();
-    let mut next = interval;
-    loop {
-        // Sleep until the next tick, or the warm-up boundary, looking at the stop flag.
-        let target = if baseline_done { next } else { next.min(omit) };
-        loop {
-            if stop.load(Relaxed) {
-                return;
-            }
-            let el = sh.epoch.elapsed();
-            if el >= target {
-                break;
-            }
-            std::thread::sleep((target - el).min(Duration::from_millis(20)));
-        }
-        if !baseline_done && sh.epoch.elapsed() >= omit {
-            sh.take_baseline();
-            baseline_done = true;
-        }
-        if sh.epoch.elapsed() < next {
-            continue;
-        }
-        next += interval;
-        let now = sh.snapshot();
-        let cpu = sys::cpu::read_proc_stat().ok();
-        let iv = interval_report(sh, &prev, &now, prev_cpu.as_ref(), cpu.as_ref(), omit);
-        prev = now;
-        prev_cpu = cpu;
-        out(iv);
-    }
-}
-
-fn interval_report(
-    sh: &Shared,
-    a: &Snapshot,
-    b: &Snapshot,
-    ca: Option<&sys::cpu::CpuTimes>,
-    cb: Option<&sys::cpu::CpuTimes>,
-    omit: Duration,
-) -> IntervalReport {
+/// The stream figures of one interval; TCP_INFO gives the senders' RTT and window now.
+fn interval_report(sh: &Shared, a: &Snapshot, b: &Snapshot) -> IntervalReport {
     let udp = sh.transport == Transport::Udp;
     let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
     let is_rx = |i: usize| !is_tx(i);
@@ -654,9 +585,6 @@ fn interval_report(
         }
     }
     IntervalReport {
-        start_ns: a.at_ns,
-        end_ns: b.at_ns,
-        omitted: Duration::from_nanos(b.at_ns) <= omit && !omit.is_zero(),
         tx_bytes: diff(&b.bytes, &a.bytes, is_tx),
         rx_bytes: diff(&b.bytes, &a.bytes, is_rx),
         tx_packets: udp.then(|| diff(&b.packets, &a.packets, is_tx)),
@@ -665,10 +593,6 @@ fn interval_report(
         retransmits: retrans,
         rtt_us: (rtt_n > 0).then(|| u32::try_from(rtt_sum / rtt_n).unwrap_or(u32::MAX)),
         cwnd_bytes: cwnd,
-        cpu_percent: match (ca, cb) {
-            (Some(x), Some(y)) => sys::cpu::util_percent(x, y),
-            _ => None,
-        },
-        transactions: None,
+        ..IntervalReport::default()
     }
 }

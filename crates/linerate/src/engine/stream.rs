@@ -15,6 +15,7 @@ use linerate_stats::{JitterEstimator, SeqTracker};
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::report::{ProcessCpu, UdpRxReport};
 
+use super::meter::ThreadCpu;
 use super::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
 use crate::sys;
@@ -41,10 +42,8 @@ pub struct StreamCounters {
     pub last_ns: AtomicU64,
     /// Set when the loop has ended.
     pub done: AtomicBool,
-    /// Thread CPU at the warm-up boundary, user and system nanoseconds.
-    pub cpu_at_baseline_user_ns: AtomicU64,
-    /// See `cpu_at_baseline_user_ns`.
-    pub cpu_at_baseline_system_ns: AtomicU64,
+    /// Thread CPU at the warm-up boundary.
+    pub cpu_at_baseline: ThreadCpu,
 }
 
 /// The socket a stream runs on.
@@ -122,33 +121,16 @@ impl StreamCtx {
     }
 
     /// Saves the thread's CPU once the warm-up is over (cheap check per loop turn).
+    #[inline]
     fn check_baseline(&self, taken: &mut bool) {
-        if !*taken && self.baseline.load(Relaxed) {
-            *taken = true;
-            if let Some(c) = sys::rusage::thread_cpu() {
-                self.counters
-                    .cpu_at_baseline_user_ns
-                    .store(c.user_ns, Relaxed);
-                self.counters
-                    .cpu_at_baseline_system_ns
-                    .store(c.system_ns, Relaxed);
-            }
-        }
-    }
-
-    fn window_cpu(&self) -> Option<ProcessCpu> {
-        sys::rusage::thread_cpu().map(|c| ProcessCpu {
-            user_ns: c
-                .user_ns
-                .saturating_sub(self.counters.cpu_at_baseline_user_ns.load(Relaxed)),
-            system_ns: c
-                .system_ns
-                .saturating_sub(self.counters.cpu_at_baseline_system_ns.load(Relaxed)),
-        })
+        self.counters
+            .cpu_at_baseline
+            .save_once(&self.baseline, taken);
     }
 }
 
-fn is_timeout(e: &io::Error) -> bool {
+/// True for the errors of a socket time-out (or an interrupted call): try again.
+pub(crate) fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
@@ -173,7 +155,7 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     if let Err(e) = res {
         out.error = Some(e.to_string());
     }
-    out.cpu = ctx.window_cpu();
+    out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
 }

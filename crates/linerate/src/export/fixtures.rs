@@ -1,4 +1,5 @@
-//! Hand-built [`RunRecord`]s for the exporter tests.
+//! Hand-built [`RunRecord`]s for the exporter tests, and the builders of their parts
+//! ([`plan`], [`side`], [`stream`], [`cpu`]) that the diagnosis tests reuse.
 //!
 //! The summaries are computed here from the raw reports with the definitions documented in
 //! `model::summary` (throughput over each end's active time, netperf's service demand), not
@@ -15,7 +16,13 @@ use linerate_wire::report::{
 
 const SEC: u64 = 1_000_000_000;
 
-fn plan(server: &str, transport: Transport, direction: Direction, write_size: u32) -> PlanRecord {
+/// A plan with linerate's defaults (one stream, 10 s, 1 s intervals, nothing requested).
+pub(crate) fn plan(
+    server: &str,
+    transport: Transport,
+    direction: Direction,
+    write_size: u32,
+) -> PlanRecord {
     PlanRecord {
         server: server.to_string(),
         transport,
@@ -42,7 +49,8 @@ fn plan(server: &str, transport: Transport, direction: Direction, write_size: u3
     }
 }
 
-fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> SideReport {
+/// An end with `totals` and nothing else measured (no streams, CPU, counters or interface).
+pub(crate) fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> SideReport {
     SideReport {
         role,
         host: HostInfo {
@@ -63,7 +71,13 @@ fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> SideReport {
     }
 }
 
-fn stream(role: StreamRole, t: &Totals, sndbuf: Option<u32>, rcvbuf: Option<u32>) -> StreamReport {
+/// The one stream of an end, its figures taken from the end's `t` for its direction.
+pub(crate) fn stream(
+    role: StreamRole,
+    t: &Totals,
+    sndbuf: Option<u32>,
+    rcvbuf: Option<u32>,
+) -> StreamReport {
     let tx = role == StreamRole::Tx;
     StreamReport {
         index: 0,
@@ -87,7 +101,9 @@ fn stream(role: StreamRole, t: &Totals, sndbuf: Option<u32>, rcvbuf: Option<u32>
     }
 }
 
-fn cpu(count: u32, util: f64, busiest: f64) -> CpuReport {
+/// `/proc/stat` figures: `util` split 1:2:1 into user, system and softirq, CPU 0 the busiest
+/// at `busiest` percent, half of it softirq.
+pub(crate) fn cpu(count: u32, util: f64, busiest: f64) -> CpuReport {
     CpuReport {
         cpu_count: count,
         util_percent: util,

@@ -1,9 +1,10 @@
 //! JSON output and the JSON Schemas that document it.
 //!
 //! `--json` prints [`render`]; `--json-stream` prints one [`event_line`] per [`StreamEvent`] as
-//! it happens. The schemas in `docs/json-schema/run-v1.json` and `event-v1.json` are generated
-//! from the model types by [`schema`] and [`event_schema`]; a test keeps the committed files in
-//! step with the code.
+//! it happens. The schemas in `docs/json-schema/run-v1.json`, `event-v1.json`, `trials-v1.json`
+//! and `doctor-v1.json` (`linerate doctor --json`) are generated from the model types by
+//! [`schema`], [`event_schema`], [`trials_schema`] and [`doctor_schema`]; a test keeps the
+//! committed files in step with the code.
 
 use crate::model::{RunRecord, StreamEvent};
 use serde::Serialize;
@@ -28,6 +29,11 @@ pub fn schema() -> String {
 /// JSON Schema of a repeated run's record (`docs/json-schema/trials-v1.json`).
 pub fn trials_schema() -> String {
     pretty(&schemars::schema_for!(crate::model::TrialSetRecord))
+}
+
+/// JSON Schema of `linerate doctor --json` (`docs/json-schema/doctor-v1.json`).
+pub fn doctor_schema() -> String {
+    pretty(&schemars::schema_for!(crate::doctor::DoctorRecord))
 }
 
 /// JSON Schema of one `--json-stream` line (`docs/json-schema/event-v1.json`).
@@ -59,9 +65,9 @@ mod tests {
     }
 
     /// The committed schemas must match the code. After an intended change to the model, run
-    /// `LINERATE_BLESS=1 cargo test -p linerate export::json` to rewrite
-    /// `docs/json-schema/run-v1.json` and `event-v1.json`, and review the diff (an incompatible
-    /// change also bumps `SCHEMA_VERSION` and the file names).
+    /// `LINERATE_BLESS=1 cargo test -p linerate export::json` to rewrite the files in
+    /// `docs/json-schema/`, and review the diff (an incompatible change also bumps
+    /// `SCHEMA_VERSION` and the file names).
     #[test]
     fn committed_schemas_match_the_model() {
         let bless = std::env::var("LINERATE_BLESS").is_ok_and(|v| v == "1");
@@ -69,6 +75,7 @@ mod tests {
             ("run-v1.json", schema()),
             ("event-v1.json", event_schema()),
             ("trials-v1.json", trials_schema()),
+            ("doctor-v1.json", doctor_schema()),
         ] {
             let path = schema_dir().join(name);
             if bless {

@@ -218,11 +218,17 @@ pub struct RrCsvRow {
     pub server_service_demand_us_per_tran: Option<f64>,
     /// Cut short.
     pub interrupted: bool,
+    /// The strongest verdict of the diagnosis (`none` when nothing stands out); empty when
+    /// the record has no diagnosis. The same columns end the stream CSV.
+    pub verdict: &'static str,
+    /// Its message, with the numbers behind it.
+    pub verdict_message: String,
 }
 
 /// Header and one row.
 pub fn csv(rec: &RunRecord, rr: &RrSummary) -> String {
     let l = rr.latency.as_ref();
+    let verdict = rec.diagnosis.as_ref().and_then(|d| d.primary());
     let row = RrCsvRow {
         started_at: rec.started_at.clone(),
         test: rr.kind.netperf_name(),
@@ -250,6 +256,8 @@ pub fn csv(rec: &RunRecord, rr: &RrSummary) -> String {
         client_service_demand_us_per_tran: rr.client_service_demand_us_per_tran,
         server_service_demand_us_per_tran: rr.server_service_demand_us_per_tran,
         interrupted: rec.interrupted,
+        verdict: verdict.map_or("", |v| v.kind.name()),
+        verdict_message: verdict.map(|v| v.message.clone()).unwrap_or_default(),
     };
     let mut w = ::csv::WriterBuilder::new()
         .terminator(::csv::Terminator::Any(b'\n'))
@@ -428,7 +436,23 @@ bytes  bytes  bytes   bytes  secs.   per sec  % S    % S    us/Tr   us/Tr
         assert_eq!(col("test"), "UDP_RR");
         assert_eq!(col("latency_p99_ns"), "30000");
         assert_eq!(col("lost_transactions"), "100");
+        // The verdict columns end the row, as in the stream CSV.
+        assert_eq!(
+            &head[head.len() - 3..],
+            ["interrupted", "verdict", "verdict_message"]
+        );
+        let primary = rec.diagnosis.as_ref().unwrap().primary().unwrap();
+        assert_eq!(col("verdict"), primary.kind.name());
+        let mut reader = ::csv::Reader::from_reader(csv.as_bytes());
+        let rows: Vec<RrCsvRowOwned> = reader.deserialize().map(Result::unwrap).collect();
+        assert_eq!(rows[0].verdict_message, primary.message);
         assert!(netperf(&rec, &rr).contains("55425.70   32.16"));
+    }
+
+    /// The two verdict columns read back (the message may hold commas, so it is quoted).
+    #[derive(serde::Deserialize)]
+    struct RrCsvRowOwned {
+        verdict_message: String,
     }
 
     #[test]

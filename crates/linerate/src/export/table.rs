@@ -25,6 +25,7 @@ pub fn render(rec: &RunRecord) -> String {
     out.push_str(&align(&flow_rows(rec)));
     out.push('\n');
     out.push_str(&align(&end_rows(rec)));
+    out.push_str(&shaping_lines(rec));
     if let Some(d) = &rec.diagnosis {
         out.push_str(&super::diagnosis::table_block(d));
     }
@@ -157,6 +158,34 @@ fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
         opt(e.sndbuf_bytes, |v| format_bytes(u64::from(v))),
         opt(e.rcvbuf_bytes, |v| format_bytes(u64::from(v))),
     ]
+}
+
+/// One line per end whose test interface has a shaping root qdisc (tbf, htb), e.g.
+/// "shaped: client egress on veth0 by tbf at 50.00 Mbit/s"; nothing when none has.
+pub(super) fn shaping_lines(rec: &RunRecord) -> String {
+    let ends = [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ];
+    let mut out = String::new();
+    for (name, side) in ends {
+        let Some(i) = side.and_then(|s| s.interface.as_ref()) else {
+            continue;
+        };
+        if let Some(rate) = i.shaped_rate_bps {
+            out.push_str(&format!(
+                "shaped: {name} egress on {} by {} at {}\n",
+                i.name,
+                i.root_qdisc.as_deref().unwrap_or("a qdisc"),
+                format_bps(rate as f64)
+            ));
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
 }
 
 /// [`align`] for other modules (the compare table).
@@ -325,6 +354,23 @@ server  85.16% of 1  85.16%       23.896        40.0%        45000     227.78   
         let block = super::super::diagnosis::table_block(rec.diagnosis.as_ref().unwrap());
         assert_eq!(out, format!("{expected}{block}"));
         assert!(block.starts_with("\ndiagnosis:\n  tester_limited (client, medium): "));
+    }
+
+    #[test]
+    fn a_shaped_interface_gets_a_line_after_the_ends() {
+        let mut rec = fixtures::tcp_send();
+        assert!(!render(&rec).contains("shaped:"));
+        rec.client.interface = Some(linerate_wire::host::InterfaceFacts {
+            name: "veth0".into(),
+            root_qdisc: Some("tbf".into()),
+            shaped_rate_bps: Some(50_000_000),
+            ..Default::default()
+        });
+        let out = render(&rec);
+        assert!(
+            out.contains("\nshaped: client egress on veth0 by tbf at 50.00 Mbit/s\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct NetTrialConfig {
     pub udp_offload: bool,
     /// Connection time-out.
     pub connect_timeout: Duration,
+    /// Credentials for a server that requires authentication.
+    pub auth: Option<crate::session::auth::Credentials>,
 }
 
 /// Runs trials against a server (see the module docs).
@@ -115,6 +117,7 @@ impl<'a> NetTrial<'a> {
             client_cpu: None,
             connect_timeout: self.cfg.connect_timeout,
             debug: Debug(false),
+            auth: self.cfg.auth.clone(),
         }
     }
 

@@ -15,7 +15,7 @@
 //! histogram. Without one, the two are the same and only one histogram is kept.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
@@ -25,6 +25,7 @@ use hdrhistogram::Histogram;
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::stream_hello::StreamHello;
 
+use super::io::{is_timeout, pattern, read_n, write_all};
 use super::latency::new_histogram;
 use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
 use crate::session::sockets;
@@ -57,18 +58,6 @@ impl Recorder {
     }
 }
 
-pub(super) fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
-/// Fills `buf` with a fixed pattern (never all zeros, so compression on a path shows).
-pub(super) fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i % 251) as u8).collect()
-}
-
 /// Waits up to `ns` for `fd` to become readable; true if it did.
 fn readable(fd: &impl AsFd, ns: u64) -> io::Result<bool> {
     use nix::poll::{ppoll, PollFd, PollFlags};
@@ -80,31 +69,6 @@ fn readable(fd: &impl AsFd, ns: u64) -> io::Result<bool> {
         Err(nix::errno::Errno::EINTR) => Ok(false),
         Err(e) => Err(io::Error::from(e)),
     }
-}
-
-/// Writes all of `buf`, retrying on time-outs until `stop`; false if stopped first.
-fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<bool> {
-    let mut off = 0;
-    while off < buf.len() {
-        if ctx.stop.load(Relaxed) {
-            return Ok(false);
-        }
-        match w.write(&buf[off..]) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "connection closed",
-                ))
-            }
-            Ok(n) => {
-                ctx.wrote(n);
-                off += n;
-            }
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
 }
 
 /// Runs the client loop for `socket` on the calling thread.
@@ -264,28 +228,14 @@ fn crr_once(
         &ctx.counters.tx_bytes,
         (linerate_wire::stream_hello::LEN as u64).wrapping_neg(),
     );
-    let mut got = 0;
-    let mut r = &s;
-    while got < resp {
-        if ctx.stop.load(Relaxed) {
-            return Ok(false);
-        }
-        match r.read(rbuf) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "the server closed the connection before the whole response",
-                ))
-            }
-            Ok(k) => {
-                ctx.read(k);
-                got += k;
-            }
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
+    read_n(
+        ctx,
+        &s,
+        resp,
+        rbuf,
+        None,
+        "the server closed the connection before the whole response",
+    )
 }
 
 fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {

@@ -4,10 +4,11 @@
 //!
 //! One thread per stream, pinned with `-A` like the stream engine's. Each thread publishes
 //! counters through relaxed atomics ([`RrCounters`]) and keeps its own latency histogram
-//! ([`latency`]), merged when the test ends, so the data path takes no lock. A meter thread
-//! takes the warm-up baseline (`-O`) and pushes one [`IntervalReport`] per interval with the
-//! transactions completed in it. The measured window ends at [`RrEngine::stop`], where
-//! /proc/stat is read for both ends' CPU utilisation.
+//! ([`latency`]), merged when the test ends, so the data path takes no lock. The meter both
+//! engines share ([`crate::engine::meter`]) takes the warm-up baseline (`-O`) and pushes one
+//! [`IntervalReport`] per interval with the transactions completed in it. The measured
+//! window ends at [`RrEngine::stop`], where /proc/stat is read for both ends' CPU
+//! utilisation.
 //!
 //! TCP_CRR on the server: every transaction is a new connection routed to the session by
 //! its token (like any data connection); the session hands it to the stream's responder
@@ -15,6 +16,7 @@
 //! and counted, so a client cannot make the server hold more than that per stream.
 
 pub mod client;
+pub mod io;
 pub mod latency;
 pub mod server;
 pub mod session;
@@ -26,18 +28,19 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use linerate_wire::control::RrSpec;
 use linerate_wire::report::{
-    CpuReport, HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole,
-    Totals,
+    HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals,
 };
 
+use crate::engine::meter::{self, Meter, SampleSource, ThreadCpu, Window};
 use crate::engine::pacing::{self, Pacer};
+use crate::engine::socket_bufs;
 use crate::session::sockets::SockOpts;
 use crate::sys;
 
@@ -72,9 +75,7 @@ pub struct RrCounters {
     /// The loop has ended.
     pub done: AtomicBool,
     /// Thread CPU at the warm-up boundary.
-    pub cpu_base_user_ns: AtomicU64,
-    /// See `cpu_base_user_ns`.
-    pub cpu_base_system_ns: AtomicU64,
+    pub cpu_at_baseline: ThreadCpu,
 }
 
 /// Where a client stream sends TCP_CRR connections.
@@ -150,25 +151,11 @@ impl LoopCtx {
     }
 
     /// Saves the thread's CPU time once, at the warm-up boundary.
+    #[inline]
     pub fn check_baseline(&self, taken: &mut bool) {
-        if !*taken && self.baseline.load(Relaxed) {
-            *taken = true;
-            if let Some(c) = sys::rusage::thread_cpu() {
-                self.counters.cpu_base_user_ns.store(c.user_ns, Relaxed);
-                self.counters.cpu_base_system_ns.store(c.system_ns, Relaxed);
-            }
-        }
-    }
-
-    fn window_cpu(&self) -> Option<ProcessCpu> {
-        sys::rusage::thread_cpu().map(|c| ProcessCpu {
-            user_ns: c
-                .user_ns
-                .saturating_sub(self.counters.cpu_base_user_ns.load(Relaxed)),
-            system_ns: c
-                .system_ns
-                .saturating_sub(self.counters.cpu_base_system_ns.load(Relaxed)),
-        })
+        self.counters
+            .cpu_at_baseline
+            .save_once(&self.baseline, taken);
     }
 
     /// Records `n` completed transactions, the last at `at_ns` (a time the loop already
@@ -282,11 +269,8 @@ pub struct RrClientData {
     pub errors: u64,
 }
 
-#[derive(Debug, Clone, Default)]
-struct Snap {
-    at_ns: u64,
-    v: Vec<[u64; 9]>,
-}
+/// Every stream's counters at one instant, in the order of [`snap_counters`].
+type Snap = Vec<[u64; 9]>;
 
 fn snap_counters(c: &RrCounters) -> [u64; 9] {
     [
@@ -312,33 +296,35 @@ const CONN: usize = 7;
 const ERR: usize = 8;
 
 struct Shared {
-    epoch: Instant,
+    window: Window<Snap>,
     counters: Vec<Arc<RrCounters>>,
-    baseline: Mutex<Option<(Snap, Option<sys::cpu::CpuTimes>)>>,
-    baseline_flag: Arc<AtomicBool>,
 }
 
-impl Shared {
-    fn snapshot(&self) -> Snap {
-        Snap {
-            at_ns: u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            v: self.counters.iter().map(|c| snap_counters(c)).collect(),
-        }
+impl SampleSource for Shared {
+    type Counters = Snap;
+
+    fn window(&self) -> &Window<Snap> {
+        &self.window
     }
 
-    fn take_baseline(&self) {
-        let cpu = sys::cpu::read_proc_stat().ok();
-        let s = self.snapshot();
-        if let Ok(mut b) = self.baseline.lock() {
-            *b = Some((s, cpu));
+    fn read(&self) -> Snap {
+        self.counters.iter().map(|c| snap_counters(c)).collect()
+    }
+
+    fn interval(&self, prev: &Snap, now: &Snap) -> IntervalReport {
+        IntervalReport {
+            tx_bytes: sum(now, prev, TXB),
+            rx_bytes: sum(now, prev, RXB),
+            rx_lost: Some(sum(now, prev, LOST)).filter(|l| *l > 0),
+            transactions: Some(sum(now, prev, TRAN)),
+            ..IntervalReport::default()
         }
-        self.baseline_flag.store(true, Relaxed);
     }
 }
 
 fn sum(a: &Snap, b: &Snap, k: usize) -> u64 {
-    a.v.iter()
-        .zip(&b.v)
+    a.iter()
+        .zip(b)
         .map(|(x, y)| x[k].saturating_sub(y[k]))
         .sum()
 }
@@ -353,29 +339,43 @@ struct StreamInfo {
     bufs: (Option<u32>, Option<u32>),
 }
 
-fn bufs(s: socket2::SockRef<'_>) -> (Option<u32>, Option<u32>) {
-    (
-        s.send_buffer_size()
-            .ok()
-            .and_then(|v| u32::try_from(v).ok()),
-        s.recv_buffer_size()
-            .ok()
-            .and_then(|v| u32::try_from(v).ok()),
-    )
-}
-
 /// A running request/response engine (either end).
 pub struct RrEngine {
     cfg: RrConfig,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
-    meter_stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<RrOutcome>>,
-    meter: Option<JoinHandle<()>>,
+    meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
-    queues: Vec<(u16, SyncSender<TcpStream>)>,
+    inbox: CrrInbox,
     info: Vec<StreamInfo>,
-    refused: AtomicU64,
+}
+
+/// Where a server's TCP_CRR connections go: the responder queue of each stream. Cloned into
+/// the server's token registry so that a new connection goes from the accept thread straight
+/// to its responder, without a hop through the session thread.
+#[derive(Clone, Default)]
+pub struct CrrInbox {
+    queues: Arc<Vec<(u16, SyncSender<TcpStream>)>>,
+    refused: Arc<AtomicU64>,
+}
+
+impl CrrInbox {
+    /// Whether this engine takes connections (a server TCP_CRR engine).
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Hands a new connection of stream `index` to its responder, or closes it (and counts
+    /// it) when the stream is unknown or its queue is full.
+    pub fn deliver(&self, index: u16, s: TcpStream) {
+        match self.queues.iter().find(|(i, _)| *i == index) {
+            Some((_, q)) if q.try_send(s).is_ok() => {}
+            _ => {
+                self.refused.fetch_add(1, Relaxed);
+            }
+        }
+    }
 }
 
 impl RrEngine {
@@ -383,22 +383,20 @@ impl RrEngine {
     pub fn start(
         cfg: RrConfig,
         sockets: Vec<(u16, RrSocket)>,
-        mut sink: impl FnMut(IntervalReport) + Send + 'static,
+        sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<RrEngine> {
         let epoch = Instant::now();
         let stop = Arc::new(AtomicBool::new(false));
-        let baseline_flag = Arc::new(AtomicBool::new(false));
         let n = u16::try_from(sockets.len()).unwrap_or(u16::MAX).max(1);
         let counters: Vec<Arc<RrCounters>> = sockets.iter().map(|_| Arc::default()).collect();
         let shared = Arc::new(Shared {
-            epoch,
+            window: Window::new(epoch),
             counters: counters.clone(),
-            baseline: Mutex::new(None),
-            baseline_flag: baseline_flag.clone(),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
         }
+        let baseline_flag = shared.window.baseline_flag();
         let mut threads = Vec::new();
         let mut queues = Vec::new();
         let mut info = Vec::new();
@@ -427,37 +425,31 @@ impl RrEngine {
                 .spawn(move || run_stream(ctx, socket, queue, role, cpu))?;
             threads.push(h);
         }
-        let meter_stop = Arc::new(AtomicBool::new(false));
-        let meter = {
-            let (shared, ms) = (shared.clone(), meter_stop.clone());
-            let (interval, omit) = (cfg.interval, cfg.omit);
-            std::thread::Builder::new()
-                .name("lr-rr-meter".into())
-                .spawn(move || meter_loop(&shared, &ms, interval, omit, &mut sink))?
-        };
+        let meter = Meter::start("lr-rr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
         Ok(RrEngine {
             cfg,
             shared,
             stop,
-            meter_stop,
             threads,
-            meter: Some(meter),
+            meter,
             end: None,
-            queues,
+            inbox: CrrInbox {
+                queues: Arc::new(queues),
+                refused: Arc::default(),
+            },
             info,
-            refused: AtomicU64::new(0),
         })
     }
 
     /// Server TCP_CRR: hands a new connection of stream `index` to its responder, or closes it
     /// when the stream is unknown or its queue is full.
     pub fn add_connection(&self, index: u16, s: TcpStream) {
-        match self.queues.iter().find(|(i, _)| *i == index) {
-            Some((_, q)) if q.try_send(s).is_ok() => {}
-            _ => {
-                self.refused.fetch_add(1, Relaxed);
-            }
-        }
+        self.inbox.deliver(index, s);
+    }
+
+    /// The inbox for new TCP_CRR connections (empty unless this is a server TCP_CRR engine).
+    pub fn crr_inbox(&self) -> CrrInbox {
+        self.inbox.clone()
     }
 
     /// Ends the measured window (reads CPU) and tells the loops to stop.
@@ -465,16 +457,17 @@ impl RrEngine {
         if self.end.is_some() {
             return;
         }
-        let at = u64::try_from(self.shared.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        self.end = Some((at, sys::cpu::read_proc_stat().ok()));
+        self.end = Some(self.shared.window.end_now());
         self.stop.store(true, Relaxed);
     }
 
     /// Stops everything, joins the threads and builds this end's report.
     pub fn finish(mut self) -> (SideReport, RrClientData) {
         self.stop();
-        self.meter_stop.store(true, Relaxed);
-        self.queues.clear();
+        self.meter.signal_stop();
+        // Responders end on the stop flag, or sooner when their queues close (the server's
+        // registry holds a clone of the senders until the session ends).
+        self.inbox.queues = Arc::default();
         let mut outcomes = Vec::new();
         let mut warnings = Vec::new();
         for (i, h) in self.threads.drain(..).enumerate() {
@@ -488,9 +481,7 @@ impl RrEngine {
                 }
             }
         }
-        if let Some(m) = self.meter.take() {
-            let _ = m.join();
-        }
+        self.meter.join();
         self.build(outcomes, warnings)
     }
 
@@ -500,17 +491,11 @@ impl RrEngine {
         mut warnings: Vec<String>,
     ) -> (SideReport, RrClientData) {
         let sh = &self.shared;
-        let fin = sh.snapshot();
-        let (base, base_cpu) = sh
-            .baseline
-            .lock()
-            .ok()
-            .and_then(|b| b.clone())
-            .unwrap_or_else(|| {
-                warnings.push("the test ended before the warm-up (--omit) was over: totals are empty; shorten --omit".into());
-                (fin.clone(), None)
-            });
-        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin.at_ns, None));
+        let fin_sample = sh.sample();
+        let (base_sample, base_cpu) = sh.window.baseline_or(&fin_sample, |w| warnings.push(w));
+        let (fin, base) = (&fin_sample.counters, &base_sample.counters);
+        let base_ns = base_sample.at_ns;
+        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin_sample.at_ns, None));
         let mut data = RrClientData::default();
         let mut proc_cpu: Option<ProcessCpu> = None;
         let mut streams = Vec::new();
@@ -521,26 +506,21 @@ impl RrEngine {
             StreamRole::Rx
         };
         for (k, (o, info)) in outcomes.into_iter().zip(&self.info).enumerate() {
-            if let Some(e) = &o.error {
-                warnings.push(format!("stream {} ended with an error: {e}", info.index));
-            }
-            for w in o.warnings {
-                if !warnings.contains(&w) {
-                    warnings.push(w);
-                }
-            }
-            if let Some(c) = &o.cpu {
-                let p = proc_cpu.get_or_insert_with(ProcessCpu::default);
-                p.user_ns += c.user_ns;
-                p.system_ns += c.system_ns;
-            }
+            meter::fold_thread_end(
+                info.index,
+                o.error.as_deref(),
+                &o.warnings,
+                o.cpu.as_ref(),
+                &mut warnings,
+                &mut proc_cpu,
+            );
             merge_opt(&mut data.latency, o.latency);
             merge_opt(&mut data.actual, o.actual);
-            let d = |i: usize| fin.v[k][i].saturating_sub(base.v[k][i]);
+            let d = |i: usize| fin[k][i].saturating_sub(base[k][i]);
             // Server responders keep no timestamps: their active time is the window.
             let dur = match sh.counters[k].last_ns.load(Relaxed) {
-                0 => end_ns.saturating_sub(base.at_ns),
-                l => (l - 1).saturating_sub(base.at_ns),
+                0 => end_ns.saturating_sub(base_ns),
+                l => (l - 1).saturating_sub(base_ns),
             };
             last = last.max(dur);
             let facts = info.tcp.as_ref().map(tcp_facts);
@@ -561,36 +541,30 @@ impl RrEngine {
                 remote_addr: info.remote.clone(),
             });
         }
-        data.transactions = sum(&fin, &base, TRAN);
-        data.lost = sum(&fin, &base, LOST);
-        data.late = sum(&fin, &base, LATE);
-        data.connections = sum(&fin, &base, CONN);
-        data.errors = sum(&fin, &base, ERR);
-        let refused = self.refused.load(Relaxed);
+        data.transactions = sum(fin, base, TRAN);
+        data.lost = sum(fin, base, LOST);
+        data.late = sum(fin, base, LATE);
+        data.connections = sum(fin, base, CONN);
+        data.errors = sum(fin, base, ERR);
+        let refused = self.inbox.refused.load(Relaxed);
         if refused > 0 {
             warnings.push(format!("{refused} TCP_CRR connections were closed unserved: more than {CRR_QUEUE} were waiting for one stream"));
         }
         let udp = self.info.iter().any(|i| i.udp);
         let totals = Totals {
-            duration_ns: end_ns.saturating_sub(base.at_ns),
-            tx_bytes: sum(&fin, &base, TXB),
-            rx_bytes: sum(&fin, &base, RXB),
-            tx_calls: sum(&fin, &base, TXC),
-            rx_calls: sum(&fin, &base, RXC),
+            duration_ns: end_ns.saturating_sub(base_ns),
+            tx_bytes: sum(fin, base, TXB),
+            rx_bytes: sum(fin, base, RXB),
+            tx_calls: sum(fin, base, TXC),
+            rx_calls: sum(fin, base, RXC),
             tx_duration_ns: last,
             rx_duration_ns: last,
-            tx_packets: udp.then(|| sum(&fin, &base, TXC)),
-            rx_packets: udp.then(|| sum(&fin, &base, RXC)),
+            tx_packets: udp.then(|| sum(fin, base, TXC)),
+            rx_packets: udp.then(|| sum(fin, base, RXC)),
             retransmits: None,
             udp_rx: None,
         };
-        let cpu: Option<CpuReport> = match (&base_cpu, &end_cpu) {
-            (Some(a), Some(b)) => sys::cpu::cpu_report(a, b),
-            _ => None,
-        };
-        if cpu.is_none() {
-            warnings.push("CPU utilisation not measured: /proc/stat could not be read at both ends of the window".into());
-        }
+        let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
         let report = SideReport {
             role: self.cfg.role,
             host: self.cfg.host.clone(),
@@ -624,7 +598,7 @@ fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
             remote: fmt(t.peer_addr()),
             tcp: t.try_clone().ok(),
             udp: false,
-            bufs: bufs(socket2::SockRef::from(t)),
+            bufs: socket_bufs(&socket2::SockRef::from(t)),
         },
         RrSocket::Udp(u) => StreamInfo {
             index,
@@ -632,7 +606,7 @@ fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
             remote: fmt(u.peer_addr()),
             tcp: None,
             udp: true,
-            bufs: bufs(socket2::SockRef::from(u)),
+            bufs: socket_bufs(&socket2::SockRef::from(u)),
         },
         RrSocket::Connect(c) => StreamInfo {
             index,
@@ -689,61 +663,9 @@ fn run_stream(
     if let Err(e) = r {
         out.error = Some(e.to_string());
     }
-    out.cpu = ctx.window_cpu();
+    out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
-}
-
-fn meter_loop(
-    sh: &Shared,
-    stop: &AtomicBool,
-    interval: Duration,
-    omit: Duration,
-    out: &mut dyn FnMut(IntervalReport),
-) {
-    let mut prev = sh.snapshot();
-    let mut prev_cpu = sys::cpu::read_proc_stat().ok();
-    let mut baseline_done = omit.is_zero();
-    let mut next = interval;
-    loop {
-        let target = if baseline_done { next } else { next.min(omit) };
-        loop {
-            if stop.load(Relaxed) {
-                return;
-            }
-            let el = sh.epoch.elapsed();
-            if el >= target {
-                break;
-            }
-            std::thread::sleep((target - el).min(Duration::from_millis(20)));
-        }
-        if !baseline_done && sh.epoch.elapsed() >= omit {
-            sh.take_baseline();
-            baseline_done = true;
-        }
-        if sh.epoch.elapsed() < next {
-            continue;
-        }
-        next += interval;
-        let now = sh.snapshot();
-        let cpu = sys::cpu::read_proc_stat().ok();
-        out(IntervalReport {
-            start_ns: prev.at_ns,
-            end_ns: now.at_ns,
-            omitted: !omit.is_zero() && Duration::from_nanos(now.at_ns) <= omit,
-            tx_bytes: sum(&now, &prev, TXB),
-            rx_bytes: sum(&now, &prev, RXB),
-            rx_lost: Some(sum(&now, &prev, LOST)).filter(|l| *l > 0),
-            cpu_percent: match (&prev_cpu, &cpu) {
-                (Some(a), Some(b)) => sys::cpu::util_percent(a, b),
-                _ => None,
-            },
-            transactions: Some(sum(&now, &prev, TRAN)),
-            ..IntervalReport::default()
-        });
-        prev = now;
-        prev_cpu = cpu;
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 //! Transactions here count responses sent. Every blocking call has a [`POLL`] time-out so
 //! that the loops see the stop flag.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::mpsc::Receiver;
@@ -18,36 +18,11 @@ use std::time::{Duration, Instant};
 
 use linerate_wire::probe;
 
-use super::client::{is_timeout, pattern};
+use super::io::{is_timeout, pattern, read_n, write_all};
 use super::{LoopCtx, POLL};
 
 /// Most response bytes written in one call.
 const MAX_WRITE: usize = 1 << 20;
-
-/// Writes all of `buf`; false if stopped first.
-fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<bool> {
-    let mut off = 0;
-    while off < buf.len() {
-        if ctx.stop.load(Relaxed) {
-            return Ok(false);
-        }
-        match w.write(&buf[off..]) {
-            Ok(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "connection closed",
-                ))
-            }
-            Ok(n) => {
-                ctx.wrote(n);
-                off += n;
-            }
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(true)
-}
 
 /// TCP_RR responder on one connection.
 pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
@@ -121,22 +96,8 @@ fn crr_serve(
     s.set_write_timeout(Some(POLL))?;
     // A client gets 5 s to send its request; then the connection is dropped.
     let deadline = Instant::now() + Duration::from_secs(5);
-    let mut got = 0;
-    let mut r = s;
-    while got < req {
-        if ctx.stop.load(Relaxed) || Instant::now() >= deadline {
-            return Ok(());
-        }
-        let want = (req - got).min(rbuf.len());
-        match r.read(&mut rbuf[..want]) {
-            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed early")),
-            Ok(k) => {
-                ctx.read(k);
-                got += k;
-            }
-            Err(e) if is_timeout(&e) => continue,
-            Err(e) => return Err(e),
-        }
+    if !read_n(ctx, s, req, rbuf, Some(deadline), "closed early")? {
+        return Ok(());
     }
     if !write_all(ctx, s, resp)? {
         return Ok(());
@@ -144,6 +105,7 @@ fn crr_serve(
     ctx.completed(1, ctx.now_ns());
     // Let the client close first (netperf's order), without waiting long for it.
     let deadline = Instant::now() + Duration::from_secs(1);
+    let mut r = s;
     while Instant::now() < deadline && !ctx.stop.load(Relaxed) {
         match r.read(rbuf) {
             Ok(0) => break,

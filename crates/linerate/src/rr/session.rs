@@ -115,6 +115,14 @@ impl Running {
 
     /// Server TCP_CRR: a new data connection for stream `index` (ignored by stream tests,
     /// whose connections all arrived before the start).
+    /// The inbox for the server's TCP_CRR connections, `None` for other engines.
+    pub fn crr_inbox(&self) -> Option<super::CrrInbox> {
+        match self {
+            Running::Rr(e) => Some(e.crr_inbox()).filter(|i| !i.is_empty()),
+            Running::Stream(_) => None,
+        }
+    }
+
     pub fn add_connection(&self, index: u16, s: std::net::TcpStream) {
         if let Running::Rr(e) = self {
             e.add_connection(index, s);

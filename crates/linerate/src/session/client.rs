@@ -40,6 +40,8 @@ pub struct StreamPlan {
     pub connect_timeout: Duration,
     /// Log control frames.
     pub debug: Debug,
+    /// Credentials for a server that requires authentication (`--auth-user`).
+    pub auth: Option<super::auth::Credentials>,
 }
 
 /// Receives live events while a test runs (console printer, JSON stream, tests).
@@ -193,9 +195,17 @@ pub fn run(
             welcome.protocol
         );
     }
+    let mut early_warnings = Vec::new();
+    super::auth::client_handshake(
+        plan.auth.as_ref(),
+        &welcome,
+        &format!("{}:{}", plan.host, plan.port),
+        &mut |m| w.send(m).map_err(Into::into),
+        &mut |what| expect(&rx, what, Instant::now() + hs),
+        &mut early_warnings,
+    )?;
     // One-way delay needs a server that stamps CLOCK_MONOTONIC (protocol 1.1).
     let mut request_spec = plan.spec.clone();
-    let mut early_warnings = Vec::new();
     if request_spec.one_way_delay.is_some()
         && !welcome.features.iter().any(|f| f == "one_way_delay")
     {

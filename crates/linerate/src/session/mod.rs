@@ -4,6 +4,7 @@
 //! waits on one channel of [`conn::Incoming`] control events and engine intervals, always with
 //! a deadline, so that no peer can make it wait forever.
 
+pub mod auth;
 pub mod client;
 pub mod conn;
 pub mod server;

@@ -15,12 +15,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use linerate_wire::control::{
-    self, negotiate, Accept, Done, ErrorCode, ErrorMsg, Finished, IntervalMsg, Message,
-    ProtocolVersion, Reject, ServerLimits, Start, TestSpec, Transport, Welcome,
+    self, negotiate, Accept, AuthChallenge, AuthOk, Done, ErrorCode, ErrorMsg, Finished,
+    IntervalMsg, Message, ProtocolVersion, Reject, ServerLimits, Start, TestSpec, Transport,
+    Welcome,
 };
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
+use super::auth;
 use super::conn::{self, ControlWriter, Debug, Incoming};
 use super::sockets::{self, SockOpts};
 use super::{split, stream_layout, validate_spec};
@@ -47,6 +49,8 @@ pub struct ServerConfig {
     pub debug: Debug,
     /// Print one log line per test on stderr.
     pub log: bool,
+    /// Users allowed to run tests (`--auth-users`); `None` lets anyone in.
+    pub users: Option<Arc<super::auth::Users>>,
 }
 
 impl Default for ServerConfig {
@@ -66,6 +70,7 @@ impl Default for ServerConfig {
             one_off: false,
             debug: Debug(false),
             log: true,
+            users: None,
         }
     }
 }
@@ -73,7 +78,15 @@ impl Default for ServerConfig {
 /// Most connections waiting for their first bytes or running; beyond this new ones are closed.
 const MAX_CONNECTIONS: usize = 4096;
 
-type Registry = Mutex<HashMap<[u8; 16], Sender<Event>>>;
+/// Where a token's data connections go: its session, or for a running server TCP_CRR test
+/// straight to the responders.
+#[derive(Clone)]
+struct Route {
+    session: Sender<Event>,
+    crr: Option<crate::rr::CrrInbox>,
+}
+
+type Registry = Mutex<HashMap<[u8; 16], Route>>;
 
 struct Ctx {
     cfg: ServerConfig,
@@ -184,6 +197,9 @@ impl Server {
     }
 
     fn dispatch(&self, stream: TcpStream, peer: SocketAddr) {
+        let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
+            return;
+        };
         if self.ctx.connections.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
             self.ctx.connections.fetch_sub(1, SeqCst);
             return; // dropping closes it
@@ -278,6 +294,28 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
     }
 }
 
+/// Routes a data connection whose whole stream hello is already readable, on the accept
+/// thread, and returns `None`; returns the stream for a connection thread otherwise.
+///
+/// TCP_CRR opens a data connection per transaction and sends its hello with the request
+/// right after connecting, so by the time it is accepted the hello is nearly always there:
+/// this saves a thread start per transaction. The peek never blocks (`MSG_DONTWAIT`), so a
+/// slow peer cannot stall the accept loop.
+fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
+    use nix::sys::socket::{recv, MsgFlags};
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; stream_hello::LEN];
+    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
+    let ready = matches!(recv(stream.as_raw_fd(), &mut b, flags), Ok(n) if n == b.len())
+        && b[..4] == stream_hello::MAGIC;
+    if !ready {
+        return Some(stream);
+    }
+    let _ = stream.set_nodelay(true);
+    handle_data(ctx, stream, peer);
+    None
+}
+
 fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
     use std::io::Read;
     let mut b = [0u8; stream_hello::LEN];
@@ -288,15 +326,18 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
         log(ctx, &format!("{peer}: malformed stream hello; closed"));
         return;
     };
-    let tx = ctx
+    let route = ctx
         .registry
         .lock()
         .ok()
         .and_then(|r| r.get(&h.token).cloned());
-    match tx {
-        Some(tx) => {
+    match route {
+        Some(Route {
+            crr: Some(inbox), ..
+        }) => inbox.deliver(h.stream_index, stream),
+        Some(Route { session, .. }) => {
             let _ = stream.set_read_timeout(None);
-            let _ = tx.send(Event::Data(h.stream_index, stream));
+            let _ = session.send(Event::Data(h.stream_index, stream));
         }
         None => log(
             ctx,
@@ -308,6 +349,52 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
 /// Why a session ended early.
 struct Abort(String);
 
+/// Pause before answering a failed authentication, so that guessing is slow.
+const AUTH_FAIL_DELAY: Duration = Duration::from_millis(500);
+
+/// Expects `auth` and checks it against `users`; answers `auth_ok` and returns the user, or
+/// `error` (`auth_required` or `auth_failed`) and ends the session.
+fn authenticate(
+    s: &mut Session<'_>,
+    users: &auth::Users,
+    server_nonce: &[u8],
+) -> Result<String, Abort> {
+    let deadline = Instant::now() + s.ctx.cfg.handshake_timeout;
+    let r = match s.expect("auth", deadline)? {
+        Message::Auth(r) => r,
+        other => {
+            return Err(s.fail(
+                ErrorCode::AuthRequired,
+                format!(
+                    "this server requires authentication (got {} before auth): run the client with --auth-user NAME and --auth-secret-file FILE, from linerate with protocol 1.2 or later",
+                    other.name()
+                ),
+            ))
+        }
+    };
+    let client_nonce = auth::unhex(&r.nonce).filter(|n| n.len() == auth::NONCE_LEN);
+    let key = users.key(&r.user);
+    match (key, client_nonce) {
+        (Some(key), Some(cn)) if key.verify_client(server_nonce, &cn, &r.user, &r.mac) => {
+            let mac = key.server_mac(server_nonce, &cn, &r.user);
+            s.w.send(&Message::AuthOk(AuthOk { mac }))
+                .map_err(|e| Abort(format!("write failed: {e}")))?;
+            Ok(r.user)
+        }
+        _ => {
+            std::thread::sleep(AUTH_FAIL_DELAY);
+            // One message for unknown users and wrong secrets: names are not revealed.
+            let _ = s.w.send(&Message::Error(ErrorMsg {
+                code: ErrorCode::AuthFailed,
+                message: "authentication failed: unknown user or wrong secret (check --auth-user and the secret against the server's --auth-users file)".into(),
+            }));
+            s.w.close();
+            let user: String = r.user.chars().take(auth::MAX_USER_LEN).collect();
+            Err(Abort(format!("authentication failed for user {user:?}")))
+        }
+    }
+}
+
 struct Session<'a> {
     ctx: &'a Arc<Ctx>,
     peer: SocketAddr,
@@ -315,6 +402,8 @@ struct Session<'a> {
     rx: mpsc::Receiver<Event>,
     tx: Sender<Event>,
     id: String,
+    /// The authenticated user, for the log.
+    user: Option<String>,
 }
 
 impl Session<'_> {
@@ -387,6 +476,7 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
         rx,
         tx,
         id: id.iter().map(|b| format!("{b:02x}")).collect(),
+        user: None,
     };
     let mut token: Option<[u8; 16]> = None;
     let mut counted = false;
@@ -402,9 +492,13 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
             ctx.shutdown.store(true, SeqCst);
         }
     }
+    let who = s
+        .user
+        .as_ref()
+        .map_or(String::new(), |u| format!(" user {u}"));
     match outcome {
-        Ok(line) => log(ctx, &format!("[{}] {peer} {line}", s.id)),
-        Err(Abort(why)) => log(ctx, &format!("[{}] {peer} ended: {why}", s.id)),
+        Ok(line) => log(ctx, &format!("[{}] {peer}{who} {line}", s.id)),
+        Err(Abort(why)) => log(ctx, &format!("[{}] {peer}{who} ended: {why}", s.id)),
     }
     s.w.close();
 }
@@ -436,14 +530,30 @@ fn run_session(
     };
     let features = control::version::common_features(&hello.features);
     let send_intervals = features.iter().any(|f| f == "interval_events");
+    let challenge = match &cfg.users {
+        Some(_) => Some(auth::nonce().map_err(|e| {
+            s.fail(
+                ErrorCode::Internal,
+                format!("no randomness for a nonce: {e}"),
+            )
+        })?),
+        None => None,
+    };
     s.w.send(&Message::Welcome(Welcome {
         protocol: version,
         session_id: s.id.clone(),
         features,
         software: crate::software(),
         limits: cfg.limits.clone(),
+        auth: challenge.map(|n| AuthChallenge {
+            method: auth::METHOD.to_string(),
+            nonce: auth::hex(&n),
+        }),
     }))
     .map_err(|e| Abort(format!("write failed: {e}")))?;
+    if let (Some(users), Some(nonce)) = (&cfg.users, challenge) {
+        s.user = Some(authenticate(s, users, &nonce)?);
+    }
     // 2. request
     let spec = match s.expect("test_request", Instant::now() + cfg.idle_timeout)? {
         Message::TestRequest(r) => r.spec,
@@ -487,7 +597,13 @@ fn run_session(
         )
     })?;
     if let Ok(mut r) = s.ctx.registry.lock() {
-        r.insert(token, s.tx.clone());
+        r.insert(
+            token,
+            Route {
+                session: s.tx.clone(),
+                crr: None,
+            },
+        );
     }
     *token_out = Some(token);
     s.w.send(&Message::Accept(Accept {
@@ -498,7 +614,7 @@ fn run_session(
     // 3. data connections
     let streams = collect_streams(s, &spec)?;
     // 4. run
-    let (report, interrupted) = run_test(s, &spec, streams, send_intervals)?;
+    let (report, interrupted) = run_test(s, &spec, &token, streams, send_intervals)?;
     // 5. results exchange
     let rx_bps = (report.totals.rx_duration_ns > 0)
         .then(|| report.totals.rx_bytes as f64 * 8e9 / report.totals.rx_duration_ns as f64);
@@ -516,17 +632,15 @@ fn run_session(
     }
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.1} Mbit/s", b / 1e6));
     Ok(format!(
-        "{:?} {:?} P={} len={}: rx {} tx {} cpu {}{}",
-        spec.transport,
-        spec.direction,
+        "{} p={} len={}: rx {} tx {} cpu {}{}",
+        format!("{:?} {:?}", spec.transport, spec.direction).to_lowercase(),
         spec.streams,
         spec.write_size,
         fmt(rx_bps),
         fmt(tx_bps),
         cpu.map_or("-".into(), |c| format!("{c:.1}%")),
         if interrupted { " (interrupted)" } else { "" }
-    )
-    .to_lowercase())
+    ))
 }
 
 fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSetup>, Abort> {
@@ -663,6 +777,7 @@ fn collect_streams(s: &mut Session<'_>, spec: &TestSpec) -> Result<Vec<StreamSet
 fn run_test(
     s: &mut Session<'_>,
     spec: &TestSpec,
+    token: &[u8; 16],
     streams: Vec<StreamSetup>,
     send_intervals: bool,
 ) -> Result<(SideReport, bool), Abort> {
@@ -672,6 +787,13 @@ fn run_test(
     };
     let engine = Running::start(Role::Server, spec, spec.server_cpu, streams, None, sink)
         .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
+    if let Some(inbox) = engine.crr_inbox() {
+        if let Ok(mut r) = s.ctx.registry.lock() {
+            if let Some(route) = r.get_mut(token) {
+                route.crr = Some(inbox);
+            }
+        }
+    }
     let mut intervals = Vec::new();
     if let Err(e) = s.w.send(&Message::Start(Start {})) {
         let _ = engine.finish(Duration::ZERO, Duration::ZERO);

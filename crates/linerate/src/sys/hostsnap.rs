@@ -287,9 +287,10 @@ fn derive(out: &mut HostCounters) {
     };
 }
 
-/// What the interface `name` is: driver, MTU, link, offloads, coalescing, rings, queues and
-/// IRQs, each `None` when it could not be read. The warnings say what is missing and why,
-/// with everything the driver does not implement on one line.
+/// What the interface `name` is: driver, MTU, link, offloads, coalescing, rings, queues,
+/// IRQs and its root egress qdisc with a shaped rate, each `None` when it could not be read.
+/// The warnings say what is missing and why, with everything the driver does not implement
+/// on one line (a missing `tc` is not warned about: see `sys::qdisc`).
 pub fn interface_facts(name: &str) -> (InterfaceFacts, Vec<String>) {
     let mut facts = InterfaceFacts {
         name: name.to_string(),
@@ -326,6 +327,11 @@ pub fn interface_facts(name: &str) -> (InterfaceFacts, Vec<String>) {
             bus_info: facts.bus_info.clone(),
         };
         facts.irqs = m.matching_irqs(&ints);
+    }
+    // Absent without a warning when tc is missing or fails (see `sys::qdisc`).
+    if let Some(q) = super::qdisc::read_root_qdisc(name) {
+        facts.root_qdisc = Some(q.kind);
+        facts.shaped_rate_bps = q.shaped_rate_bps;
     }
     if !unsupported.is_empty() {
         w.push(format!(

@@ -26,6 +26,8 @@ pub mod hostsnap;
 pub mod iface;
 pub mod interrupts;
 pub mod netdev;
+pub mod pmtu;
+pub mod qdisc;
 pub mod rusage;
 pub mod snmp;
 pub mod softirqs;

@@ -2,17 +2,7 @@
 
 use std::process::Stdio;
 
-use crate::common::{bin, TestServer};
-
-fn run_ok(args: &[&str]) -> String {
-    let out = bin().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "linerate {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
+use crate::common::{bin, run_against, run_json, run_ok, run_usage_error, TestServer};
 
 #[test]
 fn bad_input_exits_2_with_one_line() {
@@ -23,16 +13,10 @@ fn bad_input_exits_2_with_one_line() {
         &["tcp", "127.0.0.1", "--format", "xml"],
         &["frobnicate"],
     ] {
-        let out = bin().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = run_usage_error(args);
         assert!(!err.trim().is_empty(), "{args:?}");
     }
-    let out = bin()
-        .args(["udp", "127.0.0.1", "-l", "4"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = run_usage_error(&["udp", "127.0.0.1", "-l", "4"]);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("-l 4"), "{err}");
 }
@@ -45,12 +29,7 @@ fn unreachable_server_names_host_port_and_what_to_check() {
         .local_addr()
         .unwrap()
         .port();
-    let out = bin()
-        .args(["tcp", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = run_usage_error(&["tcp", "127.0.0.1", "-p", &port.to_string(), "-t", "1"]);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains(&format!("127.0.0.1:{port}")), "{err}");
     assert!(err.contains("linerate serve"), "{err}");
@@ -67,19 +46,11 @@ fn help_shows_examples() {
 #[test]
 fn netperf_format_keeps_the_classic_table() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = run_ok(&[
+    let out = run_against(
+        &srv,
         "tcp",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.5",
-        "-l",
-        "64K",
-        "--format",
-        "netperf",
-    ]);
+        &["-t", "0.5", "-l", "64K", "--format", "netperf"],
+    );
     assert!(out.contains("TCP STREAM TEST"), "{out}");
     assert!(out.contains("Service Demand"), "{out}");
     // The data row: recv socket, send socket, message size, elapsed, throughput, 2 utils, 2 SDs.
@@ -93,19 +64,7 @@ fn netperf_format_keeps_the_classic_table() {
 #[test]
 fn ttcp_format_prints_transmitter_and_receiver_lines() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = run_ok(&[
-        "tcp",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-n",
-        "16M",
-        "-l",
-        "8K",
-        "--format",
-        "ttcp",
-    ]);
+    let out = run_against(&srv, "tcp", &["-n", "16M", "-l", "8K", "--format", "ttcp"]);
     assert!(out.contains("ttcp-t: buflen=8192, nbuf=2048"), "{out}");
     assert!(out.contains("ttcp-t: 16777216 bytes in"), "{out}");
     assert!(out.contains("ttcp-t: 2048 I/O calls"), "{out}");
@@ -115,19 +74,7 @@ fn ttcp_format_prints_transmitter_and_receiver_lines() {
 #[test]
 fn json_output_validates_against_the_committed_schema() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = run_ok(&[
-        "udp",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.5",
-        "-b",
-        "10M",
-        "--json",
-    ]);
-    let rec: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rec = run_json(&srv, "udp", &["-t", "0.5", "-b", "10M", "--json"]);
     let schema_text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../docs/json-schema/run-v1.json"
@@ -148,18 +95,7 @@ fn json_output_validates_against_the_committed_schema() {
 #[test]
 fn json_stream_emits_start_intervals_end() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = run_ok(&[
-        "tcp",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.6",
-        "-i",
-        "0.2",
-        "--json-stream",
-    ]);
+    let out = run_against(&srv, "tcp", &["-t", "0.6", "-i", "0.2", "--json-stream"]);
     let events: Vec<serde_json::Value> = out
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -172,17 +108,7 @@ fn json_stream_emits_start_intervals_end() {
 #[test]
 fn csv_has_header_and_a_row_per_direction() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = run_ok(&[
-        "tcp",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.5",
-        "--bidir",
-        "--csv",
-    ]);
+    let out = run_against(&srv, "tcp", &["-t", "0.5", "--bidir", "--csv"]);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
     assert!(lines[0].contains("receiver_bps"));

@@ -67,6 +67,7 @@ pub fn plan(addr: SocketAddr, spec: TestSpec) -> StreamPlan {
         client_cpu: None,
         connect_timeout: Duration::from_secs(3),
         debug: Debug(false),
+        auth: None,
     }
 }
 
@@ -77,4 +78,40 @@ pub fn run(p: &StreamPlan) -> linerate::model::RunRecord {
 
 pub fn bin() -> std::process::Command {
     std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+}
+
+/// Runs `linerate ARGS...`, asserts that it exits 0, and returns its stdout.
+#[track_caller]
+pub fn run_ok(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "linerate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `linerate CMD 127.0.0.1 -p PORT ARGS...` against `srv` as [`run_ok`] does.
+#[track_caller]
+pub fn run_against(srv: &TestServer, cmd: &str, args: &[&str]) -> String {
+    let (host, port) = (srv.addr.ip().to_string(), srv.addr.port().to_string());
+    let mut argv = vec![cmd, host.as_str(), "-p", port.as_str()];
+    argv.extend_from_slice(args);
+    run_ok(&argv)
+}
+
+/// [`run_against`] with output that must be JSON (the caller passes `--json`), parsed.
+#[track_caller]
+pub fn run_json(srv: &TestServer, cmd: &str, args: &[&str]) -> serde_json::Value {
+    let out = run_against(srv, cmd, args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// Runs `linerate ARGS...`, asserts that it exits 2 (bad input), and returns its stderr.
+#[track_caller]
+pub fn run_usage_error(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "linerate {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }

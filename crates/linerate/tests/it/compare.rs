@@ -1,49 +1,19 @@
 //! `linerate compare` on files: single runs, repeated runs, and bad input.
 
-use crate::common::{bin, TestServer};
-
-fn json_of(args: &[&str]) -> Vec<u8> {
-    let out = bin().args(args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
+use crate::common::{bin, run_against, run_ok, run_usage_error, TestServer};
 
 #[test]
 fn compare_files_of_single_and_repeated_runs() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.json");
     let b = dir.path().join("b.json");
-    let base = [
-        "rr",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "0.3",
-        "--rate",
-        "1k",
-        "--json",
-    ];
-    std::fs::write(&a, json_of(&base)).unwrap();
+    let base = ["-t", "0.3", "--rate", "1k", "--json"];
+    std::fs::write(&a, run_against(&srv, "rr", &base)).unwrap();
     let mut rep = base.to_vec();
     rep.extend(["--repeat", "2", "-r", "64,64"]);
-    std::fs::write(&b, json_of(&rep)).unwrap();
-    let out = bin()
-        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    std::fs::write(&b, run_against(&srv, "rr", &rep)).unwrap();
+    let text = run_ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(
         text.contains("(1 trial)") && text.contains("(2 trials)"),
         "{text}"
@@ -76,42 +46,19 @@ fn compare_files_of_single_and_repeated_runs() {
 #[test]
 fn compare_refuses_bad_files_and_mixed_kinds() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.json");
     std::fs::write(&junk, "{\"hello\": 1}").unwrap();
     let tcp = dir.path().join("tcp.json");
-    std::fs::write(
-        &tcp,
-        json_of(&["tcp", "127.0.0.1", "-p", &port, "-t", "0.3", "--json"]),
-    )
-    .unwrap();
+    std::fs::write(&tcp, run_against(&srv, "tcp", &["-t", "0.3", "--json"])).unwrap();
     let rr = dir.path().join("rr.json");
-    std::fs::write(
-        &rr,
-        json_of(&[
-            "rr",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            "0.3",
-            "--rate",
-            "1k",
-            "--json",
-        ]),
-    )
-    .unwrap();
+    let rr_args = ["-t", "0.3", "--rate", "1k", "--json"];
+    std::fs::write(&rr, run_against(&srv, "rr", &rr_args)).unwrap();
     for (x, y, needle) in [
         (&junk, &tcp, "is not a linerate result"),
         (&tcp, &rr, "different kinds of test"),
     ] {
-        let out = bin()
-            .args(["compare", x.to_str().unwrap(), y.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2));
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = run_usage_error(&["compare", x.to_str().unwrap(), y.to_str().unwrap()]);
         assert!(err.contains(needle), "{err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }

@@ -3,9 +3,12 @@
 //! * On loopback: a plain TCP run gets a diagnosis that invents no bottleneck (no link,
 //!   window or receiver verdict; CPU or tester verdicts are allowed: loopback tests load
 //!   the CPUs), and doctor reports both ends' findings.
-//! * In network namespaces (root, like every lab test): a tbf-shaped link is `link_bound`
-//!   (linerate is told the shaped rate with `--link-rate`: a shaper on the path is not
-//!   visible to it), a 4 KiB socket buffer is `window_limited`, and UDP into a 4 KiB
+//! * `linerate rr --csv` ends with the verdict columns; `linerate doctor --json` validates
+//!   against the committed `docs/json-schema/doctor-v1.json`.
+//! * In network namespaces (root, like every lab test): a link whose sender's interface is
+//!   shaped with tbf is `link_bound` from the shaper linerate reads itself; a shaper on a
+//!   router in the middle is invisible to both ends, so there the `--link-rate` hint is what
+//!   makes it `link_bound`; a 4 KiB socket buffer is `window_limited`, and UDP into a 4 KiB
 //!   receive buffer is `receiver_drops`.
 
 use std::process::{Command, Stdio};
@@ -155,8 +158,14 @@ fn doctor_reports_both_ends_of_a_loopback_server() {
 fn doctor_in_process_and_bad_host() {
     let server = TestServer::start();
     let mut warnings = Vec::new();
-    let (report, rtt) =
-        linerate::doctor::remote(server.addr, None, Duration::from_secs(3), &mut warnings).unwrap();
+    let (report, rtt) = linerate::doctor::remote(
+        server.addr,
+        None,
+        Duration::from_secs(3),
+        None,
+        &mut warnings,
+    )
+    .unwrap();
     let report = report.expect("the server offers doctor");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(rtt.is_some());
@@ -168,6 +177,64 @@ fn doctor_in_process_and_bad_host() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach a linerate server"));
+}
+
+#[test]
+fn rr_csv_ends_with_the_verdict_columns() {
+    let server = TestServer::start();
+    let port = server.addr.port().to_string();
+    let o = bin()
+        .args(["rr", "127.0.0.1", "-p", &port, "-t", "0.3", "--csv"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let head: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert!(
+        head.join(",")
+            .ends_with(",interrupted,verdict,verdict_message"),
+        "{text}"
+    );
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    let col = |n: &str| &rows[0][head.iter().position(|h| h == n).unwrap()];
+    assert_eq!(col("test"), "TCP_RR");
+    // Loopback RR: some verdict kind (often `none` or a CPU verdict), never a link.
+    let verdict = col("verdict");
+    assert!(
+        !verdict.is_empty() && verdict != "link_bound",
+        "verdict {verdict:?}: {text}"
+    );
+    assert!(!col("verdict_message").is_empty(), "{text}");
+}
+
+#[test]
+fn doctor_json_validates_against_the_committed_schema() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/json-schema/doctor-v1.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let schema = jsonschema::JSONSchema::compile(&schema).unwrap();
+    let server = TestServer::start();
+    let port = server.addr.port().to_string();
+    for args in [
+        vec!["doctor", "127.0.0.1", "-p", &port, "--json"],
+        vec!["doctor", "--json"],
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let rec: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let errors: Vec<String> = match schema.validate(&rec) {
+            Ok(()) => Vec::new(),
+            Err(e) => e.map(|e| format!("{e} at {}", e.instance_path)).collect(),
+        };
+        assert!(errors.is_empty(), "{args:?}: {errors:#?}\n{rec:#}");
+        assert!(rec["local"]["findings"]
+            .as_array()
+            .is_some_and(|f| !f.is_empty()));
+    }
 }
 
 // ---- lab: verdicts for real, in network namespaces ----
@@ -188,6 +255,11 @@ fn serve_in(lab: &Lab, host: &str, port: u16) -> std::process::Child {
 
 /// Runs the client in `a` against a server in `b` and returns the record's diagnosis.
 fn lab_diagnosis(lab: &Lab, args: &[&str]) -> Value {
+    lab_record(lab, args)["diagnosis"].clone()
+}
+
+/// Runs the client in `a` against a server in `b` and returns the JSON record.
+fn lab_record(lab: &Lab, args: &[&str]) -> Value {
     let mut srv = serve_in(lab, "b", 5301);
     let b = lab.addr("b").unwrap().to_string();
     let mut a = vec![env!("CARGO_BIN_EXE_linerate"), args[0], &b];
@@ -203,7 +275,7 @@ fn lab_diagnosis(lab: &Lab, args: &[&str]) -> Value {
     );
     let rec: Value = serde_json::from_slice(&out.stdout).expect("json record");
     assert!(rec["diagnosis"].is_object(), "no diagnosis: {rec:#}");
-    rec["diagnosis"].clone()
+    rec
 }
 
 fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
@@ -215,23 +287,72 @@ fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} verdict: {d:#}"))
 }
 
+fn evidence(v: &Value, metric: &str) -> f64 {
+    v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["metric"] == metric)
+        .and_then(|e| e["value"].as_f64())
+        .unwrap_or_else(|| panic!("no {metric} evidence: {v:#}"))
+}
+
 #[test]
-fn lab_diagnose_tbf_shaped_link_is_link_bound() {
+fn lab_diagnose_tbf_on_the_senders_interface_is_link_bound_without_a_hint() {
     let opts = LabOptions {
         rate_limit: Some(Shaping::tbf(50_000_000)),
         ..LabOptions::default()
     };
     let lab = Lab::pair(&lab_name("l"), &opts).expect("lab up (needs root)");
+    let shaped = lab.iface("a").unwrap().to_string();
+    let rec = lab_record(&lab, &["tcp", "-t", "3", "-O", "1"]);
+    // Each end read its own interface's root qdisc: tbf at the client, none at the server.
+    let ci = &rec["client"]["interface"];
+    assert_eq!(ci["name"], shaped.as_str(), "{ci:#}");
+    assert_eq!(ci["root_qdisc"], "tbf", "{ci:#}");
+    assert_eq!(ci["shaped_rate_bps"], 50_000_000u64, "{ci:#}");
+    let si = &rec["server"]["interface"];
+    assert!(si["shaped_rate_bps"].is_null(), "{si:#}");
+    let d = &rec["diagnosis"];
+    let v = verdict(d, "link_bound");
+    assert_eq!(v["flow"], "client_to_server");
+    assert_eq!(evidence(v, "link_rate_bps"), 50e6, "{v:#}");
+    assert!(evidence(v, "link_utilisation") >= 0.9, "{v:#}");
+    let source = format!("tbf on {shaped} at the client");
+    assert!(v["message"].as_str().unwrap().contains(&source), "{v:#}");
+    assert_eq!(kinds(d)[0], "link_bound", "{d:#}");
+    assert!(rec["plan"]["link_rate_bps"].is_null());
+}
+
+#[test]
+fn lab_diagnose_a_shaper_beyond_both_ends_needs_the_link_rate_hint() {
+    // a — r — b with tbf on r's egress toward b: neither end's interface shows it.
+    let opts = LabOptions {
+        rate_limit: Some(Shaping::tbf(50_000_000)),
+        ..LabOptions::default()
+    };
+    let lab = Lab::router(&lab_name("r"), &opts).expect("lab up (needs root)");
+    let rec = lab_record(&lab, &["tcp", "-t", "3", "-O", "1"]);
+    for end in ["client", "server"] {
+        let i = &rec[end]["interface"];
+        assert!(i["shaped_rate_bps"].is_null(), "{end}: {i:#}");
+    }
+    let d = &rec["diagnosis"];
+    assert!(!kinds(d).iter().any(|k| k == "link_bound"), "{d:#}");
+    let nj = d["not_judged"].to_string();
+    assert!(nj.contains("link bound"), "{d:#}");
+    // The same path with the hint.
     let d = lab_diagnosis(&lab, &["tcp", "-t", "3", "-O", "1", "--link-rate", "50M"]);
     let v = verdict(&d, "link_bound");
     assert_eq!(v["flow"], "client_to_server");
-    let util = v["evidence"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["metric"] == "link_utilisation")
-        .unwrap();
-    assert!(util["value"].as_f64().unwrap() >= 0.9, "{v:#}");
+    assert!(evidence(v, "link_utilisation") >= 0.9, "{v:#}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("the --link-rate given"),
+        "{v:#}"
+    );
     assert_eq!(kinds(&d)[0], "link_bound", "{d:#}");
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use linerate_lab::{Lab, LabOptions, Shaping, ShapingKind};
 use serde_json::Value;
 
-use crate::common::{bin, TestServer};
+use crate::common::{bin, run_json, run_usage_error, TestServer};
 
 const SHAPED_BPS: f64 = 20e6;
 
@@ -316,13 +316,10 @@ fn rfc2544_all_benchmarks_on_loopback() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("t.svg");
     let png = dir.path().join("t.png");
-    let port = srv.addr.port().to_string();
-    let out = bin()
-        .args([
-            "rfc2544",
-            "127.0.0.1",
-            "-p",
-            &port,
+    let rec = run_json(
+        &srv,
+        "rfc2544",
+        &[
             "--line-rate",
             "100M",
             "--frame-sizes",
@@ -354,15 +351,8 @@ fn rfc2544_all_benchmarks_on_loopback() {
             svg.to_str().unwrap(),
             "--chart",
             png.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     let schema: Value =
         serde_json::from_str(include_str!("../../../../docs/json-schema/rfc2544-v1.json")).unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
@@ -439,9 +429,7 @@ fn rfc2544_bad_input_exits_2_with_one_line() {
             "linerate lab up nosuchlab",
         ),
     ] {
-        let out = bin().args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = run_usage_error(args);
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }

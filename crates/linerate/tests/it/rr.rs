@@ -11,7 +11,7 @@ use linerate::model::{RrKind, RunRecord, TrialSetRecord};
 use linerate::session::client;
 use linerate_lab::{Lab, LabOptions};
 
-use crate::common::{bin, TestServer};
+use crate::common::{run_against, run_json, run_usage_error, TestServer};
 
 /// Runs `linerate rr 127.0.0.1 -p PORT <args>` in-process.
 fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
@@ -172,7 +172,6 @@ fn warm_up_is_left_out() {
 #[test]
 fn every_output_format_renders_and_ttcp_is_refused() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
     for (fmt, needle) in [
         ("netperf", "MIGRATED TCP REQUEST/RESPONSE TEST"),
         ("csv", "started_at,test,streams,request_bytes"),
@@ -180,35 +179,11 @@ fn every_output_format_renders_and_ttcp_is_refused() {
         ("json-stream", "\"event\":\"end\""),
         ("table", "per second"),
     ] {
-        let out = bin()
-            .args([
-                "rr",
-                "127.0.0.1",
-                "-p",
-                &port,
-                "-t",
-                "0.3",
-                "--rate",
-                "1k",
-                "--format",
-                fmt,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{fmt}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
+        let text = run_against(&srv, "rr", &["-t", "0.3", "--rate", "1k", "--format", fmt]);
         assert!(text.contains(needle), "{fmt}: {text}");
     }
-    let out = bin()
-        .args(["rr", "127.0.0.1", "-p", &port, "--format", "ttcp"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let port = srv.addr.port().to_string();
+    let err = run_usage_error(&["rr", "127.0.0.1", "-p", &port, "--format", "ttcp"]);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("ttcp has no request/response test"), "{err}");
 }
@@ -216,29 +191,12 @@ fn every_output_format_renders_and_ttcp_is_refused() {
 #[test]
 fn repeat_and_confidence_report_every_trial() {
     let srv = TestServer::start();
-    let port = srv.addr.port().to_string();
-    let out = bin()
-        .args([
-            "rr",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "-t",
-            "0.3",
-            "--rate",
-            "2k",
-            "--repeat",
-            "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_against(
+        &srv,
+        "rr",
+        &["-t", "0.3", "--rate", "2k", "--repeat", "3", "--json"],
     );
-    let set: TrialSetRecord = serde_json::from_slice(&out.stdout).expect("trial set");
+    let set: TrialSetRecord = serde_json::from_str(&out).expect("trial set");
     assert_eq!(set.trials.len(), 3);
     assert_eq!(set.primary_metric, "transactions_per_sec");
     let m = &set.metrics[0];
@@ -260,17 +218,15 @@ fn repeat_and_confidence_report_every_trial() {
     )
     .unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
-    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(compiled.is_valid(&value));
 
     // A stream test with --confidence and a wide target stops between MIN and MAX and says
     // whether it converged; the table shows every trial and the statistics.
-    let out = bin()
-        .args([
-            "tcp",
-            "127.0.0.1",
-            "-p",
-            &port,
+    let text = run_against(
+        &srv,
+        "tcp",
+        &[
             "-t",
             "0.3",
             "-b",
@@ -279,20 +235,59 @@ fn repeat_and_confidence_report_every_trial() {
             "95,60",
             "--iterations",
             "2,4",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("trials of tcp"), "{text}");
     for row in ["mean", "stddev", "95% CI", "± % of mean"] {
         assert!(text.lines().any(|l| l.starts_with(row)), "{row}: {text}");
     }
     assert!(text.contains("converged"), "{text}");
+}
+
+/// `--link-rate` with `--repeat` (and `--confidence`): every trial's record carries the hint
+/// and a diagnosis made with it. (Loopback is never link bound, so the verdicts do not
+/// change here; `diagnose::tests` covers what the hint does to them.)
+#[test]
+fn link_rate_reaches_every_trial() {
+    let srv = TestServer::start();
+    let set = run_json(
+        &srv,
+        "tcp",
+        &[
+            "-t",
+            "0.3",
+            "-b",
+            "50M",
+            "--repeat",
+            "2",
+            "--link-rate",
+            "100M",
+            "--json",
+        ],
+    );
+    let trials = set["trials"].as_array().expect("trials");
+    assert_eq!(trials.len(), 2);
+    for t in trials {
+        assert_eq!(t["plan"]["link_rate_bps"], 100_000_000, "{t:#}");
+        assert!(t["diagnosis"]["verdicts"].is_array(), "{t:#}");
+    }
+    let text = run_against(
+        &srv,
+        "udp",
+        &[
+            "-t",
+            "0.3",
+            "-b",
+            "20M",
+            "--confidence",
+            "95,90",
+            "--iterations",
+            "2,2",
+            "--link-rate",
+            "1G",
+        ],
+    );
+    assert!(text.contains("trials of udp"), "{text}");
 }
 
 fn lab_name(tag: &str) -> String {

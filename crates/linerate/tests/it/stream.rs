@@ -81,18 +81,20 @@ fn many_parallel_streams() {
     let mut s = spec(Transport::Tcp, Direction::Send);
     s.streams = 128;
     s.write_size = 16384;
+    // A byte count, not a time: 256 busy threads on a 2-CPU machine can leave some unscheduled
+    // for the whole of a short timed test, but every stream must deliver its share.
+    s.duration_ms = None;
+    s.bytes = Some(128 * 4 * 16384);
     let rec = run(&plan(srv.addr, s));
     assert_eq!(rec.client.streams.len(), 128);
     assert_eq!(rec.server.as_ref().unwrap().streams.len(), 128);
-    // Every stream's bytes arrive on the matching server stream.
+    // Every stream sends its share and it arrives on the matching server stream.
     let server = rec.server.as_ref().unwrap();
     for c in &rec.client.streams {
+        assert_eq!(c.bytes, 4 * 16384, "stream {}", c.index);
         let s = server.streams.iter().find(|s| s.index == c.index).unwrap();
         assert_eq!(s.bytes, c.bytes, "stream {}", c.index);
     }
-    // 128 threads on a small machine under a parallel test run: nearly all must have moved data.
-    let moving = rec.client.streams.iter().filter(|s| s.bytes > 0).count();
-    assert!(moving >= 115, "only {moving} of 128 streams moved data");
 }
 
 #[test]

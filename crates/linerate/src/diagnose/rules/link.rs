@@ -3,7 +3,8 @@
 use super::*;
 
 /// `link_bound`: the estimated wire rate ([`facts::wire_bps`]) ≥ [`LINK_BOUND_FRACTION`] of
-/// the link's rate. Never over loopback. Without a known rate the rule is not judged.
+/// the link's rate ([`capacity`]: hint, interface speeds, the sender's shaper). Never over
+/// loopback. Without a known rate the rule is not judged.
 pub(super) fn link_bound(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
     if ctx.loopback {
         return;
@@ -14,7 +15,7 @@ pub(super) fn link_bound(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<Str
         };
         let Some((cap, source)) = capacity(ctx, f) else {
             nj.push(
-                "link bound: no interface reported a line rate (virtual interfaces' speeds are nominal) and no --link-rate was given"
+                "link bound: no interface reported a line rate (virtual interfaces' speeds are nominal), no tbf/htb shapes the sender's interface, and no --link-rate was given"
                     .to_string(),
             );
             continue;

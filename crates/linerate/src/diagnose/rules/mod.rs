@@ -3,7 +3,7 @@
 //!
 //! | kind | fires when | source |
 //! |---|---|---|
-//! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speed |
+//! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speeds, the sender's tbf/htb rate |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
 //! | `window_limited` | rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP; an autotuned buffer not over loopback nor at a saturated receiver | sender's TCP_INFO |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
@@ -189,13 +189,18 @@ pub const NOMINAL_SPEED_DRIVERS: &[&str] = &[
     "wireguard",
 ];
 
-/// The link's rate and where it comes from: the `--link-rate` hint, else the slower of the
-/// two ends' interface speeds (drivers in [`NOMINAL_SPEED_DRIVERS`] left out).
+/// The link's rate and where it comes from: the smallest of the `--link-rate` hint, the two
+/// ends' interface speeds (drivers in [`NOMINAL_SPEED_DRIVERS`] left out) and a rate a root
+/// qdisc (tbf, htb) shapes the sender's interface to. Only the sender's shaper counts: a
+/// shaper is on egress, and the receiver's egress carries the flow's ACKs, not its data.
 fn capacity(ctx: &Ctx<'_>, f: &Flow<'_>) -> Option<(f64, String)> {
-    if let Some(r) = ctx.rec.plan.link_rate_bps {
-        return Some((r as f64, "the --link-rate given".to_string()));
-    }
-    [(f.sender, f.sender_role), (f.receiver, f.receiver_role)]
+    let hint = ctx
+        .rec
+        .plan
+        .link_rate_bps
+        .filter(|&r| r > 0)
+        .map(|r| (r as f64, "the --link-rate given".to_string()));
+    let speeds = [(f.sender, f.sender_role), (f.receiver, f.receiver_role)]
         .into_iter()
         .filter_map(|(s, role)| {
             let i = s?.interface.as_ref()?;
@@ -210,7 +215,22 @@ fn capacity(ctx: &Ctx<'_>, f: &Flow<'_>) -> Option<(f64, String)> {
                 f64::from(mbps) * 1e6,
                 format!("the speed of {} at the {}", i.name, role_name(role)),
             ))
-        })
+        });
+    let shaper = f.sender.and_then(|s| s.interface.as_ref()).and_then(|i| {
+        let rate = i.shaped_rate_bps.filter(|&r| r > 0)?;
+        Some((
+            rate as f64,
+            format!(
+                "{} on {} at the {}",
+                i.root_qdisc.as_deref().unwrap_or("a shaper"),
+                i.name,
+                role_name(f.sender_role)
+            ),
+        ))
+    });
+    hint.into_iter()
+        .chain(speeds)
+        .chain(shaper)
         .min_by(|a, b| a.0.total_cmp(&b.0))
 }
 
