@@ -211,6 +211,8 @@ ROWS = [
     ("rr00", "p99_us", "TCP_RR 1 B, CPU 0,0: p99 latency", 1, "us", True),
     ("rr01", "tps", "**TCP_RR 1 B, client CPU 0, server CPU 1 (-A 0,1 / -T 0,1)**", 1e3, "k trans/s", True),
     ("rr01", "p99_us", "TCP_RR 1 B, CPU 0,1: p99 latency", 1, "us", True),
+    ("crr", "tps", "**TCP_CRR 1 B, a connection per transaction (rr --connect)**", 1e3, "k trans/s", True),
+    ("crr", "p99_us", "TCP_CRR 1 B: p99 latency", 1, "us", True),
 ]
 
 
@@ -483,6 +485,9 @@ one machine, client and server on the same host.
   resolution; netperf `P99_LATENCY` from its own histogram, whose buckets are 1 µs wide
   below 10 µs and 10 µs wide up to 100 µs, so its figure is rounded to that grid). For p99
   a ratio below 1 means linerate's is lower.
+- **TCP_CRR.** The same with a new TCP connection per transaction (linerate `rr --connect`,
+  netperf `-t TCP_CRR`), CPUs not pinned. Each transaction leaves a TIME_WAIT socket on the
+  host; the interleaved runs give both tools the same backlog.
 
 Run: {date}, {runs} runs × {dur} s, total {elapsed} s.
 

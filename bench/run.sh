@@ -38,9 +38,12 @@
 #         `rr -A 0,0` vs netperf `-t TCP_RR -T 0,0`. Transactions/s and p99 latency (netperf
 #         `-- -o THROUGHPUT,P99_LATENCY`; linerate `.rr.latency.p99_ns`).
 #   rr01  the same with the client on CPU 0 and the server on CPU 1 (-A 0,1 / -T 0,1).
+#   crr   TCP_CRR (a new connection per transaction), 1 byte each way, CPUs not pinned:
+#         linerate `rr --connect` vs netperf `-t TCP_CRR`. Both leave TIME_WAIT sockets behind
+#         (one per transaction); the interleaving gives both the same backlog.
 #
-# Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests, one RSS test and 4
-# TCP_RR tests, i.e. at most 42 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 13 minutes.
+# Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests, one RSS test and 6
+# TCP_RR/CRR tests, i.e. at most 44 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 14 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -247,16 +250,20 @@ tcp_case() { # CASE TOOL
     log "round $ROUND $case $tool: $v bit/s"
 }
 
-rr_case() { # CASE TOOL: TCP_RR, 1 byte each way; CASE rr00 (CPUs 0,0) or rr01 (CPUs 0,1)
-    local case="$1" tool="$2" out v="" cpus
+rr_case() { # CASE TOOL: 1 byte each way; CASE rr00 (TCP_RR, CPUs 0,0), rr01 (CPUs 0,1) or crr (TCP_CRR)
+    local case="$1" tool="$2" out v="" lr=() np=()
     out="$(next)"
-    case "$case" in rr00) cpus=0,0 ;; rr01) cpus=0,1 ;; esac
+    case "$case" in
+        rr00) lr=(-A 0,0); np=(-t TCP_RR -T 0,0) ;;
+        rr01) lr=(-A 0,1); np=(-t TCP_RR -T 0,1) ;;
+        crr) lr=(--connect); np=(-t TCP_CRR) ;;
+    esac
     case "$tool" in
         linerate)
-            try "$case linerate" "$out" "$LINERATE" rr "$HOST" -p "$LR_PORT" -t "$DURATION" -A "$cpus" --json \
+            try "$case linerate" "$out" "$LINERATE" rr "$HOST" -p "$LR_PORT" -t "$DURATION" "${lr[@]}" --json \
                 && v="$(parse linerate-rr "$out")" ;;
         netperf)
-            try "$case netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t TCP_RR -l "$DURATION" -T "$cpus" \
+            try "$case netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -l "$DURATION" "${np[@]}" \
                 -- -o THROUGHPUT,P99_LATENCY \
                 && v="$(parse netperf-rr "$out")" ;;
         *) return 0 ;;
@@ -381,7 +388,7 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
         udp_case "$tool"
     done
     rss_case
-    for case in rr00 rr01; do
+    for case in rr00 rr01 crr; do
         for tool in $(rotate "$ROUND" linerate netperf); do
             rr_case "$case" "$tool"
         done

@@ -83,25 +83,24 @@ impl Key {
         m
     }
 
-    /// The client's proof, hex.
-    pub fn client_mac(&self, server_nonce: &[u8], client_nonce: &[u8], user: &str) -> String {
-        hex(&self
-            .mac(CLIENT_LABEL, server_nonce, client_nonce, user)
-            .finalize()
-            .into_bytes())
-    }
-
-    /// The server's proof, hex.
-    pub fn server_mac(&self, server_nonce: &[u8], client_nonce: &[u8], user: &str) -> String {
-        hex(&self
-            .mac(SERVER_LABEL, server_nonce, client_nonce, user)
-            .finalize()
-            .into_bytes())
-    }
-
-    /// Checks a client's proof in constant time.
-    pub fn verify_client(
+    /// `prover`'s proof, hex.
+    pub fn proof(
         &self,
+        prover: Prover,
+        server_nonce: &[u8],
+        client_nonce: &[u8],
+        user: &str,
+    ) -> String {
+        hex(&self
+            .mac(prover.label(), server_nonce, client_nonce, user)
+            .finalize()
+            .into_bytes())
+    }
+
+    /// Checks `prover`'s proof in constant time.
+    pub fn verify(
+        &self,
+        prover: Prover,
         server_nonce: &[u8],
         client_nonce: &[u8],
         user: &str,
@@ -110,25 +109,27 @@ impl Key {
         let Some(mac) = unhex(mac_hex) else {
             return false;
         };
-        self.mac(CLIENT_LABEL, server_nonce, client_nonce, user)
+        self.mac(prover.label(), server_nonce, client_nonce, user)
             .verify_slice(&mac)
             .is_ok()
     }
+}
 
-    /// Checks a server's proof in constant time.
-    pub fn verify_server(
-        &self,
-        server_nonce: &[u8],
-        client_nonce: &[u8],
-        user: &str,
-        mac_hex: &str,
-    ) -> bool {
-        let Some(mac) = unhex(mac_hex) else {
-            return false;
-        };
-        self.mac(SERVER_LABEL, server_nonce, client_nonce, user)
-            .verify_slice(&mac)
-            .is_ok()
+/// Which end proves it knows the key: the two proofs differ, so neither can echo the other's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prover {
+    /// The client, in `auth`.
+    Client,
+    /// The server, in `auth_ok`.
+    Server,
+}
+
+impl Prover {
+    fn label(self) -> &'static [u8] {
+        match self {
+            Prover::Client => CLIENT_LABEL,
+            Prover::Server => SERVER_LABEL,
+        }
     }
 }
 
@@ -224,16 +225,19 @@ pub fn client_handshake(
         nonce: hex(&client_nonce),
         mac: creds
             .key
-            .client_mac(&server_nonce, &client_nonce, &creds.user),
+            .proof(Prover::Client, &server_nonce, &client_nonce, &creds.user),
     }))?;
     let ok = match recv("auth_ok")? {
         Message::AuthOk(ok) => ok,
         other => bail!("protocol error: expected auth_ok, got {}", other.name()),
     };
-    if !creds
-        .key
-        .verify_server(&server_nonce, &client_nonce, &creds.user, &ok.mac)
-    {
+    if !creds.key.verify(
+        Prover::Server,
+        &server_nonce,
+        &client_nonce,
+        &creds.user,
+        &ok.mac,
+    ) {
         bail!(
             "the server at {server} accepted user {} but could not prove it knows the same secret: it may not be the server you meant (check the address and its --auth-users file)",
             creds.user
@@ -388,25 +392,25 @@ mod tests {
         let key = Key::derive("alice", "s3cret");
         assert_eq!(hex(&key.0), KEY_HEX);
         let (s, c) = nonces();
-        assert_eq!(key.client_mac(&s, &c, "alice"), CLIENT_MAC);
-        assert_eq!(key.server_mac(&s, &c, "alice"), SERVER_MAC);
-        assert!(key.verify_client(&s, &c, "alice", CLIENT_MAC));
-        assert!(key.verify_server(&s, &c, "alice", SERVER_MAC));
+        assert_eq!(key.proof(Prover::Client, &s, &c, "alice"), CLIENT_MAC);
+        assert_eq!(key.proof(Prover::Server, &s, &c, "alice"), SERVER_MAC);
+        assert!(key.verify(Prover::Client, &s, &c, "alice", CLIENT_MAC));
+        assert!(key.verify(Prover::Server, &s, &c, "alice", SERVER_MAC));
         // The two directions' proofs differ: a server cannot echo the client's.
-        assert!(!key.verify_server(&s, &c, "alice", CLIENT_MAC));
+        assert!(!key.verify(Prover::Server, &s, &c, "alice", CLIENT_MAC));
     }
 
     #[test]
     fn wrong_secret_user_or_nonce_fails() {
         let key = Key::derive("alice", "s3cret");
         let (s, c) = nonces();
-        let mac = key.client_mac(&s, &c, "alice");
-        assert!(!Key::derive("alice", "s3creT").verify_client(&s, &c, "alice", &mac));
-        assert!(!key.verify_client(&s, &c, "bob", &mac));
-        assert!(!key.verify_client(&c, &s, "alice", &mac));
-        assert!(!key.verify_client(&s, &c, "alice", "zz"));
-        assert!(!key.verify_client(&s, &c, "alice", ""));
-        assert!(!key.verify_client(&s, &c, "alice", &mac[..62]));
+        let mac = key.proof(Prover::Client, &s, &c, "alice");
+        assert!(!Key::derive("alice", "s3creT").verify(Prover::Client, &s, &c, "alice", &mac));
+        assert!(!key.verify(Prover::Client, &s, &c, "bob", &mac));
+        assert!(!key.verify(Prover::Client, &c, &s, "alice", &mac));
+        assert!(!key.verify(Prover::Client, &s, &c, "alice", "zz"));
+        assert!(!key.verify(Prover::Client, &s, &c, "alice", ""));
+        assert!(!key.verify(Prover::Client, &s, &c, "alice", &mac[..62]));
     }
 
     #[test]

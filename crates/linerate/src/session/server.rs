@@ -375,8 +375,10 @@ fn authenticate(
     let client_nonce = auth::unhex(&r.nonce).filter(|n| n.len() == auth::NONCE_LEN);
     let key = users.key(&r.user);
     match (key, client_nonce) {
-        (Some(key), Some(cn)) if key.verify_client(server_nonce, &cn, &r.user, &r.mac) => {
-            let mac = key.server_mac(server_nonce, &cn, &r.user);
+        (Some(key), Some(cn))
+            if key.verify(auth::Prover::Client, server_nonce, &cn, &r.user, &r.mac) =>
+        {
+            let mac = key.proof(auth::Prover::Server, server_nonce, &cn, &r.user);
             s.w.send(&Message::AuthOk(AuthOk { mac }))
                 .map_err(|e| Abort(format!("write failed: {e}")))?;
             Ok(r.user)
