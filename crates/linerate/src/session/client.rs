@@ -392,6 +392,9 @@ pub fn run(
     if server_report.is_none() {
         warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
     }
+    if plan.spec.rr.is_none() && !interrupted {
+        warnings.extend(idle_senders_warning(&report, server_report.as_ref()));
+    }
     let mut rec = build_record(
         record_plan,
         started_at,
@@ -443,6 +446,31 @@ pub fn build_record(
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec
+}
+
+/// A warning when some of several sending streams sent nothing: on a busy host with many
+/// streams (-P) a short test can end before every thread got a CPU. The totals are still
+/// right, but the streams did not run side by side.
+fn idle_senders_warning(client: &SideReport, server: Option<&SideReport>) -> Option<String> {
+    let senders: Vec<_> = client
+        .streams
+        .iter()
+        .chain(server.iter().flat_map(|s| &s.streams))
+        .filter(|s| s.role == StreamRole::Tx)
+        .collect();
+    let idle: Vec<String> = senders
+        .iter()
+        .filter(|s| s.bytes == 0)
+        .map(|s| s.index.to_string())
+        .collect();
+    (senders.len() > 1 && !idle.is_empty()).then(|| {
+        format!(
+            "{} of {} sending streams sent nothing (stream {}): their threads got no CPU before the test ended, so the streams did not all run side by side; use a longer -t or fewer -P",
+            idle.len(),
+            senders.len(),
+            idle.join(", ")
+        )
+    })
 }
 
 fn open_streams(
@@ -512,4 +540,28 @@ fn open_streams(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idle_senders_warning;
+
+    #[test]
+    fn a_sending_stream_that_sent_nothing_is_named() {
+        let rec = crate::export::fixtures::tcp_send();
+        let mut client = rec.client.clone();
+        assert_eq!(idle_senders_warning(&client, rec.server.as_ref()), None);
+        let mut idle = client.streams[0].clone();
+        idle.index = 7;
+        idle.bytes = 0;
+        client.streams.push(idle);
+        let w = idle_senders_warning(&client, rec.server.as_ref()).unwrap();
+        assert!(
+            w.starts_with("1 of 2 sending streams sent nothing (stream 7)"),
+            "{w}"
+        );
+        // One stream alone is never "idle beside others".
+        client.streams.remove(0);
+        assert_eq!(idle_senders_warning(&client, None), None);
+    }
 }
