@@ -443,8 +443,9 @@ pub struct InterfaceFacts {
     pub root_qdisc: Option<String>,
     /// The rate, bits per second, that a shaping root egress qdisc holds the interface's
     /// traffic to: a `tbf`'s rate, or for `htb` the smallest ceiling on the way from the
-    /// default class up to the root (or the one root class's ceiling when there is no
-    /// default class). Absent when the root qdisc does not shape or could not be read.
+    /// default class up to the root. Absent when the root qdisc does not shape, when an htb
+    /// has no default class (unclassified traffic is not shaped), or when it could not be
+    /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shaped_rate_bps: Option<u64>,
 }

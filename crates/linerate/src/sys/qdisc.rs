@@ -21,9 +21,10 @@
 //! * `tbf`: its `rate`.
 //! * `htb`: traffic no filter classifies goes to the qdisc's `default` class; its rate is
 //!   bounded by its own `ceil` and every ancestor's, so the smallest `ceil` on the way to the
-//!   root. With no default class (`default 0`: unclassified traffic bypasses shaping) the one
-//!   root class's `ceil` when there is exactly one (all classified traffic passes it);
-//!   otherwise nothing is claimed. Filters are not evaluated.
+//!   root. With no default class (`default 0`) unclassified traffic bypasses the classes
+//!   unshaped, and whether the test's traffic is classified depends on filters, which are
+//!   not evaluated: nothing is claimed (a rate the test may not pass through would make the
+//!   diagnosis call an unshaped link full).
 //! * Any other root qdisc: no shaped rate (its kind is still recorded).
 //!
 //! Rates are returned in bits per second.
@@ -180,14 +181,8 @@ fn htb_rate(text: &str, d: &HtbDefault) -> Option<u64> {
         .into_iter()
         .filter(|c| c.kind == "htb")
         .collect();
-    let Some(minor) = d.minor else {
-        // No default class: only a single root class bounds all shaped traffic.
-        let roots: Vec<&ClassLine> = classes.iter().filter(|c| c.parent.is_none()).collect();
-        return match roots.as_slice() {
-            [one] => one.ceil_bps,
-            _ => None,
-        };
-    };
+    // No default class: unclassified traffic is not shaped; filters are not evaluated.
+    let minor = d.minor?;
     // tc prints class minors in hexadecimal: "1:1a".
     let mut handle = format!("{}:{minor:x}", d.major);
     let mut smallest: Option<u64> = None;
@@ -337,11 +332,12 @@ mod tests {
     }
 
     #[test]
-    fn htb_without_default_uses_the_single_root_class() {
-        // default 0: the one root class 1:1 (ceil 100Mbit) bounds all classified traffic.
+    fn htb_without_default_claims_no_rate() {
+        // default 0: unclassified traffic bypasses the classes, so even the one root class
+        // 1:1 (ceil 100Mbit) is not a rate the test's traffic is known to pass through.
         let q = parse_tc(HTB_NODEFAULT, Some(HTB_CLASS)).unwrap();
-        assert_eq!(q.shaped_rate_bps, Some(100_000_000));
-        // Two root classes: no single bound.
+        assert_eq!(q.kind, "htb");
+        assert_eq!(q.shaped_rate_bps, None);
         let two = "class htb 1:1 root rate 1Mbit ceil 1Mbit burst 1600b cburst 1600b \n\
                    class htb 1:2 root rate 2Mbit ceil 2Mbit burst 1600b cburst 1600b \n";
         assert_eq!(
