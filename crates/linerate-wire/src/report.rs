@@ -279,6 +279,11 @@ pub struct IntervalReport {
     /// Request/response tests: transactions completed in the interval (protocol 1.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// Stream tests: the host counters cheap enough to read every interval (the test
+    /// interface's packets and drops, NET_RX/NET_TX softirqs, softnet drops and squeezes),
+    /// changes over the interval (protocol 1.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Box<crate::host::IntervalHostCounters>>,
 }
 
 /// System-wide CPU utilisation from /proc/stat over the measured window.

@@ -128,6 +128,12 @@ pub trait SampleSource: Send + Sync + 'static {
         cpu.ok()
     }
 
+    /// A sampler of the host counters to put in every interval, made when the meter starts;
+    /// `None` (the default) leaves them out.
+    fn host_sampler(&self) -> Option<sys::hostsnap::IntervalSampler> {
+        None
+    }
+
     /// The counters now, timestamped.
     fn sample(&self) -> Sample<Self::Counters> {
         Sample {
@@ -199,6 +205,7 @@ fn run<S: SampleSource>(
     let epoch = src.window().epoch();
     let mut prev = src.sample();
     let mut prev_cpu = sys::cpu::read_proc_stat().ok();
+    let mut host = src.host_sampler();
     let mut baseline_done = omit.is_zero();
     let mut next = interval;
     loop {
@@ -232,6 +239,7 @@ fn run<S: SampleSource>(
                 (Some(a), Some(b)) => sys::cpu::util_percent(a, b),
                 _ => None,
             },
+            host: host.as_mut().map(|h| Box::new(h.sample())),
             ..src.interval(&prev.counters, &now.counters)
         };
         prev = now;

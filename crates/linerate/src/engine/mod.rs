@@ -157,6 +157,12 @@ impl SampleSource for Shared {
         }
         cpu
     }
+
+    /// Per interval: the test interface's packets, NET_RX/NET_TX softirqs and softnet
+    /// drops (a few small /proc reads on the meter thread, nothing on the data path).
+    fn host_sampler(&self) -> Option<sys::hostsnap::IntervalSampler> {
+        Some(sys::hostsnap::IntervalSampler::new(self.iface.as_deref()))
+    }
 }
 
 fn diff(a: &[u64], b: &[u64], pick: impl Fn(usize) -> bool) -> u64 {

@@ -167,3 +167,33 @@ fn lab_veth_facts_and_driver_counters() {
     drop(rx);
     lab.down().unwrap();
 }
+
+#[test]
+fn every_interval_carries_the_cheap_host_counters_of_both_ends() {
+    use linerate_wire::control::{Direction, Transport};
+    let server = crate::common::TestServer::start();
+    let mut s = crate::common::spec(Transport::Tcp, Direction::Send);
+    s.duration_ms = Some(1000);
+    s.interval_ms = 250;
+    let rec = crate::common::run(&crate::common::plan(server.addr, s));
+    let server_side = rec.server.as_ref().expect("server report");
+    for side in [&rec.client, server_side] {
+        assert!(side.intervals.len() >= 3, "{:?}", side.role);
+        for iv in &side.intervals {
+            let h = iv.host.as_ref().expect("host counters in every interval");
+            // All sources are readable here; the TCP data crossed lo in every interval.
+            assert!(
+                h.rx_packets.is_some_and(|p| p > 0),
+                "{:?}: {h:?}",
+                side.role
+            );
+            assert!(h.tx_packets.is_some_and(|p| p > 0), "{h:?}");
+            assert!(
+                h.rx_dropped.is_some() && h.net_tx_softirqs.is_some(),
+                "{h:?}"
+            );
+            assert!(h.net_rx_softirqs.is_some_and(|n| n > 0), "{h:?}");
+            assert!(h.softnet_dropped.is_some() && h.softnet_time_squeeze.is_some());
+        }
+    }
+}
