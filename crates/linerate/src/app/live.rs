@@ -105,21 +105,19 @@ pub fn run_once(
     let mut live = LiveOutput::new(format, plan);
     let mut rec = client::run(plan, &mut live, &interrupt)?;
     crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
-    emit(format, live.lines, &rec)?;
+    emit(format, &rec)?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn emit(format: Format, lines: Lines, rec: &RunRecord) -> anyhow::Result<()> {
+fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
     if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
         for w in &rec.warnings {
             eprintln!("warning: {w}");
         }
     }
-    // The emulated formats keep their classic stdout; a stream test's diagnosis goes to
-    // stderr (netperf's RR output has never carried one).
-    if let (Format::Netperf | Format::Ttcp, Lines::Stream(_), Some(d)) =
-        (format, lines, &rec.diagnosis)
-    {
+    // The emulated formats keep their classic stdout; the diagnosis (stream and RR tests
+    // alike) goes to stderr as `# linerate:` comment lines.
+    if let (Format::Netperf | Format::Ttcp, Some(d)) = (format, &rec.diagnosis) {
         for l in export::diagnosis::comment_lines(d) {
             eprintln!("{l}");
         }

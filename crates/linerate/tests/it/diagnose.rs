@@ -210,6 +210,33 @@ fn rr_csv_ends_with_the_verdict_columns() {
 }
 
 #[test]
+fn rr_netperf_format_keeps_stdout_classic_and_puts_the_diagnosis_on_stderr() {
+    let server = TestServer::start();
+    let port = server.addr.port().to_string();
+    let o = bin()
+        .args([
+            "rr",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "0.3",
+            "--format",
+            "netperf",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(stdout.contains("TCP REQUEST/RESPONSE"), "{stdout}");
+    assert!(!stdout.contains("linerate:"), "{stdout}");
+    assert!(stderr.contains("# linerate: diagnosis: "), "{stderr}");
+}
+
+#[test]
 fn doctor_json_validates_against_the_committed_schema() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
