@@ -115,3 +115,32 @@ pub fn run_usage_error(args: &[&str]) -> String {
     assert_eq!(out.status.code(), Some(2), "linerate {args:?}");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// A unique lab name for this test process: `prefix`, the pid, `tag`.
+pub fn lab_name(prefix: &str, tag: &str) -> String {
+    format!("{prefix}{}{tag}", std::process::id() % 100_000)
+}
+
+/// A `linerate serve` on the default port in lab host `host`, killed when dropped.
+pub struct LabServer(std::process::Child);
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `linerate serve` in `host` of `lab`, bound to the host's address.
+pub fn serve_in(lab: &linerate_lab::Lab, host: &str) -> LabServer {
+    let addr = lab.addr(host).unwrap().to_string();
+    let mut cmd = lab
+        .command(host, env!("CARGO_BIN_EXE_linerate"))
+        .expect("lab host");
+    cmd.args(["serve", "--bind", &addr, "-q"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = cmd.spawn().expect("spawn server in namespace");
+    std::thread::sleep(Duration::from_millis(300));
+    LabServer(child)
+}

@@ -11,14 +11,13 @@
 //!   makes it `link_bound`; a 4 KiB socket buffer is `window_limited`, and UDP into a 4 KiB
 //!   receive buffer is `receiver_drops`.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use linerate_lab::{Lab, LabOptions, Shaping};
 use linerate_wire::control::{Direction, Transport};
 use serde_json::Value;
 
-use crate::common::{bin, plan, run, spec, TestServer};
+use crate::common::{self, bin, plan, run, serve_in, spec, TestServer};
 
 fn kinds(diagnosis: &Value) -> Vec<String> {
     diagnosis["verdicts"]
@@ -267,17 +266,7 @@ fn doctor_json_validates_against_the_committed_schema() {
 // ---- lab: verdicts for real, in network namespaces ----
 
 fn lab_name(tag: &str) -> String {
-    format!("dg{}{tag}", std::process::id() % 100_000)
-}
-
-fn serve_in(lab: &Lab, host: &str, port: u16) -> std::process::Child {
-    let addr = lab.addr(host).unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &addr, "-p", &port.to_string(), "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let child = lab.spawn(host, &cmd).expect("spawn server in namespace");
-    std::thread::sleep(Duration::from_millis(300));
-    child
+    common::lab_name("dg", tag)
 }
 
 /// Runs the client in `a` against a server in `b` and returns the record's diagnosis.
@@ -287,14 +276,13 @@ fn lab_diagnosis(lab: &Lab, args: &[&str]) -> Value {
 
 /// Runs the client in `a` against a server in `b` and returns the JSON record.
 fn lab_record(lab: &Lab, args: &[&str]) -> Value {
-    let mut srv = serve_in(lab, "b", 5301);
+    let srv = serve_in(lab, "b");
     let b = lab.addr("b").unwrap().to_string();
     let mut a = vec![env!("CARGO_BIN_EXE_linerate"), args[0], &b];
     a.extend_from_slice(&args[1..]);
     a.push("--json");
     let out = lab.exec("a", &a).expect("run client in namespace");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(
         out.status.success(),
         "client failed: {}",

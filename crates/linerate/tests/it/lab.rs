@@ -1,23 +1,12 @@
 //! Lab tests: real client and server in network namespaces built by linerate-lab. They need
 //! root (CI runs as root) and fail loudly without it rather than pass silently.
 
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use linerate_lab::{Lab, LabOptions, Shaping};
 
-fn lab_name(tag: &str) -> String {
-    format!("it{}{tag}", std::process::id() % 100_000)
-}
+use crate::common::{self, serve_in};
 
-fn serve_in(lab: &Lab, host: &str, port: u16) -> std::process::Child {
-    let addr = lab.addr(host).unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &addr, "-p", &port.to_string(), "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let child = lab.spawn(host, &cmd).expect("spawn server in namespace");
-    std::thread::sleep(Duration::from_millis(300));
-    child
+fn lab_name(tag: &str) -> String {
+    common::lab_name("it", tag)
 }
 
 fn client_json(lab: &Lab, host: &str, args: &[&str]) -> serde_json::Value {
@@ -36,11 +25,10 @@ fn client_json(lab: &Lab, host: &str, args: &[&str]) -> serde_json::Value {
 #[test]
 fn lab_tcp_across_a_veth_pair() {
     let lab = Lab::pair(&lab_name("p"), &LabOptions::default()).expect("lab up (needs root)");
-    let mut srv = serve_in(&lab, "b", 5301);
+    let srv = serve_in(&lab, "b");
     let b = lab.addr("b").unwrap().to_string();
     let rec = client_json(&lab, "a", &["tcp", &b, "-t", "1", "-P", "2"]);
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     let f = &rec["summary"]["flows"][0];
     assert!(f["receiver_bps"].as_f64().unwrap() > 1e8, "{f}");
     assert_eq!(f["receiver_bytes"].as_u64(), f["sender_bytes"].as_u64());
@@ -58,7 +46,7 @@ fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
         ..LabOptions::default()
     };
     let lab = Lab::router(&lab_name("r"), &opts).expect("lab up (needs root)");
-    let mut srv = serve_in(&lab, "b", 5301);
+    let srv = serve_in(&lab, "b");
     let b = lab.addr("b").unwrap().to_string();
     let tcp = client_json(&lab, "a", &["tcp", &b, "-t", "2", "-O", "0.5"]);
     let bps = tcp["summary"]["flows"][0]["receiver_bps"].as_f64().unwrap();
@@ -74,7 +62,6 @@ fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
         &["udp", &b, "-t", "2", "-b", "30M", "-l", "1400"],
     );
     let loss = udp["summary"]["flows"][0]["loss_percent"].as_f64().unwrap();
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(loss > 20.0 && loss < 45.0, "loss {loss}%");
 }

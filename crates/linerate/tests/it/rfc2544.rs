@@ -9,13 +9,13 @@
 //! confirmation. The search resolution is 1% of a 30 Mbit/s line, 1.2 to 1.5% of the shaped
 //! rate. Found rates must therefore lie within −5% / +3% of the shaped rate.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use linerate_lab::{Lab, LabOptions, Shaping, ShapingKind};
 use serde_json::Value;
 
-use crate::common::{bin, run_json, run_usage_error, TestServer};
+use crate::common::{self, bin, run_json, run_usage_error, serve_in, TestServer};
 
 const SHAPED_BPS: f64 = 20e6;
 
@@ -42,29 +42,7 @@ fn shaped_fps(frame: u64) -> f64 {
 }
 
 fn lab_name(tag: &str) -> String {
-    format!("rf{}{tag}", std::process::id() % 100_000)
-}
-
-/// A `linerate serve` in `host`, killed on drop.
-struct Served(Child);
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve_in(lab: &Lab, host: &str) -> Served {
-    let addr = lab.addr(host).unwrap().to_string();
-    let mut cmd = lab
-        .command(host, env!("CARGO_BIN_EXE_linerate"))
-        .expect("lab host");
-    cmd.args(["serve", "--bind", &addr, "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let child = cmd.spawn().expect("spawn server in namespace");
-    std::thread::sleep(Duration::from_millis(300));
-    Served(child)
+    common::lab_name("rf", tag)
 }
 
 /// Share of all CPUs busy over 300 ms, from /proc/stat (everything but idle and iowait).
