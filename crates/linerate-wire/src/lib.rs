@@ -19,6 +19,7 @@
 pub mod control;
 pub mod doctor;
 mod error;
+pub mod hex;
 pub mod host;
 pub mod probe;
 pub mod report;

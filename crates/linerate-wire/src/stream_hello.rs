@@ -76,19 +76,12 @@ impl StreamHello {
 
 /// Formats a token as 32 lowercase hex digits.
 pub fn token_to_hex(token: &[u8; 16]) -> String {
-    token.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(token)
 }
 
 /// Parses 32 hex digits into a token.
 pub fn token_from_hex(s: &str) -> Option<[u8; 16]> {
-    if s.len() != 32 || !s.is_ascii() {
-        return None;
-    }
-    let mut out = [0u8; 16];
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
+    crate::hex::decode(s)?.try_into().ok()
 }
 
 #[cfg(test)]

@@ -356,18 +356,16 @@ pub fn nonce() -> std::io::Result<[u8; NONCE_LEN]> {
 
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    linerate_wire::hex::encode(bytes)
 }
 
-/// Bytes of an even-length hex string, `None` if it is not one (or longer than 128 digits).
+/// Bytes of a hex string from a peer or a file, `None` if it is not one or is longer than
+/// 128 digits (no field here is longer than 64).
 pub fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 || s.len() > 128 {
+    if s.len() > 128 {
         return None;
     }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
+    linerate_wire::hex::decode(s)
 }
 
 #[cfg(test)]
@@ -488,5 +486,8 @@ mod tests {
         assert_eq!(unhex("abc"), None);
         assert_eq!(unhex("zz"), None);
         assert_eq!(unhex("é1"), None);
+        // Longer than any field: refused before decoding.
+        assert_eq!(unhex(&"a".repeat(130)), None);
+        assert_eq!(unhex(&"a".repeat(128)).map(|b| b.len()), Some(64));
     }
 }

@@ -479,7 +479,7 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
         w,
         rx,
         tx,
-        id: id.iter().map(|b| format!("{b:02x}")).collect(),
+        id: linerate_wire::hex::encode(&id),
         user: None,
     };
     let mut token: Option<[u8; 16]> = None;
