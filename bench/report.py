@@ -422,6 +422,7 @@ def report(results, meta_path, doc=None):
         return
     runs, dur = meta.get("RUNS", "?"), meta.get("DURATION", "?")
     steps = meta.get("UDP_STEPS", "6")
+    pin = meta.get("PIN", "0,1")
     rmem_default = meta.get("RMEM_DEFAULT", "?")
     rmem_max = meta.get("RMEM_MAX", "?")
     iperf_w = meta.get("IPERF_UDP_WINDOW", "4M")
@@ -447,6 +448,12 @@ one machine, client and server on the same host.
   run on it); only ratios measured side by side in the same run of the script count. Compare
   absolute numbers across machines or dates with care. When other jobs load the machine
   (see the load average below) the spread can be much wider, as the [min–max] ranges show.
+- **Pinned ends.** Every test pins the client and the server to fixed CPUs: the stream
+  tests (TCP, UDP, the RSS run) and TCP_CRR to CPUs {pin} (linerate `-A {pin}`, iperf3
+  `-A {pin}`, netperf `-T {pin}`), TCP_RR to its own placements below. Left to the
+  scheduler, loopback TCP on this 2-CPU machine swings from 17 to 42 Gbit/s between runs of
+  the same tool, with where sender and receiver happen to run; pinned, every tool gets the
+  same placement in every run.
 - **TCP.** Receiver throughput: linerate `.summary.flows[0].receiver_bps`, iperf3
   `end.sum_received.bits_per_second`, netperf `THROUGHPUT` (10^6 bits/s). 128 KiB writes
   (`-l 128K`, netperf `-m 131072`). Reverse is `-R` (netperf `TCP_MAERTS`, remote send size
@@ -486,7 +493,7 @@ one machine, client and server on the same host.
   below 10 µs and 10 µs wide up to 100 µs, so its figure is rounded to that grid). For p99
   a ratio below 1 means linerate's is lower.
 - **TCP_CRR.** The same with a new TCP connection per transaction (linerate `rr --connect`,
-  netperf `-t TCP_CRR`), CPUs not pinned. Each transaction leaves a TIME_WAIT socket on the
+  netperf `-t TCP_CRR`), pinned to CPUs {pin}. Each transaction leaves a TIME_WAIT socket on the
   host; the interleaved runs give both tools the same backlog.
 
 Run: {date}, {runs} runs × {dur} s, total {elapsed} s.

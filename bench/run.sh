@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # linerate benchmark: linerate vs iperf3 vs netperf on loopback (127.0.0.1 only).
 #
-# Usage: [RUNS=3] [DURATION=5] [LINERATE=/path/to/linerate] bench/run.sh [--write-doc]
+# Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [LINERATE=/path/to/linerate] bench/run.sh [--write-doc]
 #
 # What it does
 #   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
@@ -10,15 +10,19 @@
 #   2. Starts `linerate serve`, `iperf3 -s` and `netserver` bound to 127.0.0.1 on their own
 #      ports (LR_PORT=15301, IPERF_PORT=15201, NETPERF_PORT=12866 by default, so they don't
 #      clash with servers someone else runs) and stops them at exit.
-#   3. Runs every case RUNS times, DURATION seconds each, interleaved round-robin
-#      (for run: for case: for tool), rotating the order of the tools every round.
+#   3. Runs every case RUNS times (at least 5 by default), DURATION seconds each, interleaved
+#      round-robin (for run: for case: for tool), rotating the order of the tools every round.
+#      Both ends of every test are pinned (PIN=CLIENT,SERVER CPUs, default 0,1: linerate
+#      -A 0,1, iperf3 -A 0,1, netperf -T 0,1): unpinned, loopback TCP on a 2-CPU machine
+#      swings from 17 to 42 Gbit/s between runs of the same tool with where the scheduler puts
+#      sender and receiver. The TCP_RR cases keep their own placements (0,0 and 0,1).
 #   4. Prints a markdown table: per tool the median [min-max] of the runs, and the ratio of
 #      the medians linerate/peer; --write-doc also regenerates docs/PERFORMANCE.md.
 #
 # Cases
 #   tcp1  TCP, one stream, 128 KiB writes: linerate -l 128K, iperf3 -l 128K,
 #         netperf TCP_STREAM -m 131072. Receiver bits/s.
-#   tcp4  TCP, -P 4: linerate vs iperf3.
+#   tcp4  TCP, -P 4: linerate vs iperf3 (every stream of an end on that end's CPU).
 #   tcpR  TCP reverse: linerate -R, iperf3 -R, netperf TCP_MAERTS (remote send size 131072).
 #   udp   64-byte datagrams, received packets/s with at most 0.1 % loss:
 #         an unpaced run first (linerate udp -l 64 without -b; iperf3 -u -l 64 -b 0;
@@ -38,12 +42,12 @@
 #         `rr -A 0,0` vs netperf `-t TCP_RR -T 0,0`. Transactions/s and p99 latency (netperf
 #         `-- -o THROUGHPUT,P99_LATENCY`; linerate `.rr.latency.p99_ns`).
 #   rr01  the same with the client on CPU 0 and the server on CPU 1 (-A 0,1 / -T 0,1).
-#   crr   TCP_CRR (a new connection per transaction), 1 byte each way, CPUs not pinned:
-#         linerate `rr --connect` vs netperf `-t TCP_CRR`. Both leave TIME_WAIT sockets behind
+#   crr   TCP_CRR (a new connection per transaction), 1 byte each way, pinned as PIN:
+#         linerate `rr --connect -A 0,1` vs netperf `-t TCP_CRR -T 0,1`. Both leave TIME_WAIT sockets behind
 #         (one per transaction); the interleaving gives both the same backlog.
 #
 # Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests, one RSS test and 6
-# TCP_RR/CRR tests, i.e. at most 44 x (DURATION + ~1.2 s): RUNS=3 DURATION=5 takes about 14 minutes.
+# TCP_RR/CRR tests, i.e. at most 44 x (DURATION + ~1.2 s): RUNS=5 DURATION=5 takes about 23 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -53,7 +57,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 HOST=127.0.0.1
 
-RUNS="${RUNS:-3}"
+RUNS="${RUNS:-5}"
 DURATION="${DURATION:-5}"
 UDP_STEPS="${UDP_STEPS:-6}"
 LOSS_LIMIT="${LOSS_LIMIT:-0.1}"
@@ -66,6 +70,8 @@ LR_RSS_PORT="${LR_RSS_PORT:-15302}"
 IPERF_PORT="${IPERF_PORT:-15201}"
 NETPERF_PORT="${NETPERF_PORT:-12866}"
 WRITE_DOC=0
+# CPUs of the client and the server in every stream test (TCP, UDP, RSS) and TCP_CRR.
+PIN="${PIN:-0,1}"
 
 for arg in "$@"; do
     case "$arg" in
@@ -77,6 +83,12 @@ done
 
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive integer" >&2; exit 2; }
 [[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "DURATION must be a positive integer (seconds)" >&2; exit 2; }
+[[ "$PIN" =~ ^[0-9]+,[0-9]+$ ]] || { echo "PIN must be CLIENT_CPU,SERVER_CPU (e.g. 0,1)" >&2; exit 2; }
+for cpu in ${PIN/,/ } 0 1; do
+    # The RR cases use CPUs 0 and 1 whatever PIN says.
+    [[ -d /sys/devices/system/cpu/cpu$cpu ]] \
+        || { echo "CPU $cpu does not exist here: the benchmark needs CPUs 0 and 1 and those in PIN=$PIN" >&2; exit 2; }
+done
 
 REPORT=(python3 "$HERE/report.py")
 log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
@@ -232,6 +244,7 @@ tcp_case() { # CASE TOOL
         tcp4) lr=(-l 128K -P 4); ip=(-l 128K -P 4) ;;
         tcpR) lr=(-l 128K -R); ip=(-l 128K -R); np=(TCP_MAERTS -m 131072,131072) ;;
     esac
+    lr+=(-A "$PIN"); ip+=(-A "$PIN")
     case "$tool" in
         linerate)
             try "$case linerate" "$out" "$LINERATE" tcp "$HOST" -p "$LR_PORT" -t "$DURATION" "${lr[@]}" --json \
@@ -242,7 +255,7 @@ tcp_case() { # CASE TOOL
         netperf)
             [[ ${#np[@]} -gt 0 ]] || return 0
             try "$case netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t "${np[0]}" -l "$DURATION" \
-                -- "${np[@]:1}" -o THROUGHPUT,THROUGHPUT_UNITS \
+                -T "$PIN" -- "${np[@]:1}" -o THROUGHPUT,THROUGHPUT_UNITS \
                 && v="$(parse netperf-tcp "$out")" ;;
     esac
     if [[ -z "$v" ]]; then FAILS=$((FAILS + 1)); v=NA; fi
@@ -256,7 +269,7 @@ rr_case() { # CASE TOOL: 1 byte each way; CASE rr00 (TCP_RR, CPUs 0,0), rr01 (CP
     case "$case" in
         rr00) lr=(-A 0,0); np=(-t TCP_RR -T 0,0) ;;
         rr01) lr=(-A 0,1); np=(-t TCP_RR -T 0,1) ;;
-        crr) lr=(--connect); np=(-t TCP_CRR) ;;
+        crr) lr=(--connect -A "$PIN"); np=(-t TCP_CRR -T "$PIN") ;;
     esac
     case "$tool" in
         linerate)
@@ -283,17 +296,19 @@ udp_once() {
     out="$(next)"
     case "$tool" in
         linerate|linerate-nooff)
-            [[ "$rate" == 0 ]] || b=(-b "$rate")
+            b=(-A "$PIN")
+            [[ "$rate" == 0 ]] || b+=(-b "$rate")
             [[ "$tool" == linerate ]] || b+=(--no-offload)
             try "udp $tool b=$rate" "$out" "$LINERATE" udp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 64 "${b[@]}" --json \
                 && parse linerate-udp "$out" ;;
         iperf3|iperf3-w)
-            [[ "$tool" == iperf3 ]] || b=(-w "$IPERF_UDP_WINDOW")
+            b=(-A "$PIN")
+            [[ "$tool" == iperf3 ]] || b+=(-w "$IPERF_UDP_WINDOW")
             try "udp $tool b=$rate" "$out" iperf3 -c "$HOST" -p "$IPERF_PORT" -t "$DURATION" -u -l 64 -b "$rate" "${b[@]}" -J \
                 && parse iperf3-udp "$out" ;;
         netperf)
             try "udp netperf" "$out" netperf -P 0 -H "$HOST" -p "$NETPERF_PORT" -t UDP_STREAM -l "$DURATION" \
-                -- -m 64 -o THROUGHPUT,THROUGHPUT_UNITS,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS,ELAPSED_TIME \
+                -T "$PIN" -- -m 64 -o THROUGHPUT,THROUGHPUT_UNITS,LOCAL_SEND_CALLS,REMOTE_RECV_CALLS,ELAPSED_TIME \
                 && parse netperf-udp "$out" ;;
     esac
     return 0
@@ -352,7 +367,7 @@ rss_case() {
     spid=$!; SERVER_PIDS+=("$spid")
     wait_port "$LR_RSS_PORT" "$spid" linerate-rss-serve
     if try "rss linerate -P 8" "$out" /usr/bin/time -v -o "$out.time" \
-        "$LINERATE" tcp "$HOST" -p "$LR_RSS_PORT" -t "$DURATION" -l 128K -P 8 --json; then
+        "$LINERATE" tcp "$HOST" -p "$LR_RSS_PORT" -t "$DURATION" -l 128K -P 8 -A "$PIN" --json; then
         bps="$(parse linerate-tcp "$out")"
         crss="$(parse time-maxrss "$out.time")"
         hwm="$(awk '/^VmHWM:/ {print $2}' "/proc/$spid/status" 2>/dev/null || true)"
@@ -376,7 +391,7 @@ rotate() {
 
 START=$SECONDS
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-log "RUNS=$RUNS DURATION=$DURATION linerate=$LINERATE"
+log "RUNS=$RUNS DURATION=$DURATION PIN=$PIN linerate=$LINERATE"
 for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
     for case in tcp1 tcp4 tcpR; do
         for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
@@ -402,6 +417,7 @@ LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "RUNS=$RUNS"
     echo "DURATION=$DURATION"
     echo "UDP_STEPS=$UDP_STEPS"
+    echo "PIN=$PIN"
     echo "IPERF_UDP_WINDOW=$IPERF_UDP_WINDOW"
     echo "RMEM_MAX=$(cat /proc/sys/net/core/rmem_max 2>/dev/null || echo '?')"
     echo "RMEM_DEFAULT=$(cat /proc/sys/net/core/rmem_default 2>/dev/null || echo '?')"

@@ -44,7 +44,7 @@ pub const MAX_DRIVER_STATS: usize = 256;
 /// segments, retransmissions, resets and checksum errors; UDP datagrams and the socket
 /// buffer overflows that are nearly always where UDP loss happens on one host; TCP's
 /// extended counters for delayed ACKs, loss recovery, timeouts, receive-queue and backlog
-/// drops, listen queue overflows, zero windows, coalescing and out-of-order queueing; and
+/// drops, listen queue overflows, zero windows and zero-window probes, coalescing and out-of-order queueing; and
 /// the IPv6/UDPv6 equivalents. A counter the running kernel does not have is absent.
 pub const INTERESTING_SNMP_COUNTERS: &[&str] = &[
     "Ip.InReceives",
@@ -97,6 +97,7 @@ pub const INTERESTING_SNMP_COUNTERS: &[&str] = &[
     "TcpExt.TCPToZeroWindowAdv",
     "TcpExt.TCPFromZeroWindowAdv",
     "TcpExt.TCPWantZeroWindowAdv",
+    "TcpExt.TCPWinProbe",
     "TcpExt.TCPAbortOnData",
     "TcpExt.TCPAbortOnMemory",
     "Ip6.InReceives",

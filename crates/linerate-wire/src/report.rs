@@ -239,6 +239,39 @@ pub struct TcpInfoReport {
     /// Bytes retransmitted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_retrans: Option<u64>,
+    /// Segments sent over the connection's life, pure ACKs and retransmissions included
+    /// (`tcpi_segs_out`, Linux 4.2+; a GSO/TSO packet counts as its segments).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segs_out: Option<u32>,
+    /// Segments carrying data sent over the connection's life, retransmissions included
+    /// (`tcpi_data_segs_out`, Linux 4.6+): the denominator of the retransmitted share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_segs_out: Option<u32>,
+    /// The MSS this end advertises, bytes (`tcpi_advmss`: from the route's MTU). The
+    /// sender's `snd_mss` can be lower: Linux caps it at half the largest window the peer
+    /// ever offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advmss_bytes: Option<u32>,
+    /// The retransmission time-out now, microseconds (`tcpi_rto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rto_us: Option<u32>,
+    /// Zero-window (persist) or keepalive probes sent and not answered, now (`tcpi_probes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes: Option<u8>,
+    /// Exponential backoff of the retransmission or persist timer, now (`tcpi_backoff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<u8>,
+    /// Retransmission time-outs over the connection's life, SYN and repeated ones included
+    /// (`tcpi_total_rto`, Linux 6.7+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_rto: Option<u16>,
+    /// Recoveries that began with a retransmission time-out (`tcpi_total_rto_recoveries`,
+    /// Linux 6.7+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_rto_recoveries: Option<u16>,
+    /// Time spent in those recoveries, milliseconds (`tcpi_total_rto_time`, Linux 6.7+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_rto_time_ms: Option<u32>,
 }
 
 /// One interval at one end.

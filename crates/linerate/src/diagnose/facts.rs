@@ -93,10 +93,23 @@ pub struct TcpSums {
     pub min_rtt_us: Option<u32>,
     /// Mean sender MSS, bytes.
     pub mss: f64,
-    /// Σ total_retrans.
+    /// Σ total_retrans (the connections' lives).
     pub retrans: u64,
+    /// Σ data_segs_out, retransmissions included (the connections' lives; absent when any
+    /// stream lacks it: kernel before 4.6).
+    pub data_segs_out: Option<u64>,
+    /// Largest MSS of the path: the larger of a stream's `snd_mss` and `advmss` (Linux caps
+    /// `snd_mss` at half the largest window the peer offered, so a tiny window hides the
+    /// path's MSS from it).
+    pub path_mss: f64,
     /// Smallest peer-advertised window, bytes (Linux 5.4+).
     pub snd_wnd_bytes: Option<u32>,
+    /// Σ retransmission time-outs (Linux 6.7+; absent when any stream lacks it).
+    pub total_rto: Option<u64>,
+    /// Σ time in recoveries that began with a time-out, ms (Linux 6.7+).
+    pub total_rto_time_ms: Option<u64>,
+    /// Most unanswered zero-window (persist) probes of a stream at the end.
+    pub probes: Option<u8>,
 }
 
 /// Sums TCP_INFO over `streams`; `None` when none has it.
@@ -118,7 +131,16 @@ pub fn tcp_sums(streams: &[&StreamReport]) -> Option<TcpSums> {
         min_rtt_us: infos.iter().filter_map(|i| i.min_rtt_us).min(),
         mss: infos.iter().map(|i| f64::from(i.snd_mss)).sum::<f64>() / n as f64,
         retrans: infos.iter().map(|i| u64::from(i.total_retrans)).sum(),
+        data_segs_out: sum_opt(&|i| i.data_segs_out.map(u64::from)),
+        path_mss: infos
+            .iter()
+            .map(|i| i.snd_mss.max(i.advmss_bytes.unwrap_or(0)))
+            .max()
+            .map_or(0.0, f64::from),
         snd_wnd_bytes: infos.iter().filter_map(|i| i.snd_wnd_bytes).min(),
+        total_rto: sum_opt(&|i| i.total_rto.map(u64::from)),
+        total_rto_time_ms: sum_opt(&|i| i.total_rto_time_ms.map(u64::from)),
+        probes: infos.iter().filter_map(|i| i.probes).max(),
     })
 }
 

@@ -28,6 +28,8 @@
 mod facts;
 pub mod rules;
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;
 
 use linerate_wire::report::Role;

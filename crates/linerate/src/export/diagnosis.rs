@@ -11,6 +11,8 @@ pub fn evidence_text(e: &Evidence) -> String {
     let v = e.value;
     let value = match e.unit.as_str() {
         "percent" => format!("{v:.1}%"),
+        "percent_of_one_cpu" => format!("{v:.1}% of one CPU"),
+        "factor" => format!("{v:.2}x"),
         "bps" => format_bps(v),
         "bytes" if v >= 0.0 => format_bytes(v.round() as u64),
         "us" => format!("{v:.0} us"),

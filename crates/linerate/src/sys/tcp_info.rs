@@ -8,18 +8,27 @@
 //!
 //! | offset | field | since |
 //! | --- | --- | --- |
-//! | 0..8 | u8 state … delivery_rate_app_limited (bitfields) | |
+//! | 0..8 | u8 state, ca_state, retransmits, probes (3), backoff (4), … (bitfields) | 2.6 |
+//! | 8 | u32 rto (µs) | 2.6 |
 //! | 16 | u32 snd_mss | 2.6 |
 //! | 68 / 72 | u32 rtt / rttvar (µs) | 2.6 |
 //! | 80 | u32 snd_cwnd (segments) | 2.6 |
+//! | 84 | u32 advmss | 2.6 |
 //! | 100 | u32 total_retrans — end of the 2.6 struct at 104 | 2.6 |
 //! | 104 | u64 pacing_rate (bytes/s) | 3.15 |
 //! | 120 | u64 bytes_acked | 4.1 |
+//! | 136 | u32 segs_out | 4.2 |
 //! | 148 | u32 min_rtt (µs) | 4.6 |
+//! | 156 | u32 data_segs_out | 4.6 |
 //! | 160 | u64 delivery_rate (bytes/s) | 4.9 |
 //! | 168 / 176 / 184 | u64 busy_time / rwnd_limited / sndbuf_limited (µs) | 4.10 |
 //! | 208 | u64 bytes_retrans | 4.19 |
 //! | 228 | u32 snd_wnd (bytes) | 5.4 |
+//! | 240 / 242 / 244 | u16 total_rto / u16 total_rto_recoveries / u32 total_rto_time (ms) | 6.7 |
+//!
+//! The last row is newer than Debian 12's header (232 bytes); its offsets are upstream's
+//! (`tcpi_rcv_wnd` at 232 and `tcpi_rehash` at 236 come between) and the lab test checks
+//! `total_rto` against the namespace's own `TcpExt.TCPTimeouts`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};
@@ -28,26 +37,45 @@ use linerate_wire::report::TcpInfoReport;
 
 /// Offsets of the fields linerate reads, from `include/uapi/linux/tcp.h`.
 mod off {
+    pub const PROBES: usize = 3;
+    pub const BACKOFF: usize = 4;
+    pub const RTO: usize = 8;
     pub const SND_MSS: usize = 16;
     pub const RTT: usize = 68;
     pub const RTTVAR: usize = 72;
     pub const SND_CWND: usize = 80;
+    pub const ADVMSS: usize = 84;
     pub const TOTAL_RETRANS: usize = 100;
     /// End of `tcpi_total_retrans`: the shortest struct linerate accepts.
     pub const MIN_LEN: usize = 104;
     pub const PACING_RATE: usize = 104;
     pub const BYTES_ACKED: usize = 120;
+    pub const SEGS_OUT: usize = 136;
     pub const MIN_RTT: usize = 148;
+    pub const DATA_SEGS_OUT: usize = 156;
     pub const DELIVERY_RATE: usize = 160;
     pub const BUSY_TIME: usize = 168;
     pub const RWND_LIMITED: usize = 176;
     pub const SNDBUF_LIMITED: usize = 184;
     pub const BYTES_RETRANS: usize = 208;
     pub const SND_WND: usize = 228;
+    pub const TOTAL_RTO: usize = 240;
+    pub const TOTAL_RTO_RECOVERIES: usize = 242;
+    pub const TOTAL_RTO_TIME: usize = 244;
 }
 
-/// Size of the buffer [`read_tcp_info`] offers the kernel (larger than any struct so far).
-pub const TCP_INFO_BUF: usize = 256;
+/// Size of the buffer [`read_tcp_info`] offers the kernel (larger than any struct so far:
+/// Linux 6.18 writes 280 bytes).
+pub const TCP_INFO_BUF: usize = 512;
+
+fn u8_at(raw: &[u8], at: usize) -> Option<u8> {
+    raw.get(at).copied()
+}
+
+fn u16_at(raw: &[u8], at: usize) -> Option<u16> {
+    let bytes: [u8; 2] = raw.get(at..at.checked_add(2)?)?.try_into().ok()?;
+    Some(u16::from_ne_bytes(bytes))
+}
 
 fn u32_at(raw: &[u8], at: usize) -> Option<u32> {
     let bytes: [u8; 4] = raw.get(at..at.checked_add(4)?)?.try_into().ok()?;
@@ -83,6 +111,15 @@ pub fn parse_tcp_info(raw: &[u8]) -> Option<TcpInfoReport> {
         sndbuf_limited_us: u64_at(raw, off::SNDBUF_LIMITED),
         bytes_acked: u64_at(raw, off::BYTES_ACKED),
         bytes_retrans: u64_at(raw, off::BYTES_RETRANS),
+        segs_out: u32_at(raw, off::SEGS_OUT),
+        data_segs_out: u32_at(raw, off::DATA_SEGS_OUT),
+        advmss_bytes: u32_at(raw, off::ADVMSS),
+        rto_us: u32_at(raw, off::RTO),
+        probes: u8_at(raw, off::PROBES),
+        backoff: u8_at(raw, off::BACKOFF),
+        total_rto: u16_at(raw, off::TOTAL_RTO),
+        total_rto_recoveries: u16_at(raw, off::TOTAL_RTO_RECOVERIES),
+        total_rto_time_ms: u32_at(raw, off::TOTAL_RTO_TIME),
     })
 }
 
@@ -130,9 +167,11 @@ mod tests {
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsFd;
 
-    /// A 232-byte struct with a distinct value in every field linerate reads.
+    /// A 248-byte struct (Linux 6.7) with a distinct value in every field linerate reads.
     fn fixture() -> Vec<u8> {
-        let mut b = vec![0u8; 232];
+        let mut b = vec![0u8; 248];
+        b[3] = 2; // probes
+        b[4] = 3; // backoff
         let put32 = |b: &mut Vec<u8>, at: usize, v: u32| {
             b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
         };
@@ -140,8 +179,17 @@ mod tests {
         put32(&mut b, 20, 536); // rcv_mss (not reported)
         put32(&mut b, 68, 1234); // rtt
         put32(&mut b, 72, 56); // rttvar
+        put32(&mut b, 8, 204_000); // rto
         put32(&mut b, 80, 10); // snd_cwnd
+        put32(&mut b, 84, 1460); // advmss
         put32(&mut b, 100, 7); // total_retrans
+        put32(&mut b, 136, 9_000); // segs_out
+        put32(&mut b, 156, 8_000); // data_segs_out
+        put32(&mut b, 232, 1); // rcv_wnd (not reported)
+        put32(&mut b, 236, 1); // rehash (not reported)
+        b[240..242].copy_from_slice(&5u16.to_ne_bytes()); // total_rto
+        b[242..244].copy_from_slice(&4u16.to_ne_bytes()); // total_rto_recoveries
+        put32(&mut b, 244, 1_234); // total_rto_time
         put32(&mut b, 148, 987); // min_rtt
         put32(&mut b, 228, 65_535); // snd_wnd
         let put64 = |b: &mut Vec<u8>, at: usize, v: u64| {
@@ -178,6 +226,15 @@ mod tests {
                 sndbuf_limited_us: Some(3_000),
                 bytes_acked: Some(5_000_000_000),
                 bytes_retrans: Some(43_440),
+                segs_out: Some(9_000),
+                data_segs_out: Some(8_000),
+                advmss_bytes: Some(1460),
+                rto_us: Some(204_000),
+                probes: Some(2),
+                backoff: Some(3),
+                total_rto: Some(5),
+                total_rto_recoveries: Some(4),
+                total_rto_time_ms: Some(1_234),
             }
         );
     }
@@ -193,9 +250,15 @@ mod tests {
         assert_eq!((r.rtt_us, r.snd_mss, r.total_retrans), (1234, 1448, 7));
         assert_eq!(r.pacing_rate_bytes_per_sec, None);
         assert_eq!(r.bytes_acked, None);
+        assert_eq!((r.segs_out, r.data_segs_out), (None, None));
+        assert_eq!((r.probes, r.backoff, r.rto_us), (Some(2), Some(3), Some(204_000)));
+        // 140 bytes (4.2): segs_out yes, data_segs_out (156..160) no.
+        let r = parse_tcp_info(&b[..140]).unwrap();
+        assert_eq!((r.segs_out, r.data_segs_out), (Some(9_000), None));
         // 160 bytes (4.6): min_rtt (148..152) yes, delivery_rate (160..168) no.
         let r = parse_tcp_info(&b[..160]).unwrap();
         assert_eq!(r.min_rtt_us, Some(987));
+        assert_eq!(r.data_segs_out, Some(8_000));
         assert_eq!(r.bytes_acked, Some(5_000_000_000));
         assert_eq!(r.delivery_rate_bytes_per_sec, None);
         // 192 bytes (4.10): busy/limited times yes, bytes_retrans (208..216) and snd_wnd no.
@@ -206,6 +269,14 @@ mod tests {
         let r = parse_tcp_info(&b[..231]).unwrap();
         assert_eq!(r.bytes_retrans, Some(43_440));
         assert_eq!(r.snd_wnd_bytes, None);
+        // 232 bytes (5.4 .. 6.6): snd_wnd yes, the RTO totals (240..248) no.
+        let r = parse_tcp_info(&b[..232]).unwrap();
+        assert_eq!(r.snd_wnd_bytes, Some(65_535));
+        assert_eq!((r.total_rto, r.total_rto_time_ms), (None, None));
+        // 244 bytes: total_rto and recoveries, not the time.
+        let r = parse_tcp_info(&b[..244]).unwrap();
+        assert_eq!((r.total_rto, r.total_rto_recoveries), (Some(5), Some(4)));
+        assert_eq!(r.total_rto_time_ms, None);
     }
 
     #[test]
@@ -228,12 +299,45 @@ mod tests {
         let mut ack = [0u8; 2];
         client.read_exact(&mut ack).unwrap();
 
+        // Let the last ACK go out, so that nothing changes between the two readings.
+        std::thread::sleep(std::time::Duration::from_millis(100));
         let info = read_tcp_info(client.as_fd()).unwrap();
+        let port = client.local_addr().unwrap().port();
+        let ss = ss_fields(port);
+        // The witness: ss(8) reads the same socket over netlink (inet_diag), not getsockopt.
+        assert_eq!(ss.get("segs_out").copied(), info.segs_out.map(u64::from), "{ss:?} {info:?}");
+        assert_eq!(
+            ss.get("data_segs_out").copied(),
+            info.data_segs_out.map(u64::from),
+            "{ss:?} {info:?}"
+        );
+        assert_eq!(ss.get("mss").copied(), Some(u64::from(info.snd_mss)), "{ss:?}");
+        assert_eq!(ss.get("advmss").copied(), info.advmss_bytes.map(u64::from), "{ss:?}");
+        // 10,000 bytes in at least one data segment, and a SYN and ACKs besides.
+        let data = info.data_segs_out.unwrap();
+        assert!(data >= 1 && info.segs_out.unwrap() > data, "{info:?}");
+        assert!(info.total_retrans <= data, "{info:?}");
         assert!(info.snd_mss > 0, "{info:?}");
         assert!(info.rtt_us > 0, "{info:?}");
         assert!(info.snd_cwnd > 0, "{info:?}");
         // This kernel (5.4+) fills the whole struct.
         assert!(info.bytes_acked.unwrap_or(0) >= 10_000, "{info:?}");
+    }
+
+    /// `name:value` fields of `ss -tin` for the connection from local port `port`.
+    fn ss_fields(port: u16) -> std::collections::BTreeMap<String, u64> {
+        let out = std::process::Command::new("ss")
+            .args(["-tinH", "state", "established", "sport", "=", &format!(":{port}")])
+            .output()
+            .expect("ss (iproute2) runs");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter_map(|w| {
+                let (k, v) = w.split_once(':')?;
+                Some((k.to_string(), v.parse().ok()?))
+            })
+            .collect()
     }
 
     #[test]

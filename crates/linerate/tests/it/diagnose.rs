@@ -62,6 +62,67 @@ fn plain_loopback_tcp_invents_no_bottleneck() {
     assert!(!d.summary.is_empty());
 }
 
+/// Evidence figures of every verdict: finite, not negative, shares at most 100 %.
+fn assert_evidence_sane(d: &Value) {
+    for v in d["verdicts"].as_array().unwrap() {
+        for e in v["evidence"].as_array().unwrap() {
+            let x = e["value"].as_f64().expect("a number");
+            assert!(x >= 0.0, "{e} in {v:#}");
+            match e["unit"].as_str().unwrap() {
+                "percent" => assert!(x <= 100.0, "{e} in {v:#}"),
+                "ratio" => assert!(x <= 1.0, "{e} in {v:#}"),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The case from the field: socket buffers below one MSS (4 KiB requested, 8 KiB granted,
+/// loopback's MSS about 64 KiB). The transfer crawls on timers; the diagnosis names the
+/// window, with the numbers, and does not blame loss. TCP_INFO's segment counts agree with
+/// the bytes the stream carried and with its own retransmissions.
+#[test]
+fn loopback_tcp_with_buffers_below_one_mss_is_window_limited_not_retransmission_bound() {
+    let server = TestServer::start();
+    let port = server.addr.port().to_string();
+    let out = bin()
+        .args(["tcp", "127.0.0.1", "-p", &port, "-t", "2", "-w", "4K", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &rec["diagnosis"];
+    let k = kinds(d);
+    assert!(!k.iter().any(|x| x == "retransmission_bound"), "{d:#}");
+    let v = verdict(d, "window_limited");
+    assert_eq!(v["flow"], "client_to_server", "{v:#}");
+    let granted = evidence(v, "limiting_buffer_bytes");
+    let mss = evidence(v, "path_mss_bytes");
+    assert!(granted <= 16_384.0 && mss >= 16_384.0, "{v:#}");
+    assert!(evidence(v, "buffer_in_segments") < 4.0, "{v:#}");
+    assert_eq!(evidence(v, "requested_buffer_bytes"), 4096.0, "{v:#}");
+    let fix = v["suggestion"].as_str().unwrap();
+    assert!(fix.contains("at least") && fix.contains("minimum"), "{fix}");
+    assert_evidence_sane(d);
+    // TCP_INFO's counts: a data segment carries at most one MSS, so the segments sent
+    // cover the bytes; retransmissions are some of those segments.
+    let st = &rec["client"]["streams"][0];
+    let info = &st["tcp_info"];
+    let data = info["data_segs_out"].as_u64().expect("data_segs_out (Linux 4.6+)");
+    let segs = info["segs_out"].as_u64().expect("segs_out (Linux 4.2+)");
+    let retrans = info["total_retrans"].as_u64().unwrap();
+    let path_mss = info["snd_mss"]
+        .as_u64()
+        .unwrap()
+        .max(info["advmss_bytes"].as_u64().unwrap_or(0));
+    assert!(segs >= data && data >= retrans, "{info:#}");
+    assert!(
+        data * path_mss >= st["bytes"].as_u64().unwrap(),
+        "{data} segments of at most {path_mss} B cannot carry {} B: {st:#}",
+        st["bytes"]
+    );
+}
+
 #[test]
 fn diagnosis_in_every_output_format() {
     let server = TestServer::start();

@@ -24,6 +24,9 @@ pub(super) fn cpu(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
 
 /// The words and figures every CPU verdict of one end shares.
 struct CpuText {
+    /// linerate's threads used under [`OWN_CPU_MIN_PERCENT`] of one CPU: the load was other
+    /// processes' (the verdict is then low confidence).
+    others: bool,
     side: Option<Role>,
     who: String,
     evidence: Vec<Evidence>,
@@ -31,21 +34,43 @@ struct CpuText {
     one_host: &'static str,
 }
 
+/// Which CPU condition held: each verdict states the thresholds of its own branch.
+#[derive(Clone, Copy, PartialEq)]
+enum Branch {
+    /// All CPUs ≥ [`CPU_ALL_BUSY_PERCENT`].
+    AllBusy,
+    /// All CPUs below that, the busiest ≥ [`CPU_ONE_BUSY_PERCENT`], ≥
+    /// [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq.
+    Softirq,
+    /// All CPUs below that, the busiest ≥ [`CPU_ONE_BUSY_PERCENT`], mostly not softirq.
+    OneCpu,
+}
+
 impl CpuText {
-    fn new(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport) -> CpuText {
+    fn new(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, branch: Branch) -> CpuText {
+        let all = branch == Branch::AllBusy;
         let mut evidence = vec![
-            ev("cpu_util_percent", c.util_percent, "percent", Some(">= 90")),
+            ev(
+                "cpu_util_percent",
+                c.util_percent,
+                "percent",
+                Some(if all { ">= 90" } else { "< 90" }),
+            ),
             ev(
                 "busiest_cpu_util_percent",
                 c.busiest_cpu_util_percent,
                 "percent",
-                Some(">= 95"),
+                (!all).then_some(">= 95"),
             ),
             ev(
                 "busiest_cpu_softirq_percent",
                 c.busiest_cpu_softirq_percent,
                 "percent",
-                Some(">= 50"),
+                match branch {
+                    Branch::AllBusy => None,
+                    Branch::Softirq => Some(">= 50"),
+                    Branch::OneCpu => Some("< 50"),
+                },
             ),
         ];
         // linerate's own share, so a reader can tell its load from other processes'.
@@ -54,10 +79,13 @@ impl CpuText {
         } else {
             e.summary.tool_cpu_percent
         };
+        let others = own.is_some_and(|o| o < OWN_CPU_MIN_PERCENT) && branch != Branch::Softirq;
         if let Some(o) = own {
-            evidence.push(ev("tool_cpu_percent", o, "percent", None));
+            let th = others.then_some("< 10");
+            evidence.push(ev("tool_cpu_percent", o, "percent_of_one_cpu", th));
         }
         CpuText {
+            others,
             side: (!ctx.same_host).then_some(e.role),
             who: if ctx.same_host {
                 "client and server (one host)".to_string()
@@ -66,11 +94,20 @@ impl CpuText {
             },
             evidence,
             own_text: own.map_or(String::new(), |o| {
-                format!(
-                    " linerate's own threads used {} of one CPU; the rest is the kernel's \
-                     work for them and other processes.",
-                    pct(o)
-                )
+                if others {
+                    format!(
+                        " linerate's own threads used only {} of one CPU: other processes' \
+                         work kept the CPUs busy, which delays the test's threads but may not \
+                         be what set its rate.",
+                        pct(o)
+                    )
+                } else {
+                    format!(
+                        " linerate's own threads used {} of one CPU; the rest is the kernel's \
+                         work for them and other processes.",
+                        pct(o)
+                    )
+                }
             }),
             one_host: if ctx.same_host {
                 " Client and server share this host: run them on two hosts to measure either alone."
@@ -91,7 +128,11 @@ impl CpuText {
             kind,
             side: self.side,
             flow: None,
-            confidence,
+            confidence: if self.others {
+                Confidence::Low
+            } else {
+                confidence
+            },
             evidence: self.evidence,
             message,
             suggestion,
@@ -102,8 +143,8 @@ impl CpuText {
 /// The CPU verdicts of one end: all CPUs busy; else the busiest CPU saturated, by softirq,
 /// by linerate's own threads (tester limited) or by other work.
 fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
-    let t = CpuText::new(ctx, e, c);
     if c.util_percent >= CPU_ALL_BUSY_PERCENT {
+        let t = CpuText::new(ctx, e, c, Branch::AllBusy);
         let message = format!(
             "All CPUs of {} were busy: {} of {} CPUs (busiest CPU {} at {}).{}",
             t.who,
@@ -125,6 +166,7 @@ fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
         return;
     }
     if c.busiest_cpu_softirq_percent >= SOFTIRQ_DOMINANT_PERCENT {
+        let t = CpuText::new(ctx, e, c, Branch::Softirq);
         let message = format!(
             "CPU {} of {} was {} busy, {} of it in softirq (packet processing), while all \
              CPUs together were {} busy.",
@@ -159,12 +201,14 @@ fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
         out.extend(saturated.into_iter().map(|s| tester_threads(s, c)));
         return;
     }
+    let t = CpuText::new(ctx, e, c, Branch::OneCpu);
     let message = format!(
-        "One CPU of {} was saturated: CPU {} at {} while all CPUs together were {} busy.",
+        "One CPU of {} was saturated: CPU {} at {} while all CPUs together were {} busy.{}",
         t.who,
         c.busiest_cpu,
         pct(c.busiest_cpu_util_percent),
-        pct(c.util_percent)
+        pct(c.util_percent),
+        t.own_text
     );
     let suggestion = format!(
         "One CPU does the work: spread it (more streams -P pinned apart with -A, RSS/RPS for \
@@ -180,10 +224,12 @@ fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
 }
 
 /// CPU per data thread of an end (percent of one CPU) when ≥ [`THREAD_SATURATED_PERCENT`].
+/// At most 100: a thread runs on one CPU at a time, and a figure above (a thread's time
+/// counted a little past the measured window) means the thread was saturated.
 pub(super) fn threads_saturated(e: &End<'_>) -> Option<f64> {
     let tool = e.summary.tool_cpu_percent?;
     let threads = e.report.streams.len().max(1) as f64;
-    Some(tool / threads).filter(|t| *t >= THREAD_SATURATED_PERCENT)
+    Some((tool / threads).min(100.0)).filter(|t| *t >= THREAD_SATURATED_PERCENT)
 }
 
 fn tester_threads(e: &End<'_>, c: &linerate_wire::report::CpuReport) -> Verdict {
@@ -195,7 +241,12 @@ fn tester_threads(e: &End<'_>, c: &linerate_wire::report::CpuReport) -> Verdict 
         flow: None,
         confidence: Confidence::Medium,
         evidence: vec![
-            ev("tool_cpu_percent_per_thread", per, "percent", Some(">= 90")),
+            ev(
+                "tool_cpu_percent_per_thread",
+                per,
+                "percent_of_one_cpu",
+                Some(">= 90"),
+            ),
             ev("data_threads", n as f64, "count", None),
             ev(
                 "busiest_cpu_util_percent",
@@ -238,7 +289,9 @@ pub(super) fn interrupts(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             continue;
         }
         let irq_cpus = (c.irq_percent + c.softirq_percent) / 100.0 * f64::from(c.cpu_count);
-        if irq_cpus < IRQ_CPUS && c.busiest_cpu_softirq_percent < SOFTIRQ_DOMINANT_PERCENT {
+        let by_time = irq_cpus >= IRQ_CPUS;
+        let by_softirq = c.busiest_cpu_softirq_percent >= SOFTIRQ_DOMINANT_PERCENT;
+        if !by_time && !by_softirq {
             continue;
         }
         let iface = hc.interface.as_deref().unwrap_or("IF");
@@ -255,12 +308,17 @@ pub(super) fn interrupts(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
                 "count",
                 Some(">= 10000"),
             ),
-            ev("irq_softirq_cpus", irq_cpus, "cpus", Some(">= 0.5")),
+            ev(
+                "irq_softirq_cpus",
+                irq_cpus,
+                "cpus",
+                by_time.then_some(">= 0.5"),
+            ),
             ev(
                 "busiest_cpu_softirq_percent",
                 c.busiest_cpu_softirq_percent,
                 "percent",
-                Some(">= 50"),
+                by_softirq.then_some(">= 50"),
             ),
         ];
         if let Some(r) = hc.rates.interface_interrupts_per_sec {
@@ -330,7 +388,12 @@ pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
                 ev("paced_rate_bps", rate as f64, "bps", None),
                 ev("sender_bps", sent, "bps", None),
                 ev("pace_reached", reached, "ratio", Some("< 0.9")),
-                ev("tool_cpu_percent_per_thread", per, "percent", Some(">= 90")),
+                ev(
+                "tool_cpu_percent_per_thread",
+                per,
+                "percent_of_one_cpu",
+                Some(">= 90"),
+            ),
             ],
             message: format!(
                 "Paced at {}, the {} sent only {} ({:.0}%) with its thread(s) at {} of a CPU each.",

@@ -24,10 +24,13 @@ pub(super) fn link_bound(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<Str
         let wire = wire_bps(payload, pps, flow_mss(f), ctx.tcp, facts::ipv6(f));
         // Without a packet rate the payload rate stands in: lower, so never a false alarm.
         let rate = wire.unwrap_or(payload);
-        let ratio = rate / cap;
-        if ratio < LINK_BOUND_FRACTION {
+        let estimate = rate / cap;
+        if estimate < LINK_BOUND_FRACTION {
             continue;
         }
+        // A link carries at most its rate: an estimate above it (headers a shaper does not
+        // count, a token bucket's burst) means the link was full, not over-full.
+        let ratio = estimate.min(1.0);
         let mut evidence = vec![
             ev("payload_bps", payload, "bps", None),
             ev("link_rate_bps", cap, "bps", None),
@@ -50,13 +53,17 @@ pub(super) fn link_bound(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<Str
             },
             evidence,
             message: format!(
-                "{} of payload{} is {:.0}% of the link rate {} ({source}).",
+                "{} of payload{} {} the link rate {} ({source}).",
                 format_bps(payload),
                 wire.map_or(String::new(), |w| format!(
                     " (about {} on the wire with headers and framing)",
                     format_bps(w)
                 )),
-                ratio * 100.0,
+                if estimate >= 1.0 {
+                    "fills".to_string()
+                } else {
+                    format!("is {:.0}% of", ratio * 100.0)
+                },
                 format_bps(cap),
             ),
             suggestion: "The link is full: this is the path's capacity, not a limit of either \

@@ -5,9 +5,9 @@
 //! |---|---|---|
 //! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speeds, the sender's tbf/htb rate |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
-//! | `window_limited` | rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP; an autotuned buffer not over loopback nor at a saturated receiver | sender's TCP_INFO |
+//! | `window_limited` | a granted buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS; or rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP (an autotuned buffer not over loopback nor at a saturated receiver) | granted buffers, sender's TCP_INFO, time-outs and zero-window counters |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
-//! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of segments | TCP_INFO |
+//! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of data segments and the rate ≥ [`MATHIS_EXPLAINS_FRACTION`] of the Mathis bound | TCP_INFO `total_retrans`, `data_segs_out` |
 //! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
 //! | `interrupt_bound` | ≥ [`IRQS_PER_1000_PACKETS`] interrupts per 1000 packets and ≥ [`IRQ_CPUS`] CPUs in irq+softirq | host counters, /proc/stat |
 //! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
@@ -85,6 +85,23 @@ pub const WINDOW_FILL: f64 = 0.5;
 /// means a slow reader, not a small window.
 pub const WINDOW_BDP_FACTOR: f64 = 4.0;
 
+/// A socket buffer that holds fewer than this many segments of the path's MSS is tiny: the
+/// window, not the bandwidth-delay product, sets the pace. With fewer than four segments in
+/// flight a loss can never raise three duplicate ACKs (fast retransmit), so every loss waits
+/// for the retransmission timer (200 ms at least on Linux); a receive window below one MSS
+/// leaves the sender waiting for window updates or its persist timer. Throughput then
+/// follows the timers, not window ÷ RTT (seen: `-w 4K` on loopback, MSS 64 KiB, a few
+/// hundred kbit/s).
+pub const WINDOW_MIN_SEGMENTS: f64 = 4.0;
+
+/// The smallest SO_SNDBUF Linux grants (`SOCK_MIN_SNDBUF`: twice 2048 bytes plus an
+/// sk_buff, about 4.5 KiB on x86-64); smaller requests are raised to it. Approximate: the
+/// size of an sk_buff depends on the build.
+pub const KERNEL_MIN_SNDBUF_BYTES: u64 = 4608;
+
+/// The smallest SO_RCVBUF Linux grants (`SOCK_MIN_RCVBUF`: 2048 bytes plus an sk_buff).
+pub const KERNEL_MIN_RCVBUF_BYTES: u64 = 2304;
+
 /// A requested buffer this many times the bandwidth-delay product is absurdly large
 /// (seed 001: 768 KB on a GigE LAN with a 0.12 ms RTT, ~50× its 15 KB BDP).
 pub const WINDOW_OVERSIZED_FACTOR: f64 = 50.0;
@@ -103,9 +120,19 @@ pub const UDP_LOSS_MIN_PERCENT: f64 = 0.1;
 /// Receive-side drops (backlog, TCP queue, NIC) below this count are noise.
 pub const MIN_DROPS: u64 = 10;
 
-/// Share of segments retransmitted at which loss sets TCP's rate: at 1 % loss Reno's
-/// throughput is bounded near 12.2 × MSS/RTT (Mathis et al. 1997).
+/// Share of data segments retransmitted (TCP_INFO `total_retrans ÷ data_segs_out`) at
+/// which loss sets TCP's rate: at 1 % loss Reno's throughput is bounded near
+/// 12.2 × MSS/RTT (Mathis et al. 1997).
 pub const RETRANS_SHARE: f64 = 0.01;
+
+/// The achieved rate over the Mathis bound at that loss, below which the loss does not
+/// explain the rate: the loss would allow three times more, so something else held the
+/// flow back and `retransmission_bound` is not claimed.
+pub const MATHIS_EXPLAINS_FRACTION: f64 = 1.0 / 3.0;
+
+/// linerate's own threads (percent of one CPU, both ends on one host) below which busy CPUs
+/// were busy with other processes' work: the CPU verdict is then low confidence.
+pub const OWN_CPU_MIN_PERCENT: f64 = 10.0;
 
 /// Delayed-ACK timer firings per received segment at which delayed ACKs stall the sender.
 /// In a bulk transfer the receiver ACKs every second segment at once; the timer fires only
@@ -118,6 +145,9 @@ pub const MIN_DELAYED_ACKS: u64 = 20;
 /// An interval below this fraction of the median interval is a throughput gap.
 pub const GAP_FRACTION: f64 = 0.5;
 
+/// One evidence figure. `threshold` is the rule's condition on this value, `OP NUMBER`
+/// (`>=`, `>`, `<=`, `<`), and is given only when the value meets it: the property tests
+/// check every verdict's evidence against its thresholds.
 fn ev(metric: impl Into<String>, value: f64, unit: &str, threshold: Option<&str>) -> Evidence {
     Evidence {
         metric: metric.into(),
@@ -151,8 +181,8 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     link_bound(ctx, out, not_judged);
     receiver_drops(ctx, out, not_judged);
     window(ctx, out, not_judged);
-    retransmissions(ctx, out);
-    delayed_acks(ctx, out);
+    retransmissions(ctx, out, not_judged);
+    delayed_acks(ctx, out, not_judged);
     // A paced test that met its pace was limited by the pace: busy CPUs (other processes
     // included) did not hold it back, so no CPU verdict is claimed.
     if !pace_met(ctx) {

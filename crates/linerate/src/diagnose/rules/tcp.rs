@@ -1,59 +1,85 @@
 //! `retransmission_bound` and `delayed_ack_stalls`: what TCP's own counters say.
 
+use super::window::TINY_WINDOW_METRIC;
 use super::*;
 
-/// `retransmission_bound`: TCP retransmitted ≥ [`RETRANS_SHARE`] of its segments
-/// (TCP_INFO `total_retrans` ÷ bytes sent ÷ MSS). The Mathis bound
-/// `MSS × 8 ÷ RTT × 1.22 ÷ √p` (per stream, times the streams) says whether that loss can
-/// explain the rate: confidence is high when the rate is within 1.5× of it. Not given for a
-/// flow already `link_bound` (a full link's queue drops packets; that is how TCP finds the
-/// link rate).
-pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+/// `retransmission_bound`: TCP retransmitted ≥ [`RETRANS_SHARE`] of its data segments,
+/// both counts from the sender's TCP_INFO at the end (`total_retrans ÷ data_segs_out`, the
+/// connections' lives; retransmissions are data segments too, so the share is at most 1).
+/// The Mathis bound `MSS × 8 ÷ RTT × 1.22 ÷ √p` (per stream, times the streams) says
+/// whether that loss explains the rate: a flow below [`MATHIS_EXPLAINS_FRACTION`] of it was
+/// held back by something else and gets no verdict; confidence is high within 1.5× of it,
+/// low above 3× (a loss-tolerant congestion control). Not given for a flow already
+/// `link_bound` (a full link's queue drops packets; that is how TCP finds the link rate) or
+/// `window_limited` by a tiny buffer (its retransmissions are the timers').
+pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
     if !ctx.tcp {
         return;
     }
     for f in &ctx.flows {
         let dir = f.direction();
-        if out
-            .iter()
-            .any(|v| v.kind == VerdictKind::LinkBound && v.flow == Some(dir))
-        {
+        if out.iter().any(|v| {
+            v.flow == Some(dir)
+                && (v.kind == VerdictKind::LinkBound
+                    || (v.kind == VerdictKind::WindowLimited
+                        && v.evidence.iter().any(|e| e.metric == TINY_WINDOW_METRIC)))
+        }) {
             continue;
         }
         let Some(s) = tcp_sums(&f.tx_streams()) else {
             continue;
         };
-        let retrans = f.summary.retransmits.unwrap_or(s.retrans);
-        if retrans == 0 || s.mss <= 0.0 || f.sender.is_none() {
+        if s.retrans == 0 || f.sender.is_none() {
             continue;
         }
-        let segments = (f.summary.sender_bytes as f64 / s.mss).max(1.0);
-        let p = retrans as f64 / segments;
+        let label = crate::export::flow_label(dir);
+        let Some(segments) = s.data_segs_out.filter(|&d| d > 0) else {
+            nj.push(format!(
+                "retransmissions ({label}): TCP_INFO has no data_segs_out (Linux 4.6+), so the \
+                 share of segments retransmitted is unknown"
+            ));
+            continue;
+        };
+        if s.retrans > segments {
+            nj.push(format!(
+                "retransmissions ({label}): TCP_INFO counts more retransmissions ({}) than data \
+                 segments sent ({segments})",
+                s.retrans
+            ));
+            continue;
+        }
+        let retrans = s.retrans;
+        let p = retrans as f64 / segments as f64;
         if p < RETRANS_SHARE {
             continue;
         }
         let Some(bps) = f.payload_bps() else { continue };
-        let mathis = (s.srtt_us > 0.0)
+        let mathis = (s.srtt_us > 0.0 && s.mss > 0.0)
             .then(|| s.mss * 8.0 / (s.srtt_us / 1e6) * 1.22 / p.sqrt() * s.streams as f64);
+        let reach = mathis.map(|m| bps / m);
+        if reach.is_some_and(|r| r < MATHIS_EXPLAINS_FRACTION) {
+            continue;
+        }
         let mut evidence = vec![
-            ev("retransmits", retrans as f64, "count", None),
-            ev("segments_sent_estimate", segments, "count", None),
+            ev("retransmitted_segments", retrans as f64, "count", None),
+            ev("data_segments_sent", segments as f64, "count", None),
             ev("retransmit_share", p, "ratio", Some(">= 0.01")),
             ev("payload_bps", bps, "bps", None),
         ];
-        if let Some(m) = mathis {
+        if let (Some(m), Some(r)) = (mathis, reach) {
             evidence.push(ev("mathis_bound_bps", m, "bps", None));
+            evidence.push(ev("rate_over_mathis_bound", r, "factor", Some(">= 0.333")));
         }
         if let Some(t) = f
             .sender
             .and_then(|r| snmp(r, "TcpExt.TCPTimeouts"))
             .filter(|&t| t > 0)
         {
-            evidence.push(ev("tcp_timeouts", t as f64, "count", None));
+            evidence.push(ev("tcp_timeouts_host", t as f64, "count", None));
         }
-        let confidence = match mathis {
-            Some(m) if bps <= 1.5 * m => Confidence::High,
-            Some(m) if bps > 3.0 * m => Confidence::Low,
+        let confidence = match reach {
+            Some(r) if r <= 1.5 && r >= 1.0 / 1.5 => Confidence::High,
+            Some(r) if r > 3.0 => Confidence::Low,
             _ => Confidence::Medium,
         };
         out.push(Verdict {
@@ -63,7 +89,7 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             confidence,
             evidence,
             message: format!(
-                "{:.2}% of segments were retransmitted ({retrans} of about {segments:.0}){}.",
+                "{:.2}% of data segments were retransmitted ({retrans} of {segments}, TCP_INFO){}.",
                 p * 100.0,
                 mathis.map_or(String::new(), |m| format!(
                     "; with that loss Reno-style TCP is bounded near {} (Mathis: MSS/RTT × 1.22/√p) and the flow reached {}",
@@ -84,7 +110,7 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
 /// received (`Tcp.InSegs`). Confidence is high when Nagle's algorithm is in play (writes
 /// smaller than the MSS without TCP_NODELAY) or the receiver's intervals show a gap (one
 /// below [`GAP_FRACTION`] of the median).
-pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
+pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>) {
     if !ctx.tcp {
         return;
     }
@@ -94,6 +120,14 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             continue;
         };
         if d < MIN_DELAYED_ACKS || segs == 0 {
+            continue;
+        }
+        if d > segs {
+            nj.push(format!(
+                "delayed ACKs ({}): the {}'s counters say more delayed ACKs ({d}) than segments                  received ({segs})",
+                crate::export::flow_label(f.direction()),
+                role_name(f.receiver_role)
+            ));
             continue;
         }
         let share = d as f64 / segs as f64;
@@ -113,10 +147,11 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
         if secs > 0.0 {
             evidence.push(ev("delayed_acks_per_sec", d as f64 / secs, "per_sec", None));
         }
-        if let Some(g) = gap {
-            evidence.push(ev("lowest_interval_over_median", g, "ratio", Some("< 0.5")));
-        }
         let gapped = gap.is_some_and(|g| g < GAP_FRACTION);
+        if let Some(g) = gap {
+            let th = gapped.then_some("< 0.5");
+            evidence.push(ev("lowest_interval_over_median", g, "ratio", th));
+        }
         let suggestion = match mss.filter(|_| nagle) {
             Some(m) => format!(
                 "Writes of {} B are smaller than the MSS ({m:.0} B), so Nagle's algorithm waits \

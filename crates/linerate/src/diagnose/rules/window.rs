@@ -4,7 +4,8 @@ use super::*;
 
 /// `window_limited` and `window_oversized` for each TCP flow.
 ///
-/// BDP per stream = achieved rate ÷ streams × smoothed RTT (TCP_INFO `rtt`). The window
+/// First a tiny buffer ([`tiny_window`]): a granted SO_SNDBUF or SO_RCVBUF under
+/// [`WINDOW_MIN_SEGMENTS`] × the path's MSS limits whatever the RTT. Otherwise BDP per stream = achieved rate ÷ streams × smoothed RTT (TCP_INFO `rtt`). The window
 /// limits when TCP spent ≥ [`WINDOW_LIMITED_SHARE`] of its busy time rwnd- or
 /// sndbuf-limited and the buffer behind the larger share (the receiver's SO_RCVBUF, or the
 /// peer's advertised window when that end did not report; the sender's SO_SNDBUF) is ≤
@@ -16,6 +17,10 @@ pub(super) fn window(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>
         return;
     }
     for f in &ctx.flows {
+        // A paced flow that met its pace was held back by the pace, not by its window.
+        if flow_met_pace(ctx, f) {
+            continue;
+        }
         let Some(s) = tcp_sums(&f.tx_streams()) else {
             nj.push(format!(
                 "window ({}): the sender reported no TCP_INFO",
@@ -26,6 +31,10 @@ pub(super) fn window(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>
         let Some(bps) = f.payload_bps().filter(|b| *b > 0.0) else {
             continue;
         };
+        if let Some(v) = tiny_window(ctx, f, &s, bps) {
+            out.push(v);
+            continue;
+        }
         if s.srtt_us <= 0.0 {
             continue;
         }
@@ -102,15 +111,26 @@ fn window_limited(
     (busy, rw, sb): (u64, u64, u64),
     nj: &mut Vec<String>,
 ) -> Option<Verdict> {
+    // TCP_INFO's busy time includes the rwnd- and sndbuf-limited times; sums that say
+    // otherwise are not a kernel's.
+    if rw.saturating_add(sb) > busy {
+        nj.push(format!(
+            "window ({}): TCP_INFO's rwnd- and sndbuf-limited times exceed its busy time",
+            crate::export::flow_label(f.direction())
+        ));
+        return None;
+    }
     let rw_share = rw as f64 / busy as f64;
     let sb_share = sb as f64 / busy as f64;
-    let share = (rw_share + sb_share).min(1.0);
+    let share = rw_share + sb_share;
     // How full the peer's advertised window was: bytes in flight at the achieved rate
-    // (rate × RTT per stream) over the window (TCP_INFO snd_wnd, Linux 5.4+).
+    // (rate × RTT per stream) over the window (TCP_INFO snd_wnd, Linux 5.4+). A window is
+    // at most full: an estimate above (an RTT inflated by queueing, a window that shrank at
+    // the end) counts as full.
     let fill = s
         .snd_wnd_bytes
         .filter(|&w| w > 0)
-        .map(|w| bdp / f64::from(w));
+        .map(|w| (bdp / f64::from(w)).min(1.0));
     let confidence = if share >= 0.8 {
         Confidence::High
     } else if share >= WINDOW_LIMITED_SHARE
@@ -239,6 +259,8 @@ fn window_evidence(
     b: &Bound,
     target: Option<f64>,
 ) -> Vec<Evidence> {
+    // The share alone, or a lower share with a window at least half full.
+    let by_share = b.share >= WINDOW_LIMITED_SHARE;
     let mut evidence = vec![
         ev("rwnd_limited_share", b.rw_share, "ratio", None),
         ev("sndbuf_limited_share", b.sb_share, "ratio", None),
@@ -246,20 +268,22 @@ fn window_evidence(
             "window_limited_share",
             b.share,
             "ratio",
-            Some(">= 0.5, or >= 0.25 with window_fill >= 0.5"),
+            Some(if by_share { ">= 0.5" } else { ">= 0.25" }),
         ),
         ev("srtt_us", s.srtt_us, "us", None),
         ev("payload_bps", bps, "bps", None),
         ev("bdp_bytes_per_stream", bdp, "bytes", None),
+        ev("limiting_buffer_bytes", f64::from(b.buffer), "bytes", None),
         ev(
-            "limiting_buffer_bytes",
-            f64::from(b.buffer),
-            "bytes",
-            Some("<= 4 x bdp"),
+            "buffer_over_bdp",
+            f64::from(b.buffer) / bdp,
+            "factor",
+            Some("<= 4"),
         ),
     ];
     if let Some(x) = b.fill {
-        evidence.push(ev("window_fill", x, "ratio", None));
+        let met = !by_share;
+        evidence.push(ev("window_fill", x, "ratio", met.then_some(">= 0.5")));
     }
     if let Some(t) = target {
         evidence.push(ev("bdp_bytes_at_link_rate", t, "bytes", None));
@@ -301,11 +325,11 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
             Confidence::Low
         },
         evidence: vec![
-            ev("buffer_bytes", f64::from(buffer), "bytes", None),
+            ev("buffer_bytes", f64::from(buffer), "bytes", Some(">= 262144")),
             ev("min_rtt_us", rtt_us, "us", None),
             ev("rate_bps", rate, "bps", None),
             ev("bdp_bytes_per_stream", bdp, "bytes", None),
-            ev("buffer_over_bdp", factor, "ratio", Some(">= 50")),
+            ev("buffer_over_bdp", factor, "factor", Some(">= 50")),
         ],
         message: format!(
             "The requested {what} on the {} ({}) is {factor:.0}× the bandwidth-delay product {} \
@@ -322,4 +346,247 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
             format_bytes((4.0 * bdp) as u64)
         ),
     })
+}
+
+/// The flow's sender reached at least [`PACE_ACHIEVED_FRACTION`] of a paced rate.
+fn flow_met_pace(ctx: &Ctx<'_>, f: &Flow<'_>) -> bool {
+    ctx.rec.plan.rate_bps.filter(|r| *r > 0).is_some_and(|r| {
+        f.summary
+            .sender_bps
+            .is_some_and(|s| s >= PACE_ACHIEVED_FRACTION * r as f64)
+    })
+}
+
+/// The evidence metric that marks a `window_limited` verdict as a tiny buffer (the
+/// retransmission rule leaves such a flow alone: its retransmissions are the timers').
+pub(super) const TINY_WINDOW_METRIC: &str = "buffer_in_segments";
+
+/// One end's granted buffer against the path's MSS.
+struct Tiny {
+    by_sender: bool,
+    granted: u32,
+    requested: Option<u32>,
+    segments: f64,
+}
+
+/// `window_limited` for a buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS: the
+/// sender's granted SO_SNDBUF or the receiver's granted SO_RCVBUF (the smallest over the
+/// flow's streams). The timers then set the rate, so the BDP test does not apply, and a
+/// slow reader cannot explain it away. Confidence is high when TCP_INFO says the window or
+/// the send buffer held the sender back for ≥ [`WINDOW_LIMITED_SHARE`] of its busy time,
+/// or when time-outs, zero-window advertisements or probes show the stalls; medium
+/// otherwise.
+fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Option<Verdict> {
+    let mss = s.path_mss;
+    if mss <= 0.0 {
+        return None;
+    }
+    let (req_snd, req_rcv) = requested(ctx, f);
+    let snd = f.tx_streams().iter().filter_map(|st| st.sndbuf_bytes).min();
+    let rcv = f.rx_streams().iter().filter_map(|st| st.rcvbuf_bytes).min();
+    let chrono = match (s.busy_us, s.rwnd_limited_us, s.sndbuf_limited_us) {
+        (Some(b), Some(rw), Some(sb)) if b > 0 && rw.saturating_add(sb) <= b => Some((b, rw, sb)),
+        _ => None,
+    };
+    let tiny = |by_sender: bool, granted: Option<u32>, requested: Option<u32>| {
+        let granted = granted.filter(|&g| g > 0)?;
+        let segments = f64::from(granted) / mss;
+        (segments < WINDOW_MIN_SEGMENTS).then_some(Tiny {
+            by_sender,
+            granted,
+            requested,
+            segments,
+        })
+    };
+    let t = match (tiny(true, snd, req_snd), tiny(false, rcv, req_rcv)) {
+        (Some(a), Some(b)) => {
+            // Both tiny: the one TCP_INFO says held the sender back longer, else the smaller.
+            let sender_first = match chrono {
+                Some((_, rw, sb)) if rw != sb => sb > rw,
+                _ => a.segments <= b.segments,
+            };
+            if sender_first {
+                a
+            } else {
+                b
+            }
+        }
+        (a, b) => a.or(b)?,
+    };
+    let mut evidence = vec![
+        ev("limiting_buffer_bytes", f64::from(t.granted), "bytes", None),
+        ev("path_mss_bytes", mss, "bytes", None),
+        ev(TINY_WINDOW_METRIC, t.segments, "factor", Some("< 4")),
+        ev("payload_bps", bps, "bps", None),
+    ];
+    if let Some(r) = t.requested {
+        evidence.push(ev("requested_buffer_bytes", f64::from(r), "bytes", None));
+    }
+    let mut limited_text = String::new();
+    let mut corroborated = false;
+    if let Some((busy, rw, sb)) = chrono {
+        let limited = if t.by_sender { sb } else { rw };
+        let share = limited as f64 / busy as f64;
+        let name = if t.by_sender { "sndbuf" } else { "rwnd" };
+        evidence.push(ev(format!("{name}_limited_us"), limited as f64, "us", None));
+        evidence.push(ev("busy_time_us", busy as f64, "us", None));
+        let met = share >= WINDOW_LIMITED_SHARE;
+        evidence.push(ev(
+            format!("{name}_limited_share"),
+            share,
+            "ratio",
+            met.then_some(">= 0.5"),
+        ));
+        corroborated |= met;
+        limited_text = format!(
+            "; TCP_INFO counts {} of its {} busy time ({:.0}%) as limited by the {}",
+            secs(limited),
+            secs(busy),
+            share * 100.0,
+            if t.by_sender {
+                "send buffer"
+            } else {
+                "receive window"
+            }
+        );
+    }
+    let stalls = stalls(f, s);
+    corroborated |= !stalls.evidence.is_empty();
+    evidence.extend(stalls.evidence);
+    if let Some(r) = f.summary.retransmits.filter(|&r| r > 0) {
+        evidence.push(ev("retransmits", r as f64, "count", None));
+    }
+    let (end, what, flag, sysctl, kernel_min) = if t.by_sender {
+        (
+            f.sender_role,
+            "send buffer (SO_SNDBUF)",
+            sndbuf_flag(f.sender_role),
+            "net.core.wmem_max",
+            KERNEL_MIN_SNDBUF_BYTES,
+        )
+    } else {
+        (
+            f.receiver_role,
+            "receive buffer (SO_RCVBUF)",
+            rcvbuf_flag(f.receiver_role),
+            "net.core.rmem_max",
+            KERNEL_MIN_RCVBUF_BYTES,
+        )
+    };
+    // The request to make: WINDOW_MIN_SEGMENTS segments at least, twice the BDP at the
+    // link rate when that is known, never below the kernel's minimum; whole KiB.
+    let at_link = capacity(ctx, f).map_or(0.0, |(cap, _)| {
+        2.0 * cap / 8.0 / s.streams as f64 * s.srtt_us.max(0.0) / 1e6
+    });
+    let want = (WINDOW_MIN_SEGMENTS * mss).max(at_link).max(kernel_min as f64);
+    let want = (want / 1024.0).ceil() as u64 * 1024;
+    let requested_text = t.requested.map_or(String::new(), |r| {
+        if u64::from(r) < kernel_min {
+            format!(
+                " ({} requested, raised to the kernel's minimum and doubled)",
+                format_bytes(u64::from(r))
+            )
+        } else {
+            format!(" ({} requested; the kernel doubles a request)", format_bytes(u64::from(r)))
+        }
+    });
+    Some(Verdict {
+        kind: VerdictKind::WindowLimited,
+        side: Some(end),
+        flow: Some(f.direction()),
+        confidence: if corroborated {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+        evidence,
+        message: format!(
+            "The {}'s {what} was granted {}{requested_text}, {:.2} segments of the path's MSS \
+             ({}): with fewer than {WINDOW_MIN_SEGMENTS:.0} segments in flight the sender waits \
+             on timers{}, not on ACKs, and reached {}{limited_text}.",
+            role_name(end),
+            format_bytes(u64::from(t.granted)),
+            t.segments,
+            format_bytes(mss as u64),
+            stalls.text,
+            format_bps(bps),
+        ),
+        suggestion: format!(
+            "Request a buffer of at least {} ({flag}): {WINDOW_MIN_SEGMENTS:.0} × the MSS{}; \
+             the kernel doubles a request, raises one below its minimum ({} for this buffer) \
+             and caps it at {sysctl}. Or leave the buffers to autotuning (no -w/-s/-S).",
+            format_bytes(want),
+            if at_link > WINDOW_MIN_SEGMENTS * mss {
+                " and twice the BDP at the link rate"
+            } else {
+                ""
+            },
+            format_bytes(kernel_min),
+        ),
+    })
+}
+
+/// Evidence that a flow stalled on timers: retransmission time-outs (TCP_INFO
+/// `total_rto`, Linux 6.7+, else the sender's `TcpExt.TCPTimeouts`), zero-window probes
+/// (the sender's `TcpExt.TCPWinProbe`, and TCP_INFO `probes` outstanding at the end) and
+/// zero windows advertised (the receiver's `TcpExt.TCPToZeroWindowAdv`). The SNMP figures
+/// are host-wide; only nonzero ones are given.
+struct Stalls {
+    evidence: Vec<Evidence>,
+    text: String,
+}
+
+fn stalls(f: &Flow<'_>, s: &facts::TcpSums) -> Stalls {
+    let mut evidence = Vec::new();
+    let mut parts = Vec::new();
+    let rto = s
+        .total_rto
+        .map(|n| (n, "rto_timeouts"))
+        .or_else(|| {
+            f.sender
+                .and_then(|r| snmp(r, "TcpExt.TCPTimeouts"))
+                .map(|n| (n, "tcp_timeouts_host"))
+        })
+        .filter(|(n, _)| *n > 0);
+    if let Some((n, metric)) = rto {
+        evidence.push(ev(metric, n as f64, "count", Some("> 0")));
+        parts.push(format!("{n} retransmission time-outs"));
+        if let Some(ms) = s.total_rto_time_ms.filter(|&m| m > 0) {
+            evidence.push(ev("rto_recovery_us", ms as f64 * 1000.0, "us", None));
+        }
+    }
+    if let Some(n) = f
+        .sender
+        .and_then(|r| snmp(r, "TcpExt.TCPWinProbe"))
+        .filter(|&n| n > 0)
+    {
+        evidence.push(ev("zero_window_probes_host", n as f64, "count", Some("> 0")));
+        parts.push(format!("{n} zero-window probes"));
+    } else if let Some(p) = s.probes.filter(|&p| p > 0) {
+        evidence.push(ev("persist_probes_at_end", f64::from(p), "count", Some("> 0")));
+        parts.push(format!("{p} persist probes unanswered at the end"));
+    }
+    if let Some(n) = f
+        .receiver
+        .and_then(|r| snmp(r, "TcpExt.TCPToZeroWindowAdv"))
+        .filter(|&n| n > 0)
+    {
+        evidence.push(ev("zero_window_adverts_host", n as f64, "count", Some("> 0")));
+        parts.push(format!("{n} zero windows advertised"));
+    }
+    let text = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", parts.join(", "))
+    };
+    Stalls { evidence, text }
+}
+
+/// "4.83 s" or "120 ms" for a time in µs.
+fn secs(us_: u64) -> String {
+    if us_ >= 1_000_000 {
+        format!("{:.2} s", us_ as f64 / 1e6)
+    } else {
+        format!("{:.0} ms", us_ as f64 / 1e3)
+    }
 }
