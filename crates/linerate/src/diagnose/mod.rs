@@ -26,9 +26,9 @@
 //! bandwidth-delay product was 50× smaller.
 
 mod facts;
-pub mod rules;
 #[cfg(test)]
 mod props;
+pub mod rules;
 #[cfg(test)]
 mod tests;
 
@@ -119,9 +119,13 @@ pub struct Evidence {
     pub metric: String,
     /// The value.
     pub value: f64,
-    /// Its unit: `percent`, `bps`, `bytes`, `us`, `count`, `ratio`, `per_1000_packets`, ...
+    /// Its unit: `percent` (a share, at most 100), `ratio` (a share, at most 1), `factor`
+    /// (one figure over another, unbounded), `percent_of_one_cpu` (CPU time of threads, may
+    /// exceed 100 with several), `bps`, `bytes`, `us`, `count`, `cpus`, `per_sec`,
+    /// `per_1000_packets`.
     pub unit: String,
-    /// The rule's threshold for it, e.g. ">= 90"; absent for context figures.
+    /// The rule's condition on this value, `OP NUMBER` (`>=`, `>`, `<=`, `<`), e.g.
+    /// ">= 90"; given only when the value meets it, absent for context figures.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threshold: Option<String>,
 }
@@ -182,10 +186,12 @@ pub fn diagnose(rec: &RunRecord) -> Diagnosis {
     let mut verdicts = Vec::new();
     let mut not_judged = Vec::new();
     rules::run_all(&ctx, &mut verdicts, &mut not_judged);
-    // Specific limits before generic ones (the order of `VerdictKind`: a small window keeps
-    // the CPUs busy with small calls, not the other way round), low confidence last.
+    // Limits before advice, specific limits before generic ones (the order of
+    // `VerdictKind`: a small window keeps the CPUs busy with small calls, not the other way
+    // round), low confidence last.
     verdicts.sort_by_key(|v| {
         (
+            !v.kind.is_limit(),
             v.confidence == Confidence::Low,
             v.kind,
             std::cmp::Reverse(v.confidence),

@@ -666,12 +666,12 @@ fn delayed_ack_stalls_with_nagle_are_high_confidence() {
 
 #[test]
 fn retransmission_bound_from_one_percent_of_data_segments_that_explains_the_rate() {
-    // 100 Mbit/s for 10 s = 125 MB = 86,326 data segments of 1448 B (TCP_INFO).
+    // 100 Mbit/s for 10 s = 125 MB = 86,325 data segments of 1448 B (TCP_INFO).
     let mut c = Case::tcp(100e6);
     c.info().rtt_us = 1000;
     c.retrans(200); // 0.23 %
     assert!(!c.kinds().contains(&VerdictKind::RetransmissionBound));
-    // 2000 of 86,326 = 2.317 %: Mathis bound 1448 × 8 / 1 ms × 1.22 / √0.02317
+    // 2000 of 86,325 = 2.317 %: Mathis bound 1448 × 8 / 1 ms × 1.22 / √0.02317
     // = 11.58 Mbit/s × 8.0152 = 92.84 Mbit/s, about the 100 Mbit/s reached.
     c.retrans(2000);
     let v = c.verdict(VerdictKind::RetransmissionBound);
@@ -685,7 +685,7 @@ fn retransmission_bound_from_one_percent_of_data_segments_that_explains_the_rate
     assert!((m - 92.84e6).abs() < 0.1e6, "{m}");
     assert!(
         v.message
-            .starts_with("2.32% of data segments were retransmitted (2000 of 86326, TCP_INFO)"),
+            .starts_with("2.32% of data segments were retransmitted (2000 of 86325, TCP_INFO)"),
         "{}",
         v.message
     );
@@ -809,8 +809,9 @@ fn socket_buffers_below_one_mss_are_window_limited_not_retransmission_bound() {
     );
     // 4 × 65,483 B = 261,932 B, whole KiB: 256 KiB.
     assert!(
-        v.suggestion
-            .starts_with("Request a buffer of at least 256.00 KiB (--remote-rcvbuf SIZE, or -S / -w)"),
+        v.suggestion.starts_with(
+            "Request a buffer of at least 256.00 KiB (--remote-rcvbuf SIZE, or -S / -w)"
+        ),
         "{}",
         v.suggestion
     );
@@ -821,7 +822,11 @@ fn socket_buffers_below_one_mss_are_window_limited_not_retransmission_bound() {
         .find(|v| v.kind == VerdictKind::CpuBound)
         .unwrap();
     assert_eq!(cpu.confidence, Confidence::Low);
-    assert!(cpu.message.contains("other processes' work"), "{}", cpu.message);
+    assert!(
+        cpu.message.contains("other processes' work"),
+        "{}",
+        cpu.message
+    );
 }
 
 #[test]
@@ -835,7 +840,9 @@ fn a_send_buffer_below_a_few_mss_names_the_sender() {
     c.info().snd_mss = 65_483;
     let v = c.verdict(VerdictKind::WindowLimited);
     assert_eq!(v.side, Some(Role::Client));
-    assert!(v.message.starts_with("The client's send buffer (SO_SNDBUF) was granted 8.00 KiB"));
+    assert!(v
+        .message
+        .starts_with("The client's send buffer (SO_SNDBUF) was granted 8.00 KiB"));
     assert!(v.suggestion.contains("--local-sndbuf"), "{}", v.suggestion);
     // Timers still show the stalls: high confidence though the chrono share is small.
     assert_eq!(v.confidence, Confidence::High);
@@ -844,7 +851,10 @@ fn a_send_buffer_below_a_few_mss_names_the_sender() {
         .iter()
         .find(|e| e.metric == "sndbuf_limited_share")
         .unwrap();
-    assert_eq!(share.threshold, None, "a share under 0.5 claims no threshold");
+    assert_eq!(
+        share.threshold, None,
+        "a share under 0.5 claims no threshold"
+    );
 }
 
 #[test]

@@ -251,7 +251,10 @@ mod tests {
         assert_eq!(r.pacing_rate_bytes_per_sec, None);
         assert_eq!(r.bytes_acked, None);
         assert_eq!((r.segs_out, r.data_segs_out), (None, None));
-        assert_eq!((r.probes, r.backoff, r.rto_us), (Some(2), Some(3), Some(204_000)));
+        assert_eq!(
+            (r.probes, r.backoff, r.rto_us),
+            (Some(2), Some(3), Some(204_000))
+        );
         // 140 bytes (4.2): segs_out yes, data_segs_out (156..160) no.
         let r = parse_tcp_info(&b[..140]).unwrap();
         assert_eq!((r.segs_out, r.data_segs_out), (Some(9_000), None));
@@ -305,14 +308,26 @@ mod tests {
         let port = client.local_addr().unwrap().port();
         let ss = ss_fields(port);
         // The witness: ss(8) reads the same socket over netlink (inet_diag), not getsockopt.
-        assert_eq!(ss.get("segs_out").copied(), info.segs_out.map(u64::from), "{ss:?} {info:?}");
+        assert_eq!(
+            ss.get("segs_out").copied(),
+            info.segs_out.map(u64::from),
+            "{ss:?} {info:?}"
+        );
         assert_eq!(
             ss.get("data_segs_out").copied(),
             info.data_segs_out.map(u64::from),
             "{ss:?} {info:?}"
         );
-        assert_eq!(ss.get("mss").copied(), Some(u64::from(info.snd_mss)), "{ss:?}");
-        assert_eq!(ss.get("advmss").copied(), info.advmss_bytes.map(u64::from), "{ss:?}");
+        assert_eq!(
+            ss.get("mss").copied(),
+            Some(u64::from(info.snd_mss)),
+            "{ss:?}"
+        );
+        assert_eq!(
+            ss.get("advmss").copied(),
+            info.advmss_bytes.map(u64::from),
+            "{ss:?}"
+        );
         // 10,000 bytes in at least one data segment, and a SYN and ACKs besides.
         let data = info.data_segs_out.unwrap();
         assert!(data >= 1 && info.segs_out.unwrap() > data, "{info:?}");
@@ -327,7 +342,14 @@ mod tests {
     /// `name:value` fields of `ss -tin` for the connection from local port `port`.
     fn ss_fields(port: u16) -> std::collections::BTreeMap<String, u64> {
         let out = std::process::Command::new("ss")
-            .args(["-tinH", "state", "established", "sport", "=", &format!(":{port}")])
+            .args([
+                "-tinH",
+                "state",
+                "established",
+                "sport",
+                "=",
+                &format!(":{port}"),
+            ])
             .output()
             .expect("ss (iproute2) runs");
         assert!(out.status.success(), "{out:?}");

@@ -86,10 +86,24 @@ fn loopback_tcp_with_buffers_below_one_mss_is_window_limited_not_retransmission_
     let server = TestServer::start();
     let port = server.addr.port().to_string();
     let out = bin()
-        .args(["tcp", "127.0.0.1", "-p", &port, "-t", "2", "-w", "4K", "--json"])
+        .args([
+            "tcp",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "2",
+            "-w",
+            "4K",
+            "--json",
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let rec: Value = serde_json::from_slice(&out.stdout).unwrap();
     let d = &rec["diagnosis"];
     let k = kinds(d);
@@ -108,7 +122,9 @@ fn loopback_tcp_with_buffers_below_one_mss_is_window_limited_not_retransmission_
     // cover the bytes; retransmissions are some of those segments.
     let st = &rec["client"]["streams"][0];
     let info = &st["tcp_info"];
-    let data = info["data_segs_out"].as_u64().expect("data_segs_out (Linux 4.6+)");
+    let data = info["data_segs_out"]
+        .as_u64()
+        .expect("data_segs_out (Linux 4.6+)");
     let segs = info["segs_out"].as_u64().expect("segs_out (Linux 4.2+)");
     let retrans = info["total_retrans"].as_u64().unwrap();
     let path_mss = info["snd_mss"]

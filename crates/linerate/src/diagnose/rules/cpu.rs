@@ -389,11 +389,11 @@ pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
                 ev("sender_bps", sent, "bps", None),
                 ev("pace_reached", reached, "ratio", Some("< 0.9")),
                 ev(
-                "tool_cpu_percent_per_thread",
-                per,
-                "percent_of_one_cpu",
-                Some(">= 90"),
-            ),
+                    "tool_cpu_percent_per_thread",
+                    per,
+                    "percent_of_one_cpu",
+                    Some(">= 90"),
+                ),
             ],
             message: format!(
                 "Paced at {}, the {} sent only {} ({:.0}%) with its thread(s) at {} of a CPU each.",

@@ -325,7 +325,12 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
             Confidence::Low
         },
         evidence: vec![
-            ev("buffer_bytes", f64::from(buffer), "bytes", Some(">= 262144")),
+            ev(
+                "buffer_bytes",
+                f64::from(buffer),
+                "bytes",
+                Some(">= 262144"),
+            ),
             ev("min_rtt_us", rtt_us, "us", None),
             ev("rate_bps", rate, "bps", None),
             ev("bdp_bytes_per_stream", bdp, "bytes", None),
@@ -478,7 +483,9 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
     let at_link = capacity(ctx, f).map_or(0.0, |(cap, _)| {
         2.0 * cap / 8.0 / s.streams as f64 * s.srtt_us.max(0.0) / 1e6
     });
-    let want = (WINDOW_MIN_SEGMENTS * mss).max(at_link).max(kernel_min as f64);
+    let want = (WINDOW_MIN_SEGMENTS * mss)
+        .max(at_link)
+        .max(kernel_min as f64);
     let want = (want / 1024.0).ceil() as u64 * 1024;
     let requested_text = t.requested.map_or(String::new(), |r| {
         if u64::from(r) < kernel_min {
@@ -487,7 +494,10 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
                 format_bytes(u64::from(r))
             )
         } else {
-            format!(" ({} requested; the kernel doubles a request)", format_bytes(u64::from(r)))
+            format!(
+                " ({} requested; the kernel doubles a request)",
+                format_bytes(u64::from(r))
+            )
         }
     });
     Some(Verdict {
@@ -560,10 +570,20 @@ fn stalls(f: &Flow<'_>, s: &facts::TcpSums) -> Stalls {
         .and_then(|r| snmp(r, "TcpExt.TCPWinProbe"))
         .filter(|&n| n > 0)
     {
-        evidence.push(ev("zero_window_probes_host", n as f64, "count", Some("> 0")));
+        evidence.push(ev(
+            "zero_window_probes_host",
+            n as f64,
+            "count",
+            Some("> 0"),
+        ));
         parts.push(format!("{n} zero-window probes"));
     } else if let Some(p) = s.probes.filter(|&p| p > 0) {
-        evidence.push(ev("persist_probes_at_end", f64::from(p), "count", Some("> 0")));
+        evidence.push(ev(
+            "persist_probes_at_end",
+            f64::from(p),
+            "count",
+            Some("> 0"),
+        ));
         parts.push(format!("{p} persist probes unanswered at the end"));
     }
     if let Some(n) = f
@@ -571,7 +591,12 @@ fn stalls(f: &Flow<'_>, s: &facts::TcpSums) -> Stalls {
         .and_then(|r| snmp(r, "TcpExt.TCPToZeroWindowAdv"))
         .filter(|&n| n > 0)
     {
-        evidence.push(ev("zero_window_adverts_host", n as f64, "count", Some("> 0")));
+        evidence.push(ev(
+            "zero_window_adverts_host",
+            n as f64,
+            "count",
+            Some("> 0"),
+        ));
         parts.push(format!("{n} zero windows advertised"));
     }
     let text = if parts.is_empty() {
