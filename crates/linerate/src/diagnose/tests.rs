@@ -799,8 +799,9 @@ fn socket_buffers_below_one_mss_are_window_limited_not_retransmission_bound() {
         v.message.starts_with(
             "The server's receive buffer (SO_RCVBUF) was granted 8.00 KiB (4.00 KiB requested; \
              the kernel doubles a request), 0.13 segments of the path's MSS (63.95 KiB): with \
-             fewer than 4 segments in flight the sender waits on timers (3 retransmission \
-             time-outs, 24 zero windows advertised), not on ACKs, and reached 358.0 kbit/s; \
+             fewer than 4 segments in flight the sender stalls on zero windows and timers (3 \
+             retransmission time-outs, 24 zero windows advertised) instead of being clocked by \
+             ACKs, and reached 358.0 kbit/s; \
              TCP_INFO counts 4.83 s of its 5.67 s busy time (85%) as limited by the receive \
              window."
         ),

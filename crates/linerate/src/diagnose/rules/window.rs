@@ -512,8 +512,9 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
         evidence,
         message: format!(
             "The {}'s {what} was granted {}{requested_text}, {:.2} segments of the path's MSS \
-             ({}): with fewer than {WINDOW_MIN_SEGMENTS:.0} segments in flight the sender waits \
-             on timers{}, not on ACKs, and reached {}{limited_text}.",
+             ({}): with fewer than {WINDOW_MIN_SEGMENTS:.0} segments in flight the sender \
+             stalls on zero windows and timers{} instead of being clocked by ACKs, and reached \
+             {}{limited_text}.",
             role_name(end),
             format_bytes(u64::from(t.granted)),
             t.segments,
