@@ -78,7 +78,7 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Ve
             evidence.push(ev("tcp_timeouts_host", t as f64, "count", None));
         }
         let confidence = match reach {
-            Some(r) if r <= 1.5 && r >= 1.0 / 1.5 => Confidence::High,
+            Some(r) if (1.0 / 1.5..=1.5).contains(&r) => Confidence::High,
             Some(r) if r > 3.0 => Confidence::Low,
             _ => Confidence::Medium,
         };
