@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use linerate_stats::{JitterEstimator, SeqTracker};
 use linerate_wire::probe::{self, Probe};
-use linerate_wire::stream_hello;
 use linerate_wire::report::{ProcessCpu, UdpRxReport};
+use linerate_wire::stream_hello;
 
 use super::meter::ThreadCpu;
 use super::mmsg::{self, RecvBatch};

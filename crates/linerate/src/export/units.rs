@@ -135,7 +135,10 @@ mod tests {
 
     #[test]
     fn counts_per_second_with_a_prefix() {
-        assert_eq!(format_per_sec(9_600_000.0, "datagrams/s"), "9.600M datagrams/s");
+        assert_eq!(
+            format_per_sec(9_600_000.0, "datagrams/s"),
+            "9.600M datagrams/s"
+        );
         assert_eq!(format_per_sec(150_200.0, "packets/s"), "150.2k packets/s");
         assert_eq!(format_per_sec(512.0, "packets/s"), "512.0 packets/s");
         assert_eq!(format_per_sec(0.0, "packets/s"), "0 packets/s");

@@ -243,9 +243,8 @@ fn flow(
         sender_interface_pps: ends.and_then(|e| e.sender_pps),
         receiver_interface_pps: ends.and_then(|e| e.receiver_pps),
         sender_datagrams_per_packet: ends.and_then(|e| ratio(st.tx_packets, e.sender_packets)),
-        receiver_datagrams_per_packet: ends.and_then(|e| {
-            ratio(rt.and_then(|t| t.rx_packets), e.receiver_packets)
-        }),
+        receiver_datagrams_per_packet: ends
+            .and_then(|e| ratio(rt.and_then(|t| t.rx_packets), e.receiver_packets)),
         interface_packets: wire.map(|w| w.0),
         retransmits: st.retransmits,
         udp,
@@ -280,8 +279,15 @@ fn lost_after_last(sender: &SideReport, receiver: &SideReport, total: &UdpRxRepo
         .iter()
         .filter(|s| s.role == StreamRole::Tx)
         .collect();
+    // Per stream when both ends speak 1.3: every sender knows its count, and every receiver
+    // that got anything knows its highest sequence number (an older one reports none).
     let per_stream = !rx_streams.is_empty()
         && tx_streams.iter().all(|t| t.udp_seq_end.is_some())
+        && rx_streams.iter().all(|r| {
+            r.udp_rx
+                .as_ref()
+                .is_some_and(|u| u.highest_seq.is_some() || u.packets == 0)
+        })
         && tx_streams.len() == rx_streams.len();
     if per_stream {
         let mut tail = 0u64;

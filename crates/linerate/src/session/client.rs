@@ -119,9 +119,9 @@ impl StreamPlan {
 fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result<Message> {
     match next_message(rx, what, deadline)? {
         Some(m) => Ok(m),
-        None => bail!(
-            "the server sent no {what} in time: is it overloaded or not a linerate server?"
-        ),
+        None => {
+            bail!("the server sent no {what} in time: is it overloaded or not a linerate server?")
+        }
     }
 }
 

@@ -176,7 +176,10 @@ fn claim_udp_peers(
         if p == 0 || !seen.insert(p) {
             return Err(s.fail(
                 ErrorCode::Protocol,
-                format!("streams_ready lists UDP port {p} {}", if p == 0 { "(not a port)" } else { "twice" }),
+                format!(
+                    "streams_ready lists UDP port {p} {}",
+                    if p == 0 { "(not a port)" } else { "twice" }
+                ),
             ));
         }
     }
@@ -238,7 +241,9 @@ fn await_udp_hello(
             return Err(s.fail(ErrorCode::Internal, "UDP socket time-out".into()));
         }
         match u.recv_from(&mut buf) {
-            Ok((n, from)) if sockets::canonical(from.ip()) == peer.ip() && from.port() == peer.port() => {
+            Ok((n, from))
+                if sockets::canonical(from.ip()) == peer.ip() && from.port() == peer.port() =>
+            {
                 if n != stream_hello::LEN {
                     continue;
                 }
@@ -260,12 +265,12 @@ fn await_udp_hello(
             Err(e) if crate::engine::stream::is_timeout(&e) => {}
             // An ICMP error from an earlier send: nothing to do with the proof.
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
-            Err(e) => {
-                return Err(s.fail(ErrorCode::Internal, format!("UDP socket: {e}")))
-            }
+            Err(e) => return Err(s.fail(ErrorCode::Internal, format!("UDP socket: {e}"))),
         }
         if let Ok(Event::Ctl(Incoming::Closed)) = s.rx.try_recv() {
-            return Err(Abort("client closed the connection while opening streams".into()));
+            return Err(Abort(
+                "client closed the connection while opening streams".into(),
+            ));
         }
     }
 }
