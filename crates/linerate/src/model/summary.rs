@@ -470,6 +470,121 @@ mod tests {
         assert_eq!(service_demand_us_per_kb(50.0, 2, 1, 0), None);
     }
 
+    use crate::export::fixtures;
+    use linerate_wire::report::{StreamReport, StreamRole, Totals};
+
+    /// A UDP sender of stream `index` that sent `window` datagrams in the window and
+    /// `seq_end` since the test began.
+    fn tx(index: u16, window: u64, seq_end: Option<u64>) -> StreamReport {
+        let t = Totals {
+            tx_packets: Some(window),
+            ..Totals::default()
+        };
+        let mut s = fixtures::stream(StreamRole::Tx, &t, None, None);
+        s.index = index;
+        s.udp_seq_end = seq_end;
+        s
+    }
+
+    /// A UDP receiver of stream `index` with `packets` datagrams, `gaps` lost in sequence
+    /// gaps, and the highest sequence number seen.
+    fn rx(index: u16, packets: u64, gaps: u64, highest: Option<u64>) -> StreamReport {
+        let t = Totals {
+            rx_packets: Some(packets),
+            udp_rx: Some(UdpRxReport {
+                packets,
+                lost: gaps,
+                highest_seq: highest,
+                ..UdpRxReport::default()
+            }),
+            ..Totals::default()
+        };
+        let mut s = fixtures::stream(StreamRole::Rx, &t, None, None);
+        s.index = index;
+        s
+    }
+
+    fn ends(txs: Vec<StreamReport>, rxs: Vec<StreamReport>) -> (SideReport, SideReport) {
+        let sum = |v: &[StreamReport], f: &dyn Fn(&StreamReport) -> u64| v.iter().map(f).sum();
+        let sent: u64 = sum(&txs, &|s| s.packets.unwrap_or(0));
+        let mut total = UdpRxReport::default();
+        for r in &rxs {
+            let u = r.udp_rx.as_ref().unwrap();
+            total.packets += u.packets;
+            total.lost += u.lost;
+        }
+        let mut sender = fixtures::side(
+            Role::Client,
+            "a",
+            1,
+            Totals {
+                tx_packets: Some(sent),
+                ..Totals::default()
+            },
+        );
+        sender.streams = txs;
+        let mut receiver = fixtures::side(
+            Role::Server,
+            "b",
+            1,
+            Totals {
+                rx_packets: Some(total.packets),
+                udp_rx: Some(total),
+                ..Totals::default()
+            },
+        );
+        receiver.streams = rxs;
+        (sender, receiver)
+    }
+
+    fn lost_at_end(txs: Vec<StreamReport>, rxs: Vec<StreamReport>) -> Option<u64> {
+        let (s, r) = ends(txs, rxs);
+        let f = flow(FlowDirection::ClientToServer, &s, Some(&r), false);
+        f.lost_at_end
+    }
+
+    #[test]
+    fn loss_after_the_last_datagram_is_counted_per_stream() {
+        // Stream 0 got everything; stream 1 stopped at 299 of 1000 (a gap of 5 below it).
+        let got = lost_at_end(
+            vec![tx(0, 1000, Some(1000)), tx(1, 1000, Some(1000))],
+            vec![rx(0, 1000, 0, Some(999)), rx(1, 295, 5, Some(299))],
+        );
+        assert_eq!(got, Some(700));
+        let (s, r) = ends(
+            vec![tx(0, 1000, Some(1000)), tx(1, 1000, Some(1000))],
+            vec![rx(0, 1000, 0, Some(999)), rx(1, 295, 5, Some(299))],
+        );
+        let f = flow(FlowDirection::ClientToServer, &s, Some(&r), false);
+        assert_eq!(f.lost_datagrams, Some(705));
+        assert!((f.loss_percent.unwrap() - 705.0 * 100.0 / 2000.0).abs() < 1e-9);
+        // A stream that received nothing lost its whole window, not its warm-up: 1200 sent
+        // since the start, 1000 of them in the window.
+        assert_eq!(
+            lost_at_end(vec![tx(0, 1000, Some(1200))], vec![rx(0, 0, 0, None)]),
+            Some(1000)
+        );
+        // A receiver older than 1.3 (datagrams but no highest sequence number): the window's
+        // count against the distinct datagrams and gaps.
+        assert_eq!(
+            lost_at_end(vec![tx(0, 1000, Some(1000))], vec![rx(0, 600, 10, None)]),
+            Some(390)
+        );
+        // A sender older than 1.3: the same estimate.
+        assert_eq!(
+            lost_at_end(vec![tx(0, 1000, None)], vec![rx(0, 600, 10, Some(609))]),
+            Some(390)
+        );
+        // Nothing lost: 0, never negative (duplicates and late ones do not count).
+        assert_eq!(
+            lost_at_end(
+                vec![tx(0, 1000, Some(1000))],
+                vec![rx(0, 1003, 0, Some(999))]
+            ),
+            Some(0)
+        );
+    }
+
     #[test]
     fn per_sec_never_divides_by_zero() {
         assert_eq!(per_sec(10, 0), None);
