@@ -398,6 +398,10 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
             }
             // With GRO one message holds several datagrams of `l` bytes each.
             for d in m.chunks(l) {
+                // With 24-byte datagrams GRO may have merged a late hello with data.
+                if l == stream_hello::LEN && stream_hello::is_hello_datagram(d) {
+                    continue;
+                }
                 bytes += d.len() as u64;
                 pkts += 1;
                 if let Ok(p) = Probe::parse(d) {
