@@ -80,6 +80,11 @@ fn check_flow(rec: &RunRecord, witness_tx: u64, witness_rx: u64, offload: bool) 
     let pps = f.sender_interface_pps.unwrap();
     let window_s = rec.client.host_counters.as_ref().unwrap().duration_ns as f64 / 1e9;
     assert!(((pps * window_s) - (tx - ctl) as f64).abs() < 1.0, "{pps}");
+    eprintln!(
+        "offload {offload}: {datagrams} datagrams; interface sent {tx} (witness {witness_tx}), \
+         received {rx} (witness {witness_rx}), control {ctl}; {ratio:.2} datagrams per packet \
+         (witness {witness_ratio:.2}), {pps:.0} packets/s"
+    );
     let notes = &rec.diagnosis.as_ref().unwrap().notes;
     if offload {
         // GSO/GRO put many datagrams in a packet, and the record says so.
@@ -176,7 +181,7 @@ fn veth_datagrams_and_packets_match_ip_link() {
             Some(rec.client.control_segments.unwrap().sent)
         );
         assert_eq!(ip.sender_interface.as_deref(), Some(a_if.as_str()));
-        eprintln!("veth, offload {offload}: {ratio:.1} datagrams per packet");
+        eprintln!("veth, offload {offload}: {ratio:.2} datagrams per packet");
     }
     drop(srv);
 }
