@@ -73,6 +73,11 @@ pub struct SideReport {
     /// The interface that carried the test at this end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<crate::host::InterfaceFacts>,
+    /// The control connection's own TCP segments over the measured window (protocol 1.3):
+    /// they cross the same interface as the test's data, so they are taken out of its packet
+    /// counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_segments: Option<ControlSegments>,
     /// What could not be measured, and why.
     #[serde(default)]
     pub warnings: Vec<String>,
@@ -112,6 +117,12 @@ pub struct StreamReport {
     /// UDP receiver accounting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_rx: Option<UdpRxReport>,
+    /// UDP senders (protocol 1.3): the sequence number the next datagram would have carried,
+    /// that is every datagram this stream sent since the test began, warm-up included. A
+    /// receiver whose [`UdpRxReport::highest_seq`] + 1 is below it lost the rest: datagrams
+    /// after the last one that arrived, which no sequence gap shows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_seq_end: Option<u64>,
     /// Local socket address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub local_addr: Option<String>,
@@ -159,12 +170,18 @@ pub struct Totals {
 pub struct UdpRxReport {
     /// Datagrams received, duplicates included.
     pub packets: u64,
-    /// Datagrams the sender sent that never arrived (highest sequence seen + 1 − distinct received).
+    /// Datagrams missing below the highest sequence number seen (highest + 1 − distinct
+    /// received), within the measured window. Datagrams lost after the last one that arrived
+    /// are not in it: the summary adds them from the sender's count ([`StreamReport::udp_seq_end`]).
     pub lost: u64,
     /// Datagrams that arrived more than once.
     pub duplicates: u64,
     /// Datagrams that arrived after a higher sequence number.
     pub reordered: u64,
+    /// Highest sequence number received since the test began (protocol 1.3); per stream
+    /// only, absent in totals and before any datagram arrived.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_seq: Option<u64>,
     /// RFC 3550 interarrival jitter, nanoseconds; absent with fewer than two datagrams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jitter_ns: Option<u64>,
@@ -345,6 +362,17 @@ pub struct CpuReport {
     /// Softirq share of the busiest CPU, percent of that one CPU.
     #[serde(default)]
     pub busiest_cpu_softirq_percent: f64,
+}
+
+/// TCP segments of the control connection over one end's measured window, from its
+/// `TCP_INFO` (`tcpi_segs_out`, `tcpi_segs_in`; Linux 4.2 and later). Each is one packet on
+/// the interface toward the peer (control messages are far smaller than an MSS).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ControlSegments {
+    /// Segments this end sent on the control connection.
+    pub sent: u64,
+    /// Segments this end received on the control connection.
+    pub received: u64,
 }
 
 /// CPU time used by the test's own threads (getrusage RUSAGE_THREAD), nanoseconds.

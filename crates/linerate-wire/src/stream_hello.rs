@@ -1,4 +1,5 @@
-//! The first 24 bytes of every TCP data connection.
+//! The first 24 bytes of every TCP data connection, and (protocol 1.3, feature
+//! `udp_stream_hello`) the datagram that proves a UDP stream's port belongs to its test.
 //!
 //! ```text
 //!  0        4                      20            22          24
@@ -10,6 +11,13 @@
 //! The token is the 128-bit random value the server sent in `accept`; it ties the connection to
 //! one test and cannot be guessed by another client. The magic differs from a control frame's
 //! in byte 2 (`'D'` against frame version 1), so a server can tell the two apart on one port.
+//!
+//! A UDP stream (protocol 1.3, feature `udp_stream_hello`) sends the same 24 bytes as one
+//! datagram from the client's socket of that stream, repeated until the server's `start`:
+//! the server accepts the port listed in `streams_ready` only once a datagram from exactly
+//! that address carries the test's token and the stream's index. A receiver that still finds
+//! such a datagram in front of the data skips it ([`is_hello_datagram`]); a probe cannot be
+//! mistaken for one, since its first four bytes would be a sequence number above 5.5 × 10^18.
 
 use crate::error::{WireError, WireErrorKind};
 
@@ -74,6 +82,12 @@ impl StreamHello {
     }
 }
 
+/// True when `datagram` is exactly a stream hello (a UDP stream's proof of its token), which
+/// a receiver skips instead of counting it as data.
+pub fn is_hello_datagram(datagram: &[u8]) -> bool {
+    datagram.len() == LEN && datagram[0..4] == MAGIC
+}
+
 /// Formats a token as 32 lowercase hex digits.
 pub fn token_to_hex(token: &[u8; 16]) -> String {
     crate::hex::encode(token)
@@ -128,6 +142,20 @@ mod tests {
             StreamHello::parse(&bad).unwrap_err().kind,
             WireErrorKind::ReservedBitsSet
         );
+    }
+
+    #[test]
+    fn hello_datagrams_are_told_from_probes() {
+        let b = sample().to_bytes();
+        assert!(is_hello_datagram(&b));
+        assert!(!is_hello_datagram(&b[..LEN - 1]));
+        let mut longer = b.to_vec();
+        longer.push(0);
+        assert!(!is_hello_datagram(&longer));
+        // A 24-byte datagram with a probe header: seq 7.
+        let mut probe = [0u8; LEN];
+        crate::probe::Probe { seq: 7, tx_ns: 1 }.emit(&mut probe);
+        assert!(!is_hello_datagram(&probe));
     }
 
     #[test]

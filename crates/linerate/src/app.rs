@@ -178,9 +178,10 @@ fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         write_out(&(serde_json::to_string_pretty(&records)? + "\n"))?;
     } else {
         let mut out = format!(
-            "{:<12} {:>14} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",
+            "{:<12} {:>14} {:>16} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",
             "test",
             "throughput",
+            "datagrams/s",
             "packets/s",
             "loss",
             "cpu client",
@@ -190,6 +191,12 @@ fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {
         );
         for r in &rows {
             out.push_str(r);
+        }
+        // What the UDP line's two rates count (datagrams per packet with GSO/GRO).
+        for (rec, (name, ..)) in records.iter().zip(suite) {
+            for n in rec.diagnosis.iter().flat_map(|d| &d.notes) {
+                out.push_str(&format!("\n{name}: {n}\n"));
+            }
         }
         out.push_str("\nTry it between two hosts: `linerate serve` on one, `linerate tcp HOST` on the other.\n");
         write_out(&out)?;
@@ -220,13 +227,20 @@ fn demo_plan(
 
 /// One line of the demo summary; "-" where a figure is missing.
 fn demo_row(name: &str, rec: &RunRecord) -> String {
-    use export::units::{format_bps, format_pps};
+    use export::units::{format_bps, format_per_sec};
     let dash = || "-".to_string();
     let f = rec.summary.flows.first();
     let bps = f
         .and_then(|f| f.receiver_bps.or(f.sender_bps))
         .map_or_else(dash, format_bps);
-    let pps = f.and_then(|f| f.receiver_pps).map_or_else(dash, format_pps);
+    // Datagrams the sockets moved, and packets the interface carried for them (fewer with
+    // UDP GSO/GRO: the stack handled that many packets, each up to 64 datagrams).
+    let dps = f
+        .and_then(|f| f.receiver_pps)
+        .map_or_else(dash, |v| format_per_sec(v, "dgram/s"));
+    let pps = f
+        .and_then(|f| f.receiver_interface_pps.or(f.sender_interface_pps))
+        .map_or_else(dash, |v| format_per_sec(v, "pkt/s"));
     let loss = f
         .and_then(|f| f.loss_percent)
         .map_or_else(dash, |l| format!("{l:.2}%"));
@@ -239,9 +253,10 @@ fn demo_row(name: &str, rec: &RunRecord) -> String {
             .map_or_else(dash, |c| format!("{c:.3} us/KB"))
     };
     format!(
-        "{:<12} {:>14} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",
+        "{:<12} {:>14} {:>16} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",
         name,
         bps,
+        dps,
         pps,
         loss,
         cpu(Some(&rec.summary.client)),

@@ -393,10 +393,19 @@ pub struct Stop {
 }
 
 /// One end's results.
+///
+/// Since protocol 1.3 a report's `intervals` do not travel here: a server whose intervals
+/// went to the client as `interval` messages (feature `interval_events`) leaves them out and
+/// says so with `intervals_streamed`, and a client leaves its own out (the server does not
+/// use them). So the frame's size does not grow with the test's length.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Results {
     /// The measurements.
     pub report: SideReport,
+    /// The report's intervals were sent as `interval` messages during the test and are left
+    /// out of it here: the receiver keeps those (protocol 1.3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intervals_streamed: bool,
 }
 
 /// End of session.

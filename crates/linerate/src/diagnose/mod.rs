@@ -50,6 +50,10 @@ pub enum VerdictKind {
     /// Datagrams or segments were dropped at the receiving host (socket buffer, backlog,
     /// NIC ring).
     ReceiverDrops,
+    /// UDP datagrams were lost (sequence gaps, or sent after the last one that arrived)
+    /// and no counter at the receiver accounts for them: the path, or the stream's
+    /// datagrams went elsewhere.
+    DatagramLoss,
     /// The TCP window (a socket buffer about the size of the bandwidth-delay product) held
     /// the sender back.
     WindowLimited,
@@ -78,6 +82,7 @@ impl VerdictKind {
         match self {
             VerdictKind::LinkBound => "link_bound",
             VerdictKind::ReceiverDrops => "receiver_drops",
+            VerdictKind::DatagramLoss => "datagram_loss",
             VerdictKind::WindowLimited => "window_limited",
             VerdictKind::RetransmissionBound => "retransmission_bound",
             VerdictKind::DelayedAckStalls => "delayed_ack_stalls",
@@ -164,6 +169,11 @@ pub struct Diagnosis {
     /// What could not be judged for lack of evidence, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_judged: Vec<String>,
+    /// What a figure counts where that matters for reading it, e.g. "client->server: 64.0
+    /// datagrams per packet at lo: UDP GSO/GRO super-packets on loopback; ...". Facts, not
+    /// limits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Diagnosis {
@@ -207,6 +217,7 @@ pub fn diagnose(rec: &RunRecord) -> Diagnosis {
         verdicts,
         summary,
         not_judged,
+        notes: rules::notes(&ctx),
     }
 }
 

@@ -12,7 +12,7 @@ use linerate_wire::report::{
 
 use super::*;
 use crate::export::fixtures;
-use crate::model::{PlanRecord, RunRecord};
+use crate::model::{FlowDirection, PlanRecord, RunRecord};
 
 const SEC: u64 = 1_000_000_000;
 
@@ -884,6 +884,7 @@ fn verdict_names_match_serde() {
     for k in [
         VerdictKind::LinkBound,
         VerdictKind::ReceiverDrops,
+        VerdictKind::DatagramLoss,
         VerdictKind::WindowLimited,
         VerdictKind::RetransmissionBound,
         VerdictKind::DelayedAckStalls,
@@ -896,4 +897,159 @@ fn verdict_names_match_serde() {
     ] {
         assert_eq!(serde_json::to_value(k).unwrap(), k.name());
     }
+}
+
+#[test]
+fn unexplained_udp_loss_is_datagram_loss_never_none() {
+    // 10,000 of 1,000,000 lost in sequence gaps (1 %), no counter at the server explains it.
+    let c = Case::udp(10_000);
+    let v = c.verdict(VerdictKind::DatagramLoss);
+    assert_eq!(
+        (v.side, v.flow, v.confidence),
+        (
+            None,
+            Some(FlowDirection::ClientToServer),
+            Confidence::Medium
+        )
+    );
+    assert!(
+        v.message.starts_with(
+            "10000 of 1000000 datagrams (1.00%) never arrived; no counter at the server"
+        ),
+        "{}",
+        v.message
+    );
+    assert!(!c.kinds().contains(&VerdictKind::None));
+    // Explained by the receiver's socket buffer: receiver_drops alone.
+    let mut c = Case::udp(10_000);
+    c.plan.udp_offload = false;
+    Case::snmp(&mut c.server, "Udp.RcvbufErrors", 9_800);
+    assert!(c.kinds().contains(&VerdictKind::ReceiverDrops));
+    assert!(!c.kinds().contains(&VerdictKind::DatagramLoss));
+    // 500 lost (0.05 %) is below what is judged.
+    let c = Case::udp(500);
+    assert!(!c.kinds().contains(&VerdictKind::DatagramLoss));
+    assert_eq!(c.kinds(), [VerdictKind::None]);
+}
+
+#[test]
+fn datagrams_lost_after_the_last_one_received_count() {
+    // The server's socket got datagrams 0..200,000 and nothing after, without a gap; the
+    // client sent 1,000,000 (its sequence count): 800,000 lost at the end, 80 %.
+    let mut c = Case::udp(0);
+    c.client.streams[0].packets = Some(1_000_000);
+    c.client.streams[0].udp_seq_end = Some(1_000_000);
+    let rx = UdpRxReport {
+        packets: 200_000,
+        ..UdpRxReport::default()
+    };
+    c.server.totals.rx_packets = Some(200_000);
+    c.server.totals.rx_bytes = 200_000 * 1400;
+    c.server.totals.udp_rx = Some(rx.clone());
+    c.server.streams[0].udp_rx = Some(UdpRxReport {
+        highest_seq: Some(199_999),
+        ..rx
+    });
+    let rec = c.record();
+    let f = &rec.summary.flows[0];
+    assert_eq!(
+        (f.lost_at_end, f.lost_datagrams),
+        (Some(800_000), Some(800_000))
+    );
+    assert!((f.loss_percent.unwrap() - 80.0).abs() < 1e-9);
+    let v = c.verdict(VerdictKind::DatagramLoss);
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(
+        v.message.contains(
+            "800000 of 1000000 datagrams (80.00%) never arrived, 800000 of them after the last datagram that arrived"
+        ),
+        "{}",
+        v.message
+    );
+    let d = diagnose(&rec);
+    assert_eq!(d.primary().unwrap().kind, VerdictKind::DatagramLoss);
+    assert!(d.verdicts.iter().all(|v| v.kind != VerdictKind::None));
+    for e in &v.evidence {
+        assert!(
+            e.value >= 0.0 && (e.unit != "percent" || e.value <= 100.0),
+            "{e:?}"
+        );
+    }
+}
+
+/// A UDP test over `iface` at both ends where the sender's interface sent `tx` packets and
+/// the receiver's received `rx` (the control connection's included), 1,000,000 datagrams.
+fn udp_over(iface: &str, tx: u64, rx: u64) -> Case {
+    use linerate_wire::report::ControlSegments;
+    let mut c = Case::udp(0);
+    c.client.control_segments = Some(ControlSegments {
+        sent: 3,
+        received: 2,
+    });
+    c.server.control_segments = Some(ControlSegments {
+        sent: 3,
+        received: 4,
+    });
+    for (side, tx_packets, rx_packets) in [(&mut c.client, tx, 7), (&mut c.server, 6, rx)] {
+        let hc = Case::counters(side);
+        hc.interface = Some(iface.into());
+        hc.interface_stats = Some(InterfaceStats {
+            tx_packets,
+            rx_packets,
+            ..InterfaceStats::default()
+        });
+    }
+    c
+}
+
+#[test]
+fn packets_and_datagrams_are_told_apart_with_a_note() {
+    // Loopback: the client's lo sent 15,630 packets, 5 of them the control connection's
+    // (3 + 2: both directions cross lo), so 1,000,000 datagrams went in 15,625 packets: 64 each.
+    let c = udp_over("lo", 15_630, 15_632);
+    let rec = c.record();
+    let f = &rec.summary.flows[0];
+    assert_eq!(f.sender_datagrams_per_packet, Some(64.0));
+    assert_eq!(f.sender_interface_pps, Some(1562.5));
+    // The server's lo received 15,632, 7 of them control (3 + 4).
+    assert_eq!(f.receiver_interface_pps, Some(1562.5));
+    let ip = f.interface_packets.as_ref().unwrap();
+    assert_eq!(
+        (ip.sender_control_packets, ip.receiver_control_packets),
+        (Some(5), Some(7))
+    );
+    let notes = &rec.diagnosis.as_ref().unwrap().notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with(
+            "client->server: 64.0 datagrams per packet at lo: UDP GSO/GRO super-packets on loopback. The datagram figures (sent/recv dgram/s) count what linerate's sockets sent: 100.0k datagrams/s; the interface carried 1.562k packets/s"
+        ),
+        "{}",
+        notes[0]
+    );
+    // A veth: only the sender's own control segments leave it; one datagram per packet, no
+    // note.
+    let c = udp_over("veth0", 1_000_003, 1_000_004);
+    let rec = c.record();
+    let f = &rec.summary.flows[0];
+    assert_eq!(f.sender_datagrams_per_packet, Some(1.0));
+    assert_eq!(f.receiver_datagrams_per_packet, Some(1.0));
+    assert!(rec.diagnosis.as_ref().unwrap().notes.is_empty());
+    // Both directions over loopback: one interface carries both flows, which cannot be
+    // told apart, and the note says so.
+    let mut c = udp_over("lo", 31_260, 31_260);
+    c.plan.direction = Direction::Both;
+    let rec = c.record();
+    assert!(rec
+        .summary
+        .flows
+        .iter()
+        .all(|f| f.sender_interface_pps.is_none() && f.sender_datagrams_per_packet.is_none()));
+    let notes = &rec.diagnosis.as_ref().unwrap().notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("loopback carried both directions")),
+        "{notes:?}"
+    );
 }

@@ -69,6 +69,9 @@ pub struct EngineConfig {
     pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
     /// UDP senders never burst to catch up (protocol 1.1, `smooth_pacing`).
     pub smooth_pacing: bool,
+    /// The test's control connection, whose own segments over the measured window are
+    /// counted (`SideReport::control_segments`) because they cross the same interface.
+    pub control: Option<Arc<std::net::TcpStream>>,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -94,6 +97,9 @@ struct Shared {
     iface: Option<String>,
     /// Host counters at the warm-up boundary.
     host_base: Mutex<Option<sys::hostsnap::HostSnapshot>>,
+    /// The control connection, and its segment counts at the warm-up boundary.
+    control: Option<Arc<std::net::TcpStream>>,
+    control_base: Mutex<Option<(u32, u32)>>,
 }
 
 impl Shared {
@@ -101,6 +107,21 @@ impl Shared {
         if let Ok(mut v) = self.warnings.lock() {
             if !v.contains(&w) {
                 v.push(w);
+            }
+        }
+    }
+
+    /// The control connection's (segments sent, received) now; `None` without one, with a
+    /// warning when TCP_INFO cannot tell.
+    fn control_segments_now(&self) -> Option<(u32, u32)> {
+        let c = self.control.as_ref()?;
+        match sys::tcp_info::read_tcp_segments(c.as_fd()) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.warn(format!(
+                    "the control connection's packets are not counted ({e}): interface packet counts include them"
+                ));
+                None
             }
         }
     }
@@ -155,6 +176,10 @@ impl SampleSource for Shared {
         if let Ok(mut h) = self.host_base.lock() {
             *h = Some(host);
         }
+        let control = self.control_segments_now();
+        if let Ok(mut c) = self.control_base.lock() {
+            *c = control;
+        }
         cpu
     }
 
@@ -184,6 +209,7 @@ pub struct Engine {
     meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
     host_end: Option<sys::hostsnap::HostSnapshot>,
+    control_end: Option<(u32, u32)>,
     interface: Option<linerate_wire::host::InterfaceFacts>,
 }
 
@@ -239,6 +265,8 @@ impl Engine {
             warnings: Mutex::new(early_warnings),
             iface,
             host_base: Mutex::new(None),
+            control: cfg.control.clone(),
+            control_base: Mutex::new(None),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
@@ -280,6 +308,7 @@ impl Engine {
             meter,
             end: None,
             host_end: None,
+            control_end: None,
             interface,
         })
     }
@@ -340,6 +369,7 @@ impl Engine {
             self.shared.warn(w);
         }
         self.host_end = Some(host);
+        self.control_end = self.shared.control_segments_now();
     }
 
     /// Waits for receivers to drain, stops everything and builds this end's report.
@@ -384,6 +414,17 @@ impl Engine {
         Some(base.delta(end))
     }
 
+    /// The control connection's segments over the measured window. The kernel's counters
+    /// are 32-bit and wrap.
+    fn control_segments(&self) -> Option<linerate_wire::report::ControlSegments> {
+        let base = (*self.shared.control_base.lock().ok()?)?;
+        let end = self.control_end?;
+        Some(linerate_wire::report::ControlSegments {
+            sent: u64::from(end.0.wrapping_sub(base.0)),
+            received: u64::from(end.1.wrapping_sub(base.1)),
+        })
+    }
+
     fn build_report(&self, outcomes: Vec<Option<StreamOutcome>>) -> SideReport {
         let sh = &self.shared;
         let fin_sample = sh.sample();
@@ -421,6 +462,7 @@ impl Engine {
                 lost: fin.lost[i].saturating_sub(base.lost[i]),
                 duplicates: fin.dups[i].saturating_sub(base.dups[i]),
                 reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
+                highest_seq: u.highest_seq,
                 jitter_ns: u.jitter_ns,
                 one_way_delay: u.one_way_delay,
             });
@@ -449,6 +491,7 @@ impl Engine {
                 congestion: facts.congestion,
                 tcp_info: facts.tcp_info,
                 udp_rx,
+                udp_seq_end: outcome.udp_seq_end,
                 local_addr: local,
                 remote_addr: remote,
             });
@@ -497,6 +540,7 @@ impl Engine {
             process_cpu: proc_cpu,
             host_counters: self.host_counters(),
             interface: self.interface.clone(),
+            control_segments: self.control_segments(),
             warnings,
         }
     }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use linerate_stats::{JitterEstimator, SeqTracker};
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::report::{ProcessCpu, UdpRxReport};
+use linerate_wire::stream_hello;
 
 use super::meter::ThreadCpu;
 use super::mmsg::{self, RecvBatch};
@@ -60,6 +61,8 @@ pub enum DataSocket {
 pub struct StreamOutcome {
     /// UDP receiver accounting (receivers only).
     pub udp_rx: Option<UdpRxReport>,
+    /// UDP senders: the sequence number of the next datagram, i.e. all datagrams sent.
+    pub udp_seq_end: Option<u64>,
     /// The thread's CPU time over the measured window.
     pub cpu: Option<ProcessCpu>,
     /// Why the loop ended early, if it did.
@@ -149,7 +152,7 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let res = match (&socket, send) {
         (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
         (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
-        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings),
+        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings, &mut out.udp_seq_end),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
     };
     if let Err(e) = res {
@@ -232,7 +235,24 @@ const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest GSO super-datagram payload.
 const GSO_MAX_BYTES: usize = 65_000;
 
-fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io::Result<()> {
+fn udp_send(
+    ctx: &StreamCtx,
+    sock: &UdpSocket,
+    warnings: &mut Vec<String>,
+    seq_end: &mut Option<u64>,
+) -> io::Result<()> {
+    let mut seq: u64 = 0;
+    let r = udp_send_loop(ctx, sock, warnings, &mut seq);
+    *seq_end = Some(seq);
+    r
+}
+
+fn udp_send_loop(
+    ctx: &StreamCtx,
+    sock: &UdpSocket,
+    warnings: &mut Vec<String>,
+    seq: &mut u64,
+) -> io::Result<()> {
     let l = ctx.write_size.max(probe::LEN);
     let mut gso = ctx.udp_offload && l * 2 <= GSO_MAX_BYTES;
     if gso {
@@ -262,7 +282,6 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
     let mut buf = vec![0u8; l * max_batch];
     fill_pattern(&mut buf);
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
-    let mut seq: u64 = 0;
     let mut base = false;
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
@@ -270,7 +289,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
             .as_ref()
             .map_or(max_batch, |p| p.batch_for(l as u32, max_batch));
         if let Some(q) = quota_pkts {
-            let left = q.saturating_sub(seq);
+            let left = q.saturating_sub(*seq);
             if left == 0 {
                 break;
             }
@@ -287,7 +306,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
         let tx_ns = super::delay::mono_ns();
         for i in 0..batch {
             Probe {
-                seq: seq + i as u64,
+                seq: *seq + i as u64,
                 tx_ns,
             }
             .emit(&mut buf[i * l..]);
@@ -300,7 +319,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
         };
         match res {
             Ok(n) => {
-                seq += n as u64;
+                *seq += n as u64;
                 ctx.record((n * l) as u64, 1, n as u64);
                 if let Some(p) = pacer.as_mut() {
                     p.sent((n * l) as u64);
@@ -372,8 +391,17 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
         let mut bytes = 0u64;
         let mut pkts = 0u64;
         for i in 0..n {
+            let m = batch.msg(i);
+            // A late copy of the stream's UDP hello (sent until the server's start) is not data.
+            if stream_hello::is_hello_datagram(m) {
+                continue;
+            }
             // With GRO one message holds several datagrams of `l` bytes each.
-            for d in batch.msg(i).chunks(l) {
+            for d in m.chunks(l) {
+                // With 24-byte datagrams GRO may have merged a late hello with data.
+                if l == stream_hello::LEN && stream_hello::is_hello_datagram(d) {
+                    continue;
+                }
                 bytes += d.len() as u64;
                 pkts += 1;
                 if let Ok(p) = Probe::parse(d) {
@@ -397,6 +425,7 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
         lost: s.lost,
         duplicates: s.duplicates,
         reordered: s.reordered,
+        highest_seq: seq.highest(),
         jitter_ns: jitter.jitter_ns(),
         one_way_delay: delay.and_then(|d| d.report()),
     });

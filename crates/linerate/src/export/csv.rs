@@ -31,12 +31,24 @@ pub struct CsvRow {
     pub sender_bps: Option<f64>,
     /// Receiver throughput, bits per second: the figure to quote.
     pub receiver_bps: Option<f64>,
-    /// UDP datagrams per second received.
-    pub pps: Option<f64>,
+    /// UDP datagrams per second sent (the sockets' count).
+    pub sender_datagrams_pps: Option<f64>,
+    /// UDP datagrams per second received (the sockets' count).
+    pub receiver_datagrams_pps: Option<f64>,
+    /// UDP: packets per second the sender's interface sent, the control connection's left
+    /// out (fewer than datagrams with UDP GSO).
+    pub sender_interface_pps: Option<f64>,
+    /// UDP: packets per second the receiver's interface received, the control
+    /// connection's left out.
+    pub receiver_interface_pps: Option<f64>,
+    /// UDP: datagrams per packet at the sender's interface (up to 64 with GSO).
+    pub datagrams_per_packet: Option<f64>,
     /// TCP segments retransmitted by the sender.
     pub retransmits: Option<u64>,
     /// UDP loss, percent of datagrams sent.
     pub loss_percent: Option<f64>,
+    /// UDP datagrams lost: sequence gaps plus those sent after the last one received.
+    pub lost_datagrams: Option<u64>,
     /// UDP interarrival jitter (RFC 3550), nanoseconds.
     pub jitter_ns: Option<u64>,
     /// Client CPU utilisation, percent of all its CPUs.
@@ -82,9 +94,16 @@ impl CsvRow {
             receiver_bytes: flow.receiver_bytes,
             sender_bps: flow.sender_bps,
             receiver_bps: flow.receiver_bps,
-            pps: flow.receiver_pps,
+            sender_datagrams_pps: flow.sender_pps,
+            receiver_datagrams_pps: flow.receiver_pps,
+            sender_interface_pps: flow.sender_interface_pps,
+            receiver_interface_pps: flow.receiver_interface_pps,
+            datagrams_per_packet: flow
+                .sender_datagrams_per_packet
+                .or(flow.receiver_datagrams_per_packet),
             retransmits: flow.retransmits,
             loss_percent: flow.loss_percent,
+            lost_datagrams: flow.lost_datagrams,
             jitter_ns: flow.udp.as_ref().and_then(|u| u.jitter_ns),
             client_cpu_util_percent: client.cpu_util_percent,
             server_cpu_util_percent: server.and_then(|s| s.cpu_util_percent),
@@ -150,7 +169,9 @@ mod tests {
     use crate::export::fixtures;
 
     const HEADER: &str = "started_at,transport,direction,streams,write_size,duration_ns,\
-sender_bytes,receiver_bytes,sender_bps,receiver_bps,pps,retransmits,loss_percent,jitter_ns,\
+sender_bytes,receiver_bytes,sender_bps,receiver_bps,sender_datagrams_pps,\
+receiver_datagrams_pps,sender_interface_pps,receiver_interface_pps,datagrams_per_packet,\
+retransmits,loss_percent,lost_datagrams,jitter_ns,\
 client_cpu_util_percent,server_cpu_util_percent,client_service_demand_us_per_kb,\
 server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
 
@@ -182,7 +203,7 @@ server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
             .unwrap();
         let expected = format!(
             "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,65535,10250000000,\
-             374048125,374048125,291940000.0,291940000.0,,3,,,24.81,85.16,{client_sd},\
+             374048125,374048125,291940000.0,291940000.0,,,,,,3,,,,24.81,85.16,{client_sd},\
              {server_sd},false,{}\n",
             verdict_cells(&rec)
         );
@@ -198,7 +219,7 @@ server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
         let rec = fixtures::no_server();
         let expected = format!(
             "{HEADER}2024-05-01T12:00:00Z,tcp,client_to_server,1,131072,5000000000,\
-             5000000000,,8000000000.0,,,,,,,,,,true,{}\n",
+             5000000000,,8000000000.0,,,,,,,,,,,,,,,true,{}\n",
             verdict_cells(&rec)
         );
         assert_eq!(render(&rec), expected);
@@ -218,7 +239,9 @@ server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
                 .unwrap();
             cells[i]
         };
-        assert_eq!(col("pps"), "99005.0");
+        assert_eq!(col("receiver_datagrams_pps"), "99005.0");
+        assert_eq!(col("sender_datagrams_pps"), "100000.0");
+        assert_eq!(col("sender_interface_pps"), "");
         assert_eq!(col("loss_percent"), "1.0");
         assert_eq!(col("jitter_ns"), "12345");
         assert_eq!(col("retransmits"), "");

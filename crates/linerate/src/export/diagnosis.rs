@@ -51,6 +51,9 @@ pub fn table_block(d: &Diagnosis) -> String {
     for n in &d.not_judged {
         out.push_str(&format!("  not judged: {n}\n"));
     }
+    for n in &d.notes {
+        out.push_str(&format!("  note: {n}\n"));
+    }
     out
 }
 
@@ -61,6 +64,9 @@ pub fn comment_lines(d: &Diagnosis) -> Vec<String> {
     for v in &d.verdicts {
         out.push(format!("# linerate: diagnosis: {}", head(v)));
         out.push(format!("# linerate: suggestion: {}", v.suggestion));
+    }
+    for n in &d.notes {
+        out.push(format!("# linerate: note: {n}"));
     }
     out
 }
@@ -101,18 +107,20 @@ mod tests {
             verdicts: vec![verdict()],
             summary: "s".into(),
             not_judged: vec!["link bound: no speed".into()],
+            notes: vec!["64.0 datagrams per packet".into()],
         };
         assert_eq!(
             table_block(&d),
             "\ndiagnosis:\n  cpu_bound (server, high): All CPUs busy.\n    evidence: \
              cpu_util_percent 95.2% (>= 90), buffer_bytes 8.00 KiB\n    suggestion: Faster \
-             host.\n  not judged: link bound: no speed\n"
+             host.\n  not judged: link bound: no speed\n  note: 64.0 datagrams per packet\n"
         );
         assert_eq!(
             comment_lines(&d),
             [
                 "# linerate: diagnosis: cpu_bound (server, high): All CPUs busy.",
-                "# linerate: suggestion: Faster host."
+                "# linerate: suggestion: Faster host.",
+                "# linerate: note: 64.0 datagrams per packet"
             ]
         );
     }

@@ -67,6 +67,7 @@ pub(crate) fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> Sid
         process_cpu: None,
         host_counters: None,
         interface: None,
+        control_segments: None,
         warnings: Vec::new(),
     }
 }
@@ -96,6 +97,7 @@ pub(crate) fn stream(
         congestion: None,
         tcp_info: None,
         udp_rx: if tx { None } else { t.udp_rx.clone() },
+        udp_seq_end: None,
         local_addr: None,
         remote_addr: None,
     }
@@ -167,10 +169,17 @@ fn flow(dir: FlowDirection, sender: &SideReport, receiver: Option<&SideReport>) 
         receiver_bps: rt.and_then(|t| per_sec(t.rx_bytes * 8, t.rx_duration_ns)),
         sender_pps: st.tx_packets.and_then(|p| per_sec(p, st.tx_duration_ns)),
         receiver_pps: rt.and_then(|t| t.rx_packets.and_then(|p| per_sec(p, t.rx_duration_ns))),
+        sender_interface_pps: None,
+        receiver_interface_pps: None,
+        sender_datagrams_per_packet: None,
+        receiver_datagrams_per_packet: None,
+        interface_packets: None,
         retransmits: st.retransmits,
         loss_percent: udp
             .as_ref()
             .map(|u| u.lost as f64 * 100.0 / (u.packets - u.duplicates + u.lost) as f64),
+        lost_at_end: udp.as_ref().map(|_| 0),
+        lost_datagrams: udp.as_ref().map(|u| u.lost),
         udp,
     }
 }
@@ -363,6 +372,7 @@ pub(crate) fn udp_send() -> RunRecord {
         lost: 10_000,
         duplicates: 50,
         reordered: 12,
+        highest_seq: None,
         jitter_ns: Some(12_345),
         one_way_delay: None,
     };

@@ -80,8 +80,19 @@ fn flow_rows(rec: &RunRecord) -> Vec<Vec<String>> {
     let udp = rec.plan.transport == Transport::Udp;
     let mut head = vec!["flow", "sender", "receiver", "sent", "received"];
     if udp {
+        // Datagrams are what the sockets moved, packets what the interfaces counted: with
+        // UDP GSO/GRO one packet carries many datagrams.
         head.extend([
-            "sent pps", "recv pps", "loss", "lost", "dup", "reorder", "jitter",
+            "sent dgram/s",
+            "recv dgram/s",
+            "pkt/s out",
+            "pkt/s in",
+            "dgram/pkt",
+            "loss",
+            "lost",
+            "dup",
+            "reorder",
+            "jitter",
         ]);
     } else {
         head.push("retransmits");
@@ -106,8 +117,15 @@ fn flow_row(rec: &RunRecord, f: &FlowSummary, udp: bool) -> Vec<String> {
         row.extend([
             opt(f.sender_pps, format_pps),
             opt(f.receiver_pps, format_pps),
+            opt(f.sender_interface_pps, format_pps),
+            opt(f.receiver_interface_pps, format_pps),
+            opt(
+                f.sender_datagrams_per_packet
+                    .or(f.receiver_datagrams_per_packet),
+                |r| format!("{r:.1}"),
+            ),
             opt(f.loss_percent, |l| format!("{l:.2}%")),
-            opt(u.map(|u| u.lost), |n| n.to_string()),
+            opt(f.lost_datagrams.or(u.map(|u| u.lost)), |n| n.to_string()),
             opt(u.map(|u| u.duplicates), |n| n.to_string()),
             opt(u.map(|u| u.reordered), |n| n.to_string()),
             opt(u.and_then(|u| u.jitter_ns), format_duration_ns),
@@ -420,7 +438,7 @@ server  85.16% of 1  85.16%       23.896        40.0%        45000     227.78   
             .find(|l| l.starts_with("client->server"))
             .unwrap();
         // 990,050 datagrams / 10 s = 99,005/s: "99.00 kpps" (99.005 is stored just below the
-        // tie); 10,000 lost of 1,000,000 sent = 1.00%; jitter 12,345 ns.
+        // tie); no interface counters; 10,000 lost of 1,000,000 sent = 1.00%; jitter 12,345 ns.
         assert_eq!(
             flow.split("  ")
                 .map(str::trim)
@@ -434,6 +452,9 @@ server  85.16% of 1  85.16%       23.896        40.0%        45000     227.78   
                 "1.29 GiB",
                 "100.0 kpps",
                 "99.00 kpps",
+                "-",
+                "-",
+                "-",
                 "1.00%",
                 "10000",
                 "50",

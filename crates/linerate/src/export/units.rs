@@ -18,6 +18,17 @@ pub fn format_pps(pps: f64) -> String {
     si4(pps, &SI_PPS)
 }
 
+/// A count per second with an SI prefix before the unit: "9.600M datagrams/s",
+/// "150.2k packets/s", "512.0 packets/s".
+pub fn format_per_sec(value: f64, unit: &str) -> String {
+    let s = si4(value, &["", "k", "M", "G"]);
+    match s.split_once(' ') {
+        Some((number, "")) => format!("{number} {unit}"),
+        Some((number, prefix)) => format!("{number}{prefix} {unit}"),
+        None => s,
+    }
+}
+
 /// Bytes with IEC prefixes and two decimals: "1.50 GiB"; below 1 KiB the exact count: "512 B".
 pub fn format_bytes(bytes: u64) -> String {
     if bytes < 1024 {
@@ -121,6 +132,18 @@ fn round_to(v: f64, decimals: i32) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_per_second_with_a_prefix() {
+        assert_eq!(
+            format_per_sec(9_600_000.0, "datagrams/s"),
+            "9.600M datagrams/s"
+        );
+        assert_eq!(format_per_sec(150_200.0, "packets/s"), "150.2k packets/s");
+        assert_eq!(format_per_sec(512.0, "packets/s"), "512.0 packets/s");
+        assert_eq!(format_per_sec(0.0, "packets/s"), "0 packets/s");
+        assert_eq!(format_per_sec(-1.0, "packets/s"), "-");
+    }
 
     #[test]
     fn bps_uses_si_prefixes_and_four_significant_digits() {

@@ -9,7 +9,9 @@ mod summary;
 pub mod trials;
 
 pub use rr::{HistogramBucket, LatencySummary, RrKind, RrSummary};
-pub use summary::{summarize, EndSummary, FlowDirection, FlowSummary, RunSummary};
+pub use summary::{
+    summarize, EndSummary, FlowDirection, FlowSummary, InterfacePackets, RunSummary,
+};
 pub use trials::{MetricSummary, TrialSetRecord};
 
 use linerate_wire::control::{Direction, ProtocolVersion, Transport};

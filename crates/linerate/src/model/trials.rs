@@ -45,8 +45,11 @@ const fn def(name: &'static str, label: &'static str, higher_is_better: bool) ->
 pub const THROUGHPUT: MetricDef = def("throughput_bps", "throughput", true);
 /// Receiver throughput of the server→client flow of a bidirectional test.
 pub const THROUGHPUT_BACK: MetricDef = def("reverse_throughput_bps", "reverse throughput", true);
-/// UDP datagrams received per second.
-pub const PPS: MetricDef = def("receiver_pps", "packet rate", true);
+/// UDP datagrams received per second (the socket's count).
+pub const PPS: MetricDef = def("receiver_pps", "datagram rate", true);
+/// UDP packets per second the receiver's interface received (fewer than datagrams with
+/// GSO/GRO).
+pub const IFACE_PPS: MetricDef = def("receiver_interface_pps", "interface packet rate", true);
 /// UDP loss.
 pub const LOSS: MetricDef = def("loss_percent", "loss", false);
 /// Transactions per second.
@@ -106,6 +109,7 @@ pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
             if first {
                 push(THROUGHPUT, f.receiver_bps);
                 push(PPS, f.receiver_pps);
+                push(IFACE_PPS, f.receiver_interface_pps);
                 push(LOSS, f.loss_percent);
             } else {
                 push(THROUGHPUT_BACK, f.receiver_bps);

@@ -537,6 +537,7 @@ impl RrEngine {
                 congestion: None,
                 tcp_info: facts.and_then(|f| f.1),
                 udp_rx: None,
+                udp_seq_end: None,
                 local_addr: info.local.clone(),
                 remote_addr: info.remote.clone(),
             });
@@ -575,6 +576,7 @@ impl RrEngine {
             process_cpu: proc_cpu,
             host_counters: None,
             interface: None,
+            control_segments: None,
             warnings,
         };
         (report, data)

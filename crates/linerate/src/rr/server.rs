@@ -130,6 +130,10 @@ pub fn udp(ctx: &LoopCtx, u: &UdpSocket) -> io::Result<()> {
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::ConnectionRefused => continue,
             Err(e) => return Err(e),
         };
+        // A late copy of the stream's UDP hello (sent until the start) is not a request.
+        if linerate_wire::stream_hello::is_hello_datagram(&rbuf[..k]) {
+            continue;
+        }
         ctx.read(k);
         if k < probe::LEN {
             continue;

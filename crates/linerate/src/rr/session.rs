@@ -42,13 +42,15 @@ pub enum Running {
 }
 
 impl Running {
-    /// Starts the engine `spec` asks for. `crr` is needed by a TCP_CRR client.
+    /// Starts the engine `spec` asks for. `crr` is needed by a TCP_CRR client; `control` is
+    /// the test's control connection, whose segments a stream engine counts.
     pub fn start(
         role: Role,
         spec: &TestSpec,
         cpu: Option<u32>,
         setups: Vec<StreamSetup>,
         crr: Option<CrrTarget>,
+        control: Option<Arc<std::net::TcpStream>>,
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Running> {
         let host = sys::host::host_info(&crate::software());
@@ -66,6 +68,7 @@ impl Running {
                 host,
                 one_way_delay: spec.one_way_delay.clone(),
                 smooth_pacing: spec.smooth_pacing,
+                control,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };

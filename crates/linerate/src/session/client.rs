@@ -117,11 +117,24 @@ impl StreamPlan {
 }
 
 fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result<Message> {
+    match next_message(rx, what, deadline)? {
+        Some(m) => Ok(m),
+        None => {
+            bail!("the server sent no {what} in time: is it overloaded or not a linerate server?")
+        }
+    }
+}
+
+/// The next control message before `deadline` (`None` at the deadline); an `error`, a close
+/// or a bad frame is an error.
+fn next_message(
+    rx: &Receiver<Event>,
+    what: &str,
+    deadline: Instant,
+) -> anyhow::Result<Option<Message>> {
     loop {
         match conn::recv_until(rx, deadline) {
-            None => bail!(
-                "the server sent no {what} in time: is it overloaded or not a linerate server?"
-            ),
+            None => return Ok(None),
             Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
                 return Err(ServerError {
                     code: e.code,
@@ -129,7 +142,7 @@ fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result
                 }
                 .into())
             }
-            Some(Event::Ctl(Incoming::Msg(m))) => return Ok(m),
+            Some(Event::Ctl(Incoming::Msg(m))) => return Ok(Some(m)),
             Some(Event::Ctl(Incoming::Closed)) => {
                 bail!("the server closed the connection while we waited for {what}")
             }
@@ -137,6 +150,32 @@ fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result
                 bail!("bad control frame from the server while waiting for {what}: {e}")
             }
             Some(Event::Interval(_)) => {}
+        }
+    }
+}
+
+/// Waits for the server's `start`, sending each UDP stream's hello (protocol 1.3) every 10 ms
+/// meanwhile: the first ones may arrive before the server's sockets exist, and UDP may lose
+/// some.
+fn await_start(
+    rx: &Receiver<Event>,
+    hellos: &[(Arc<std::net::UdpSocket>, [u8; stream_hello::LEN])],
+    deadline: Instant,
+) -> anyhow::Result<Message> {
+    if hellos.is_empty() {
+        return expect(rx, "start", deadline);
+    }
+    loop {
+        for (u, h) in hellos {
+            // An error here is an ICMP report from an earlier one; the next try will tell.
+            let _ = u.send(h);
+        }
+        let step = (Instant::now() + Duration::from_millis(10)).min(deadline);
+        if let Some(m) = next_message(rx, "start", step)? {
+            return Ok(m);
+        }
+        if Instant::now() >= deadline {
+            return expect(rx, "start", deadline);
         }
     }
 }
@@ -238,7 +277,27 @@ pub fn run(
         })
         .collect();
     w.send(&Message::StreamsReady(StreamsReady { udp_ports }))?;
-    match expect(&rx, "start", Instant::now() + hs)? {
+    // Protocol 1.3: each UDP socket proves that it belongs to this test, until the start.
+    let udp_hellos: Vec<(Arc<std::net::UdpSocket>, [u8; stream_hello::LEN])> =
+        if welcome.features.iter().any(|f| f == "udp_stream_hello") {
+            setups
+                .iter()
+                .filter_map(|s| match &s.socket {
+                    DataSocket::Udp(u) => Some((
+                        u.clone(),
+                        StreamHello {
+                            token,
+                            stream_index: s.index,
+                        }
+                        .to_bytes(),
+                    )),
+                    DataSocket::Tcp(_) => None,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+    match await_start(&rx, &udp_hellos, Instant::now() + hs)? {
         Message::Start(_) => {}
         other => bail!("protocol error: expected start, got {}", other.name()),
     }
@@ -261,10 +320,13 @@ pub fn run(
         plan.client_cpu,
         setups,
         Some(crr),
+        Some(Arc::new(stream.try_clone()?)),
         sink,
     )?;
     let mut warnings = early_warnings;
     let mut client_intervals = Vec::new();
+    // The server's intervals as they arrive; since protocol 1.3 its results leave them out.
+    let mut server_intervals = Vec::new();
     let begun = Instant::now();
     let deadline = spec.duration_ms.map(|d| begun + Duration::from_millis(d));
     let mut server_finished = false;
@@ -280,6 +342,7 @@ pub fn run(
             }
             Ok(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
                 observer.interval(Role::Server, &m.interval);
+                server_intervals.push(m.interval);
             }
             Ok(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => server_finished = true,
             Ok(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
@@ -338,11 +401,16 @@ pub fn run(
                     client_intervals.push(iv);
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Results(r)))) => {
-                    server_report = Some(r.report);
+                    let mut report = r.report;
+                    if r.intervals_streamed {
+                        report.intervals = std::mem::take(&mut server_intervals);
+                    }
+                    server_report = Some(report);
                     break;
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
                     observer.interval(Role::Server, &m.interval);
+                    server_intervals.push(m.interval);
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => {}
                 Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
@@ -378,13 +446,16 @@ pub fn run(
             client_intervals.push(iv);
         }
     }
-    report.intervals = client_intervals;
     if server_report.is_some() {
+        // Without the intervals: the server does not use them, and a long test's would not
+        // fit one frame.
         let _ = w.send(&Message::Results(Box::new(control::Results {
             report: report.clone(),
+            intervals_streamed: false,
         })));
         let _ = conn::recv_until(&rx, Instant::now() + Duration::from_secs(2));
     }
+    report.intervals = client_intervals;
     w.close();
     if interrupted && early_server_error.is_none() {
         warnings.push("interrupted: the totals cover the part of the test that ran".into());

@@ -33,6 +33,7 @@ pub struct ControlWriter {
     stream: TcpStream,
     debug: Debug,
     label: &'static str,
+    max_frame: u32,
 }
 
 impl ControlWriter {
@@ -45,13 +46,37 @@ impl ControlWriter {
             stream,
             debug,
             label,
+            max_frame: control::MAX_CONTROL_FRAME,
         })
+    }
+
+    /// Refuses to send a frame whose body is longer than `max` bytes (the peer's reader
+    /// cap; [`control::MAX_CONTROL_FRAME`] unless a test lowers it).
+    pub fn with_max_frame(mut self, max: u32) -> Self {
+        self.max_frame = max.min(control::MAX_CONTROL_FRAME);
+        self
+    }
+
+    /// The longest frame body this writer sends.
+    pub fn max_frame(&self) -> u32 {
+        self.max_frame
     }
 
     /// Sends one message.
     pub fn send(&mut self, msg: &Message) -> io::Result<()> {
         let frame =
             control::encode(msg).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        let body = frame.len() - FRAME_HEADER_LEN;
+        if body > self.max_frame as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a {} frame of {body} bytes exceeds the control frame limit of {} bytes",
+                    msg.name(),
+                    self.max_frame
+                ),
+            ));
+        }
         if self.debug.0 {
             eprintln!(
                 "[protocol] {} -> {}",

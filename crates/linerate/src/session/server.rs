@@ -51,6 +51,9 @@ pub struct ServerConfig {
     pub log: bool,
     /// Users allowed to run tests (`--auth-users`); `None` lets anyone in.
     pub users: Option<Arc<super::auth::Users>>,
+    /// Longest control frame body read or written, bytes: [`control::MAX_CONTROL_FRAME`].
+    /// Tests lower it to show that no result depends on the test's length fitting one frame.
+    pub max_frame: u32,
 }
 
 impl Default for ServerConfig {
@@ -71,6 +74,7 @@ impl Default for ServerConfig {
             debug: Debug(false),
             log: true,
             users: None,
+            max_frame: control::MAX_CONTROL_FRAME,
         }
     }
 }
@@ -92,6 +96,9 @@ struct Ctx {
     cfg: ServerConfig,
     port: u16,
     registry: Registry,
+    /// The client addresses of the UDP streams of running tests, each with the token of the
+    /// test it belongs to: a UDP stream's socket belongs to exactly one test.
+    udp_peers: Mutex<HashMap<SocketAddr, [u8; 16]>>,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
     shutdown: Arc<AtomicBool>,
@@ -144,6 +151,7 @@ impl Server {
                 port: local.port(),
                 cfg,
                 registry: Mutex::new(HashMap::new()),
+                udp_peers: Mutex::new(HashMap::new()),
                 active_tests: AtomicUsize::new(0),
                 connections: AtomicUsize::new(0),
                 shutdown: Arc::new(AtomicBool::new(false)),
@@ -408,6 +416,15 @@ struct Session<'a> {
     id: String,
     /// The authenticated user, for the log.
     user: Option<String>,
+    /// Features both ends offered (from `welcome`).
+    features: Vec<String>,
+}
+
+impl Session<'_> {
+    /// Whether both ends offered `feature`.
+    fn has(&self, feature: &str) -> bool {
+        self.features.iter().any(|f| f == feature)
+    }
 }
 
 impl Session<'_> {
@@ -458,7 +475,7 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
     let _ = reader.set_read_timeout(None);
     if conn::spawn_reader(
         reader,
-        control::MAX_CONTROL_FRAME,
+        ctx.cfg.max_frame,
         ctx.cfg.debug,
         "server",
         tx.clone(),
@@ -471,6 +488,7 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
     let Ok(w) = ControlWriter::new(stream, "server", ctx.cfg.debug) else {
         return;
     };
+    let w = w.with_max_frame(ctx.cfg.max_frame);
     let mut id = [0u8; 4];
     let _ = getrandom::getrandom(&mut id);
     let mut s = Session {
@@ -481,6 +499,7 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
         tx,
         id: linerate_wire::hex::encode(&id),
         user: None,
+        features: Vec::new(),
     };
     let mut token: Option<[u8; 16]> = None;
     let mut counted = false;
@@ -488,6 +507,9 @@ fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
     if let Some(t) = token {
         if let Ok(mut r) = ctx.registry.lock() {
             r.remove(&t);
+        }
+        if let Ok(mut u) = ctx.udp_peers.lock() {
+            u.retain(|_, owner| *owner != t);
         }
     }
     if counted {
@@ -533,7 +555,8 @@ fn run_session(
         return Err(Abort(message));
     };
     let features = control::version::common_features(&hello.features);
-    let send_intervals = features.iter().any(|f| f == "interval_events");
+    s.features = features.clone();
+    let send_intervals = s.has("interval_events");
     let challenge = match &cfg.users {
         Some(_) => Some(auth::nonce().map_err(|e| {
             s.fail(
@@ -616,7 +639,7 @@ fn run_session(
     }))
     .map_err(|e| Abort(format!("write failed: {e}")))?;
     // 3. data connections
-    let streams = collect_streams(s, &spec)?;
+    let streams = collect_streams(s, &spec, &token)?;
     // 4. run
     let (report, interrupted) = run_test(s, &spec, &token, streams, send_intervals)?;
     // 5. results exchange
@@ -625,7 +648,8 @@ fn run_session(
     let tx_bps = (report.totals.tx_duration_ns > 0)
         .then(|| report.totals.tx_bytes as f64 * 8e9 / report.totals.tx_duration_ns as f64);
     let cpu = report.cpu.as_ref().map(|c| c.util_percent);
-    s.w.send(&Message::Results(Box::new(control::Results { report })))
+    let results = phases::results_message(report, send_intervals, s.w.max_frame());
+    s.w.send(&results)
         .map_err(|e| Abort(format!("write failed: {e}")))?;
     match s.expect("results", Instant::now() + Duration::from_secs(10)) {
         Ok(Message::Results(_)) => {

@@ -17,7 +17,7 @@
 //! | 100 | u32 total_retrans — end of the 2.6 struct at 104 | 2.6 |
 //! | 104 | u64 pacing_rate (bytes/s) | 3.15 |
 //! | 120 | u64 bytes_acked | 4.1 |
-//! | 136 | u32 segs_out | 4.2 |
+//! | 136 / 140 | u32 segs_out / segs_in (segments, [`read_tcp_segments`]) | 4.2 |
 //! | 148 | u32 min_rtt (µs) | 4.6 |
 //! | 156 | u32 data_segs_out | 4.6 |
 //! | 160 | u64 delivery_rate (bytes/s) | 4.9 |
@@ -51,6 +51,7 @@ mod off {
     pub const PACING_RATE: usize = 104;
     pub const BYTES_ACKED: usize = 120;
     pub const SEGS_OUT: usize = 136;
+    pub const SEGS_IN: usize = 140;
     pub const MIN_RTT: usize = 148;
     pub const DATA_SEGS_OUT: usize = 156;
     pub const DELIVERY_RATE: usize = 160;
@@ -123,13 +124,51 @@ pub fn parse_tcp_info(raw: &[u8]) -> Option<TcpInfoReport> {
     })
 }
 
+/// Segments sent and received over the connection's life (`tcpi_segs_out`,
+/// `tcpi_segs_in`, Linux 4.2), from the struct prefix the kernel wrote; `None` when it does
+/// not cover them.
+pub fn parse_tcp_segments(raw: &[u8]) -> Option<(u32, u32)> {
+    Some((
+        u32_at(raw, off::SEGS_OUT)?,
+        u32_at(raw, off::SEGS_IN)?,
+    ))
+}
+
+/// Reads (segments sent, segments received) from a TCP socket's `TCP_INFO`: the packets the
+/// connection put on and took off its interface (each counted after TSO/GSO splitting).
+///
+/// Errors: as [`read_tcp_info`]; `InvalidData` on a kernel older than 4.2.
+pub fn read_tcp_segments(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
+    let (buf, written) = raw_tcp_info(fd)?;
+    parse_tcp_segments(&buf[..written]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("kernel returned {written} bytes of tcp_info, without segment counts"),
+        )
+    })
+}
+
 /// Reads `TCP_INFO` from a TCP socket.
 ///
 /// Errors: the `getsockopt` error (e.g. `ENOTSOCK`, `ENOPROTOOPT` on a non-TCP socket), or
 /// `InvalidData` when the kernel returned fewer than 104 bytes.
+pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
+    let (buf, written) = raw_tcp_info(fd)?;
+    parse_tcp_info(&buf[..written]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "kernel returned {written} bytes of tcp_info, fewer than the {} needed",
+                off::MIN_LEN
+            ),
+        )
+    })
+}
+
+/// The raw `struct tcp_info` and how many bytes of it the kernel wrote.
 // The one unsafe call in linerate's sys layer; allowed here even if the crate denies it.
 #[allow(unsafe_code)]
-pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
+fn raw_tcp_info(fd: BorrowedFd<'_>) -> io::Result<([u8; TCP_INFO_BUF], usize)> {
     let mut buf = [0u8; TCP_INFO_BUF];
     let mut len: libc::socklen_t = TCP_INFO_BUF as libc::socklen_t;
     // SAFETY: `fd` is a valid open descriptor for the lifetime of the borrow; `buf` is a
@@ -149,15 +188,7 @@ pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
         return Err(io::Error::last_os_error());
     }
     let written = usize::try_from(len).map_or(TCP_INFO_BUF, |n| n.min(TCP_INFO_BUF));
-    parse_tcp_info(&buf[..written]).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "kernel returned {written} bytes of tcp_info, fewer than the {} needed",
-                off::MIN_LEN
-            ),
-        )
-    })
+    Ok((buf, written))
 }
 
 #[cfg(test)]
@@ -283,6 +314,15 @@ mod tests {
     }
 
     #[test]
+    fn segment_counts() {
+        let mut b = fixture();
+        b[136..140].copy_from_slice(&77u32.to_ne_bytes());
+        b[140..144].copy_from_slice(&66u32.to_ne_bytes());
+        assert_eq!(parse_tcp_segments(&b), Some((77, 66)));
+        assert_eq!(parse_tcp_segments(&b[..143]), None);
+    }
+
+    #[test]
     fn unlimited_pacing_is_absent() {
         let mut b = fixture();
         b[104..112].copy_from_slice(&u64::MAX.to_ne_bytes());
@@ -332,6 +372,9 @@ mod tests {
         let data = info.data_segs_out.unwrap();
         assert!(data >= 1 && info.segs_out.unwrap() > data, "{info:?}");
         assert!(info.total_retrans <= data, "{info:?}");
+        // The handshake's ACK and the data went out, the server's SYN-ACK and "ok" came in.
+        let (out, inn) = read_tcp_segments(client.as_fd()).unwrap();
+        assert!(out >= 2 && inn >= 2, "{out} {inn}");
         assert!(info.snd_mss > 0, "{info:?}");
         assert!(info.rtt_us > 0, "{info:?}");
         assert!(info.snd_cwnd > 0, "{info:?}");

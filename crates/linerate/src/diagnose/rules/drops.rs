@@ -107,13 +107,15 @@ fn udp_socket_drops(
 ) -> Option<Confidence> {
     let evidence = &mut out.evidence;
     let loss = f.summary.loss_percent.unwrap_or(0.0);
+    // Sequence gaps and datagrams lost after the last one that arrived.
+    let lost = f.summary.lost_datagrams.unwrap_or(udp.lost);
     let errors = snmp_sum(r, &["Udp.RcvbufErrors", "Udp6.RcvbufErrors"]).unwrap_or(0);
-    if udp.lost == 0 || errors == 0 || loss < UDP_LOSS_MIN_PERCENT {
+    if lost == 0 || errors == 0 || loss < UDP_LOSS_MIN_PERCENT {
         return None;
     }
     let gro = ctx.rec.plan.udp_offload;
     let per_error = if gro { UDP_GRO_MAX_SEGMENTS } else { 1 };
-    let share = errors.saturating_mul(per_error).min(udp.lost) as f64 / udp.lost as f64;
+    let share = errors.saturating_mul(per_error).min(lost) as f64 / lost as f64;
     if share < 0.1 {
         return None;
     }
@@ -122,7 +124,7 @@ fn udp_socket_drops(
         s if s >= 0.5 => Confidence::Medium,
         _ => Confidence::Low,
     };
-    evidence.push(ev("udp_lost", udp.lost as f64, "count", None));
+    evidence.push(ev("udp_lost", lost as f64, "count", None));
     evidence.push(ev("udp_loss_percent", loss, "percent", Some(">= 0.1")));
     evidence.push(ev("udp_rcvbuf_errors", errors as f64, "count", Some("> 0")));
     evidence.push(ev(
@@ -147,7 +149,7 @@ fn udp_socket_drops(
         } else {
             ""
         },
-        udp.lost
+        lost
     ));
     out.fixes.push(format!(
         "raise the receive buffer ({}; the kernel caps it at net.core.rmem_max: \

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speeds, the sender's tbf/htb rate |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
+//! | `datagram_loss` | ≥ [`UDP_LOSS_MIN_PERCENT`] of datagrams lost (gaps and after the last one received) and not explained by `receiver_drops` or `link_bound` | both ends' datagram counts |
 //! | `window_limited` | a granted buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS; or rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP (an autotuned buffer not over loopback nor at a saturated receiver) | granted buffers, sender's TCP_INFO, time-outs and zero-window counters |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
 //! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of data segments and the rate ≥ [`MATHIS_EXPLAINS_FRACTION`] of the Mathis bound | TCP_INFO `total_retrans`, `data_segs_out` |
@@ -17,6 +18,7 @@
 mod cpu;
 mod drops;
 mod link;
+mod loss;
 mod tcp;
 mod window;
 
@@ -30,6 +32,7 @@ use crate::export::units::{format_bps, format_bytes};
 use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
+use loss::datagram_loss;
 use tcp::{delayed_acks, retransmissions};
 use window::window;
 
@@ -117,6 +120,13 @@ pub const LINK_BOUND_FRACTION: f64 = 0.90;
 /// UDP loss (percent of datagrams) below which loss is not judged.
 pub const UDP_LOSS_MIN_PERCENT: f64 = 0.1;
 
+/// UDP loss (percent of datagrams) from which unexplained loss is a medium-confidence
+/// `datagram_loss`: one datagram in a hundred is more than a healthy path or host drops.
+pub const DATAGRAM_LOSS_PERCENT: f64 = 1.0;
+
+/// UDP loss (percent) from which `datagram_loss` has high confidence.
+pub const DATAGRAM_LOSS_HIGH_PERCENT: f64 = 10.0;
+
 /// Receive-side drops (backlog, TCP queue, NIC) below this count are noise.
 pub const MIN_DROPS: u64 = 10;
 
@@ -180,6 +190,7 @@ fn us(v: f64) -> String {
 pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Vec<String>) {
     link_bound(ctx, out, not_judged);
     receiver_drops(ctx, out, not_judged);
+    datagram_loss(ctx, out);
     window(ctx, out, not_judged);
     retransmissions(ctx, out, not_judged);
     delayed_acks(ctx, out, not_judged);
@@ -190,6 +201,11 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
         interrupts(ctx, out);
     }
     missed_pace(ctx, out);
+}
+
+/// What figures count, where it matters for reading them ([`loss::packet_notes`]).
+pub(crate) fn notes(ctx: &Ctx<'_>) -> Vec<String> {
+    loss::packet_notes(ctx)
 }
 
 /// Every flow's sender reached at least [`PACE_ACHIEVED_FRACTION`] of the paced rate.

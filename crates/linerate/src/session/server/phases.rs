@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_wire::control::{
-    ErrorCode, Finished, IntervalMsg, Message, Start, TestSpec, Transport,
+    ErrorCode, Finished, IntervalMsg, Message, Results, Start, TestSpec, Transport,
 };
-use linerate_wire::report::{Role, SideReport, StreamRole};
+use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
+use linerate_wire::stream_hello::{self, StreamHello};
 
 use super::{Abort, Event, Session};
 use crate::engine::{DataSocket, StreamSetup};
@@ -22,6 +23,7 @@ use crate::session::{split, stream_layout};
 pub(super) fn collect_streams(
     s: &mut Session<'_>,
     spec: &TestSpec,
+    token: &[u8; 16],
 ) -> Result<Vec<StreamSetup>, Abort> {
     // TCP_CRR opens its connections during the test, one per transaction.
     let crr = spec.rr.as_ref().is_some_and(|r| r.connect_per_transaction);
@@ -98,6 +100,9 @@ pub(super) fn collect_streams(
     );
     let peer_ip = sockets::canonical(s.peer.ip());
     let udp_ports = ready.unwrap_or_default();
+    if !want_tcp {
+        claim_udp_peers(s, peer_ip, &udp_ports, token)?;
+    }
     let mut out = Vec::new();
     for (pos, (index, client_sends)) in layout.iter().enumerate() {
         let role = if *client_sends {
@@ -134,6 +139,10 @@ pub(super) fn collect_streams(
         };
         let n = spec.streams;
         let k = index % n;
+        if let (DataSocket::Udp(u), true) = (&socket, s.has("udp_stream_hello")) {
+            let peer = SocketAddr::new(peer_ip, udp_ports[pos]);
+            await_udp_hello(s, u, peer, token, *index, deadline)?;
+        }
         out.push(StreamSetup {
             index: *index,
             role,
@@ -153,6 +162,149 @@ pub(super) fn collect_streams(
     Ok(out)
 }
 
+/// Claims the client addresses of a test's UDP streams for it: refuses a port listed twice,
+/// port 0, and a port that a running test already uses (its server socket would be connected
+/// to the same address, and the kernel would split the datagrams between the two tests).
+fn claim_udp_peers(
+    s: &mut Session<'_>,
+    peer_ip: std::net::IpAddr,
+    ports: &[u16],
+    token: &[u8; 16],
+) -> Result<(), Abort> {
+    let mut seen = std::collections::BTreeSet::new();
+    for &p in ports {
+        if p == 0 || !seen.insert(p) {
+            return Err(s.fail(
+                ErrorCode::Protocol,
+                format!(
+                    "streams_ready lists UDP port {p} {}",
+                    if p == 0 { "(not a port)" } else { "twice" }
+                ),
+            ));
+        }
+    }
+    let taken = {
+        let Ok(mut claims) = s.ctx.udp_peers.lock() else {
+            return Err(s.fail(ErrorCode::Internal, "UDP port registry unavailable".into()));
+        };
+        let taken = ports
+            .iter()
+            .map(|&p| SocketAddr::new(peer_ip, p))
+            .find(|a| claims.get(a).is_some_and(|owner| owner != token));
+        if taken.is_none() {
+            for &p in ports {
+                claims.insert(SocketAddr::new(peer_ip, p), *token);
+            }
+        }
+        taken
+    };
+    match taken {
+        Some(a) => Err(s.fail(
+            ErrorCode::BadRequest,
+            format!(
+                "UDP port {} of {} belongs to another test running on this server: each UDP stream needs its own client port",
+                a.port(),
+                a.ip()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Waits until the client's socket of UDP stream `index` (at `peer`) proves that it belongs
+/// to this test: a datagram from exactly that address carrying the stream hello with the
+/// test's token (protocol 1.3, feature `udp_stream_hello`). The client repeats it until
+/// `start`; datagrams from elsewhere (one that reached the socket before it was connected)
+/// are ignored, and a hello with another token ends the session.
+fn await_udp_hello(
+    s: &mut Session<'_>,
+    u: &std::net::UdpSocket,
+    peer: SocketAddr,
+    token: &[u8; 16],
+    index: u16,
+    deadline: Instant,
+) -> Result<(), Abort> {
+    let mut buf = [0u8; 2048];
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(s.fail(
+                ErrorCode::Timeout,
+                format!(
+                    "no UDP hello for stream {index} arrived from {peer} in time: check that UDP port {} is reachable from the client (firewall, NAT)",
+                    s.ctx.port
+                ),
+            ));
+        }
+        let wait = (deadline - now).min(Duration::from_millis(50));
+        if u.set_read_timeout(Some(wait)).is_err() {
+            return Err(s.fail(ErrorCode::Internal, "UDP socket time-out".into()));
+        }
+        match u.recv_from(&mut buf) {
+            Ok((n, from))
+                if sockets::canonical(from.ip()) == peer.ip() && from.port() == peer.port() =>
+            {
+                if n != stream_hello::LEN {
+                    continue;
+                }
+                let Ok(h) = StreamHello::parse(&buf[..n]) else {
+                    continue;
+                };
+                if &h.token != token || h.stream_index != index {
+                    return Err(s.fail(
+                        ErrorCode::BadRequest,
+                        format!(
+                            "the UDP port {} listed for stream {index} sent another test's token or stream: a UDP port belongs to one stream of one test",
+                            peer.port()
+                        ),
+                    ));
+                }
+                return Ok(());
+            }
+            Ok(_) => {}
+            Err(e) if crate::engine::stream::is_timeout(&e) => {}
+            // An ICMP error from an earlier send: nothing to do with the proof.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => return Err(s.fail(ErrorCode::Internal, format!("UDP socket: {e}"))),
+        }
+        if let Ok(Event::Ctl(Incoming::Closed)) = s.rx.try_recv() {
+            return Err(Abort(
+                "client closed the connection while opening streams".into(),
+            ));
+        }
+    }
+}
+
+/// The server's `results`: without the intervals when they went to the client as `interval`
+/// messages, so the frame does not grow with the test's length. Should it still not fit
+/// `max_frame` (a client without `interval_events`), the intervals are left out with a
+/// warning rather than the whole report lost.
+pub(super) fn results_message(mut report: SideReport, streamed: bool, max_frame: u32) -> Message {
+    if streamed {
+        report.intervals = Vec::new();
+    }
+    let msg = |report: SideReport| {
+        Message::Results(Box::new(Results {
+            report,
+            intervals_streamed: streamed,
+        }))
+    };
+    let fits = |m: &Message| {
+        linerate_wire::control::encode(m)
+            .is_ok_and(|f| f.len() - linerate_wire::control::FRAME_HEADER_LEN <= max_frame as usize)
+    };
+    let m = msg(report.clone());
+    if fits(&m) || report.intervals.is_empty() {
+        return m;
+    }
+    let n = report.intervals.len();
+    report.intervals = Vec::new();
+    report.warnings.push(format!(
+        "the server's {n} intervals are left out: they do not fit one control frame, and this client did not ask for them as they happened (interval_events)"
+    ));
+    msg(report)
+}
+
 pub(super) fn run_test(
     s: &mut Session<'_>,
     spec: &TestSpec,
@@ -164,8 +316,17 @@ pub(super) fn run_test(
     let sink = move |iv| {
         let _ = tx.send(Event::Interval(iv));
     };
-    let engine = Running::start(Role::Server, spec, spec.server_cpu, streams, None, sink)
-        .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
+    let control = s.w.stream().try_clone().ok().map(Arc::new);
+    let engine = Running::start(
+        Role::Server,
+        spec,
+        spec.server_cpu,
+        streams,
+        None,
+        control,
+        sink,
+    )
+    .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
     if let Some(inbox) = engine.crr_inbox() {
         if let Ok(mut r) = s.ctx.registry.lock() {
             if let Some(route) = r.get_mut(token) {
@@ -201,14 +362,7 @@ pub(super) fn run_test(
                     "control connection broke during the test: {e}"
                 )))
             }
-            Ok(Event::Interval(iv)) => {
-                if send_intervals {
-                    let _ = s.w.send(&Message::Interval(IntervalMsg {
-                        interval: iv.clone(),
-                    }));
-                }
-                intervals.push(iv);
-            }
+            Ok(Event::Interval(iv)) => keep_interval(s, iv, send_intervals, &mut intervals),
             Ok(Event::Data(i, st)) => engine.add_connection(i, st),
             Err(_) => {}
         }
@@ -240,9 +394,24 @@ pub(super) fn run_test(
     let (mut report, _) = engine.finish(quiet, max_drain);
     while let Ok(ev) = s.rx.try_recv() {
         if let Event::Interval(iv) = ev {
-            intervals.push(iv);
+            keep_interval(s, iv, send_intervals && outcome.is_ok(), &mut intervals);
         }
     }
     report.intervals = intervals;
     outcome.map(|()| (report, interrupted))
+}
+
+/// Sends an interval to the client as it happens (`interval_events`), or keeps it for the
+/// results when the client did not ask for that.
+fn keep_interval(
+    s: &mut Session<'_>,
+    iv: IntervalReport,
+    send: bool,
+    intervals: &mut Vec<IntervalReport>,
+) {
+    if send {
+        let _ = s.w.send(&Message::Interval(IntervalMsg { interval: iv }));
+    } else {
+        intervals.push(iv);
+    }
 }
