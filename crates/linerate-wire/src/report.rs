@@ -118,6 +118,35 @@ pub struct StreamReport {
     /// Peer socket address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_addr: Option<String>,
+    /// How a UDP sender put its datagrams on the wire (protocol 1.3); absent for receivers,
+    /// TCP, and older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_path: Option<TxPath>,
+}
+
+/// How a UDP sender put its datagrams on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TxPath {
+    /// Complete Ethernet frames through an AF_PACKET transmit ring: one frame per datagram
+    /// on the wire, whatever the offloads.
+    RawFrames,
+    /// One datagram per `sendmmsg` message (no segmentation offload).
+    Sendmmsg,
+    /// UDP GSO: up to 64 datagrams per send, which may cross virtual links and forwarding
+    /// paths as one super-packet.
+    Gso,
+}
+
+impl TxPath {
+    /// Words for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TxPath::RawFrames => "raw frames (AF_PACKET)",
+            TxPath::Sendmmsg => "sendmmsg, one datagram per message",
+            TxPath::Gso => "UDP GSO super-packets",
+        }
+    }
 }
 
 /// Totals over the measured window.

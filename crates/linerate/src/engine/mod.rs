@@ -11,9 +11,11 @@
 //! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
 
 pub mod delay;
+pub mod frame;
 pub mod meter;
 pub mod mmsg;
 pub mod pacing;
+pub mod rawgen;
 pub mod stream;
 
 use std::os::fd::AsFd;
@@ -69,6 +71,8 @@ pub struct EngineConfig {
     pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
     /// UDP senders never burst to catch up (protocol 1.1, `smooth_pacing`).
     pub smooth_pacing: bool,
+    /// UDP senders write raw frames (protocol 1.3, `raw_frames`).
+    pub raw_frames: bool,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -263,6 +267,7 @@ impl Engine {
                 cpu: cfg.cpu,
                 one_way_delay: cfg.one_way_delay.clone(),
                 smooth_pacing: cfg.smooth_pacing,
+                raw_frames: cfg.raw_frames,
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()
@@ -451,6 +456,7 @@ impl Engine {
                 udp_rx,
                 local_addr: local,
                 remote_addr: remote,
+                tx_path: outcome.tx_path,
             });
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;

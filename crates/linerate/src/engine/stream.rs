@@ -18,7 +18,9 @@ use linerate_wire::report::{ProcessCpu, UdpRxReport};
 use super::meter::ThreadCpu;
 use super::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
+use super::rawgen::RawSender;
 use crate::sys;
+use linerate_wire::report::TxPath;
 
 /// How often a blocked loop wakes to look at its stop flag.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -66,6 +68,8 @@ pub struct StreamOutcome {
     pub error: Option<String>,
     /// Warnings (e.g. GSO turned off).
     pub warnings: Vec<String>,
+    /// How a UDP sender put its datagrams on the wire.
+    pub tx_path: Option<linerate_wire::report::TxPath>,
 }
 
 /// Everything a loop needs.
@@ -92,6 +96,9 @@ pub struct StreamCtx {
     pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
     /// UDP senders: never burst to catch up after a stall ([`Pacer::smooth`]).
     pub smooth_pacing: bool,
+    /// UDP senders: write complete frames with an AF_PACKET ring ([`super::rawgen`]),
+    /// falling back to `sendmmsg` without GSO.
+    pub raw_frames: bool,
 }
 
 /// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
@@ -149,7 +156,7 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let res = match (&socket, send) {
         (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
         (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
-        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings),
+        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings, &mut out.tx_path),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
     };
     if let Err(e) = res {
@@ -232,9 +239,25 @@ const GSO_MAX_SEGMENTS: usize = 64;
 /// Largest GSO super-datagram payload.
 const GSO_MAX_BYTES: usize = 65_000;
 
-fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io::Result<()> {
+fn udp_send(
+    ctx: &StreamCtx,
+    sock: &UdpSocket,
+    warnings: &mut Vec<String>,
+    tx_path: &mut Option<TxPath>,
+) -> io::Result<()> {
     let l = ctx.write_size.max(probe::LEN);
-    let mut gso = ctx.udp_offload && l * 2 <= GSO_MAX_BYTES;
+    if ctx.raw_frames {
+        match RawSender::open(sock, l) {
+            Ok(raw) => {
+                *tx_path = Some(TxPath::RawFrames);
+                return udp_send_raw(ctx, raw, l, warnings);
+            }
+            Err(why) => warnings.push(format!(
+                "raw frames not sent ({why}): datagrams went out with sendmmsg, one per message"
+            )),
+        }
+    }
+    let mut gso = ctx.udp_offload && !ctx.raw_frames && l * 2 <= GSO_MAX_BYTES;
     if gso {
         if let Err(e) = nix::sys::socket::setsockopt(
             sock,
@@ -252,6 +275,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
     } else {
         64
     };
+    *tx_path = Some(if gso { TxPath::Gso } else { TxPath::Sendmmsg });
     let mut pacer = ctx.rate_bps.map(|r| {
         if ctx.smooth_pacing {
             Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
@@ -320,6 +344,7 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
                     "UDP GSO refused by the kernel or driver ({e}); fell back to sendmmsg"
                 ));
                 gso = false;
+                *tx_path = Some(TxPath::Sendmmsg);
                 let _ = nix::sys::socket::setsockopt(
                     sock,
                     nix::sys::socket::sockopt::UdpGsoSegment,
@@ -328,6 +353,95 @@ fn udp_send(ctx: &StreamCtx, sock: &UdpSocket, warnings: &mut Vec<String>) -> io
             }
             Err(e) => return Err(e),
         }
+    }
+    Ok(())
+}
+
+/// Longest a raw sender waits at the end of a stream for the kernel to take its last frames.
+const RAW_DRAIN: Duration = Duration::from_secs(1);
+
+/// The raw-frame send loop: the same pacing, batches and probe numbering as the socket
+/// sender; a frame counts as sent when the kernel has taken it from the ring.
+fn udp_send_raw(
+    ctx: &StreamCtx,
+    mut raw: RawSender,
+    l: usize,
+    warnings: &mut Vec<String>,
+) -> io::Result<()> {
+    const MAX_BATCH: usize = 64;
+    let mut pacer = ctx.rate_bps.map(|r| {
+        if ctx.smooth_pacing {
+            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
+        } else {
+            Pacer::new(r, ctx.now_ns())
+        }
+    });
+    let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
+    // `queued` numbers the probes; `sent` counts frames the kernel took.
+    let mut queued: u64 = 0;
+    let mut refused: u64 = 0;
+    let mut base = false;
+    let account =
+        |c: crate::sys::afpacket::Completed, pacer: &mut Option<Pacer>, refused: &mut u64| {
+            let n = c.sent as u64;
+            *refused += c.refused as u64;
+            if n > 0 || c.refused > 0 {
+                ctx.record(n * l as u64, 1, n);
+                if let Some(p) = pacer.as_mut() {
+                    p.sent((n + c.refused as u64) * l as u64);
+                }
+            }
+        };
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let mut batch = pacer
+            .as_ref()
+            .map_or(MAX_BATCH, |p| p.batch_for(l as u32, MAX_BATCH));
+        if let Some(q) = quota_pkts {
+            let left = q.saturating_sub(queued);
+            if left == 0 {
+                break;
+            }
+            batch = batch.min(usize::try_from(left).unwrap_or(batch));
+        }
+        if let Some(p) = pacer.as_mut() {
+            let d = p.delay(ctx.now_ns());
+            if !d.is_zero() {
+                pacing::wait(d.min(POLL));
+                continue;
+            }
+        }
+        let tx_ns = super::delay::mono_ns();
+        let (q, res) = raw.send(queued, batch, tx_ns);
+        queued += q as u64;
+        match res {
+            Ok(c) => account(c, &mut pacer, &mut refused),
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                std::thread::yield_now();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let until = Instant::now() + RAW_DRAIN;
+    while raw.pending() > 0 && Instant::now() < until {
+        match raw.flush() {
+            Ok(c) => account(c, &mut pacer, &mut refused),
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                std::thread::yield_now();
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if raw.pending() > 0 {
+        warnings.push(format!(
+            "{} raw frames were still queued when the stream ended; they are not counted as sent",
+            raw.pending()
+        ));
+    }
+    if refused > 0 {
+        warnings.push(format!(
+            "the kernel refused {refused} raw frames as malformed; they are not counted as sent"
+        ));
     }
     Ok(())
 }

@@ -98,6 +98,7 @@ pub(crate) fn stream(
         udp_rx: if tx { None } else { t.udp_rx.clone() },
         local_addr: None,
         remote_addr: None,
+        tx_path: None,
     }
 }
 

@@ -539,6 +539,7 @@ impl RrEngine {
                 udp_rx: None,
                 local_addr: info.local.clone(),
                 remote_addr: info.remote.clone(),
+                tx_path: None,
             });
         }
         data.transactions = sum(fin, base, TRAN);

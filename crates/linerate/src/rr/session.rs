@@ -66,6 +66,7 @@ impl Running {
                 host,
                 one_way_delay: spec.one_way_delay.clone(),
                 smooth_pacing: spec.smooth_pacing,
+                raw_frames: spec.raw_frames,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };

@@ -220,6 +220,17 @@ pub fn run(
             "the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string(),
         );
     }
+    // Raw frames (protocol 1.3): this end sends them whatever the server offers; a server
+    // without the feature sends datagrams, and says so in its stream reports' absence of
+    // `tx_path` (the caller states the deviation).
+    if request_spec.raw_frames && !welcome.features.iter().any(|f| f == "raw_frames") {
+        request_spec.raw_frames = false;
+        if request_spec.direction.client_receives() {
+            early_warnings.push(
+                "the server sends datagrams, not raw frames: it does not offer them (upgrade it to linerate with protocol 1.3)".to_string(),
+            );
+        }
+    }
     w.send(&Message::TestRequest(TestRequest {
         spec: request_spec.clone(),
     }))?;
@@ -255,9 +266,13 @@ pub fn run(
     let sink = move |iv| {
         let _ = itx.send(Event::Interval(iv));
     };
+    let engine_spec = TestSpec {
+        raw_frames: plan.spec.raw_frames,
+        ..request_spec.clone()
+    };
     let mut engine = Running::start(
         Role::Client,
-        &request_spec,
+        &engine_spec,
         plan.client_cpu,
         setups,
         Some(crr),
