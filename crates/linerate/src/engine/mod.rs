@@ -366,6 +366,21 @@ impl Engine {
                 break;
             }
         }
+        let has_receivers = self
+            .shared
+            .streams
+            .iter()
+            .any(|(s, _)| s.role == StreamRole::Rx);
+        if self.cfg.transport == Transport::Udp && has_receivers {
+            // A UDP receiver counts what arrived during the drain too (frames still in
+            // flight when the senders stopped), so its host counters end after the drain:
+            // RFC 2544 compares its frames with the interface's rx_packets.
+            let (host, w) = sys::hostsnap::HostSnapshot::take(self.shared.iface.as_deref());
+            for w in w {
+                self.shared.warn(w);
+            }
+            self.host_end = Some(host);
+        }
         self.rx_stop.store(true, Relaxed);
         self.meter.signal_stop();
         let mut outcomes: Vec<Option<StreamOutcome>> =

@@ -618,6 +618,7 @@ mod tests {
         let o = crate::rfc2544::trial::TrialOutcome {
             ways: vec![way(1000, 1000 - lost, rate)],
             warnings: vec![],
+            invalid: None,
         };
         TrialRecord::paced(TrialPurpose::Search, 64, rate, Duration::from_secs(1), o)
     }
@@ -686,5 +687,53 @@ mod tests {
         assert_eq!(t.trials.len(), 1);
         assert_eq!(t.goals[0].confirmation, Confirmation::NotRun);
         assert_eq!(t.goals[0].throughput_fps, None);
+    }
+
+    /// A path that carries 64 frames per packet (UDP GSO through a virtual link): every trial
+    /// is invalid, the search stops after the retries with no figure, and says why.
+    #[test]
+    fn super_packets_give_no_figure() {
+        let mut dut = SimulatedDut::new(Capacity::Fps(300.0), 1);
+        dut.segments_per_packet = 64;
+        let t = search(&mut dut, 64, &params(&[0.0], Some(10)));
+        // The first rate, tried 1 + TESTER_RETRIES times, then the search stops.
+        assert_eq!(offered(&t), vec![1000.0; 1 + TESTER_RETRIES as usize]);
+        assert!(t.trials.iter().all(|r| !r.valid() && !r.passes(1.0)));
+        let why = t.invalid.as_deref().unwrap();
+        assert!(why.contains("segmentation offload"), "{why}");
+        let g = &t.goals[0];
+        assert_eq!(g.status, ThroughputStatus::Invalid);
+        assert_eq!(g.throughput_fps, None);
+        assert_eq!(g.confirmation, Confirmation::NotRun);
+        assert!(t.error.is_none());
+    }
+
+    /// One invalid trial (other traffic for a moment) is repeated at the same rate and does
+    /// not count: the search goes on as if it never happened.
+    #[test]
+    fn a_transient_invalid_trial_is_repeated_and_ignored() {
+        use crate::rfc2544::trial::TrialOutcome;
+        struct InvalidOnce(SimulatedDut, bool);
+        impl Trial for InvalidOnce {
+            fn run(&mut self, f: u32, r: f64, d: Duration) -> anyhow::Result<TrialOutcome> {
+                let mut o = self.0.run(f, r, d)?;
+                if !self.1 {
+                    self.1 = true;
+                    o.invalid = Some("other traffic".into());
+                }
+                Ok(o)
+            }
+            fn burst(&mut self, f: u32, n: u64) -> anyhow::Result<TrialOutcome> {
+                self.0.burst(f, n)
+            }
+        }
+        let mut t = InvalidOnce(SimulatedDut::new(Capacity::Fps(300.0), 1), false);
+        let with = search(&mut t, 64, &params(&[0.0], Some(10)));
+        let mut clean = SimulatedDut::new(Capacity::Fps(300.0), 1);
+        let without = search(&mut clean, 64, &params(&[0.0], Some(10)));
+        assert_eq!(offered(&with)[0], offered(&with)[1]);
+        assert_eq!(offered(&with)[1..], offered(&without)[..]);
+        assert_eq!(with.goals, without.goals);
+        assert!(with.invalid.is_none());
     }
 }
