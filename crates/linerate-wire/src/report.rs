@@ -67,7 +67,8 @@ pub struct SideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
     /// Host counter deltas (interrupts, softirqs, softnet, SNMP, interface and driver
-    /// statistics) over the measured window at this end.
+    /// statistics) over the measured window at this end; at an end with UDP receivers the
+    /// window ends after their drain (since 1.3), so it covers every datagram they counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_counters: Option<crate::host::HostCounters>,
     /// The interface that carried the test at this end.

@@ -397,7 +397,8 @@ impl Engine {
         self.build_report(outcomes)
     }
 
-    /// Host counter deltas over the measured window (warm-up boundary to senders' stop).
+    /// Host counter deltas over the measured window: warm-up boundary to senders' stop, or
+    /// for an end with UDP receivers to the end of their drain (see [`Engine::finish`]).
     fn host_counters(&self) -> Option<linerate_wire::host::HostCounters> {
         let base = self.shared.host_base.lock().ok()?.clone()?;
         let end = self.host_end.as_ref()?;
