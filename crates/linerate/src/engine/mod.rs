@@ -198,6 +198,20 @@ impl Engine {
         streams: Vec<StreamSetup>,
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Engine> {
+        // Raw-frame senders are opened before the clock starts: resolving the next hop runs
+        // `ip` and `tc` (tens of milliseconds), which must not count as sending time.
+        let mut raw: Vec<Option<Result<rawgen::RawSender, String>>> = streams
+            .iter()
+            .map(|s| match (&s.socket, s.role) {
+                (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
+                    Some(rawgen::RawSender::open(
+                        u,
+                        (cfg.write_size as usize).max(linerate_wire::probe::LEN),
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
         let epoch = Instant::now();
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
@@ -268,6 +282,7 @@ impl Engine {
                 one_way_delay: cfg.one_way_delay.clone(),
                 smooth_pacing: cfg.smooth_pacing,
                 raw_frames: cfg.raw_frames,
+                raw: raw.get_mut(i).and_then(Option::take),
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()

@@ -115,13 +115,23 @@ impl RawSender {
         (queued, self.ring.flush())
     }
 
-    /// Frames queued and not yet handed back by the kernel.
-    pub fn pending(&self) -> usize {
-        self.ring.pending()
+    /// Frames queued and not yet taken by the kernel.
+    pub fn unsent(&self) -> usize {
+        self.ring.unsent()
+    }
+
+    /// Frames whose ring slots the kernel has not freed yet.
+    pub fn in_ring(&self) -> usize {
+        self.ring.in_ring()
     }
 
     /// Sends what is still queued (at the end of a stream).
     pub fn flush(&mut self) -> io::Result<Completed> {
         self.ring.flush()
+    }
+
+    /// Makes freed slots reusable.
+    pub fn reap(&mut self) {
+        self.ring.reap()
     }
 }

@@ -99,6 +99,9 @@ pub struct StreamCtx {
     /// UDP senders: write complete frames with an AF_PACKET ring ([`super::rawgen`]),
     /// falling back to `sendmmsg` without GSO.
     pub raw_frames: bool,
+    /// The raw-frame sender opened for this stream before the engine's clock started, or
+    /// why it could not be (`raw_frames` senders only; opened here when absent).
+    pub raw: Option<Result<RawSender, String>>,
 }
 
 /// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
@@ -145,7 +148,7 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
 }
 
 /// Runs the loop for `socket` in the given role; called on the stream's own thread.
-pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
+pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let mut out = StreamOutcome::default();
     if let Some(cpu) = ctx.cpu {
         if let Err(e) = sys::affinity::pin_current_thread(cpu) {
@@ -156,7 +159,7 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let res = match (&socket, send) {
         (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
         (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
-        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings, &mut out.tx_path),
+        (DataSocket::Udp(s), true) => udp_send(&mut ctx, s, &mut out.warnings, &mut out.tx_path),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
     };
     if let Err(e) = res {
@@ -240,14 +243,15 @@ const GSO_MAX_SEGMENTS: usize = 64;
 const GSO_MAX_BYTES: usize = 65_000;
 
 fn udp_send(
-    ctx: &StreamCtx,
+    ctx: &mut StreamCtx,
     sock: &UdpSocket,
     warnings: &mut Vec<String>,
     tx_path: &mut Option<TxPath>,
 ) -> io::Result<()> {
     let l = ctx.write_size.max(probe::LEN);
     if ctx.raw_frames {
-        match RawSender::open(sock, l) {
+        let opened = ctx.raw.take().unwrap_or_else(|| RawSender::open(sock, l));
+        match opened {
             Ok(raw) => {
                 *tx_path = Some(TxPath::RawFrames);
                 return udp_send_raw(ctx, raw, l, warnings);
@@ -388,17 +392,15 @@ fn udp_send_raw(
     let mut queued: u64 = 0;
     let mut refused: u64 = 0;
     let mut base = false;
-    let account =
-        |c: crate::sys::afpacket::Completed, pacer: &mut Option<Pacer>, refused: &mut u64| {
-            let n = c.sent as u64;
-            *refused += c.refused as u64;
-            if n > 0 || c.refused > 0 {
-                ctx.record(n * l as u64, 1, n);
-                if let Some(p) = pacer.as_mut() {
-                    p.sent((n + c.refused as u64) * l as u64);
-                }
-            }
-        };
+    // Frames count as sent when the kernel has taken them from the ring (handed them to the
+    // interface or its qdisc), not when it frees them: a queue on the path may hold them.
+    let account = |c: crate::sys::afpacket::Completed, refused: &mut u64| {
+        let n = c.sent as u64;
+        *refused += c.refused as u64;
+        if n > 0 {
+            ctx.record(n * l as u64, 1, n);
+        }
+    };
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let mut batch = pacer
@@ -414,6 +416,7 @@ fn udp_send_raw(
         if let Some(p) = pacer.as_mut() {
             let d = p.delay(ctx.now_ns());
             if !d.is_zero() {
+                raw.reap();
                 pacing::wait(d.min(POLL));
                 continue;
             }
@@ -421,28 +424,42 @@ fn udp_send_raw(
         let tx_ns = super::delay::mono_ns();
         let (q, res) = raw.send(queued, batch, tx_ns);
         queued += q as u64;
+        if let Some(p) = pacer.as_mut() {
+            p.sent((q * l) as u64);
+        }
         match res {
-            Ok(c) => account(c, &mut pacer, &mut refused),
+            Ok(c) => account(c, &mut refused),
             Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
                 std::thread::yield_now();
             }
             Err(e) => return Err(e),
         }
+        if q == 0 {
+            // The ring is full: frames wait in a queue on the path. Let it drain.
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
+    // The last frames: until the kernel took them all, then until it freed every slot
+    // (the mapping must outlive the frames in flight).
     let until = Instant::now() + RAW_DRAIN;
-    while raw.pending() > 0 && Instant::now() < until {
-        match raw.flush() {
-            Ok(c) => account(c, &mut pacer, &mut refused),
-            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
-                std::thread::yield_now();
+    while (raw.unsent() > 0 || raw.in_ring() > 0) && Instant::now() < until {
+        if raw.unsent() > 0 {
+            match raw.flush() {
+                Ok(c) => account(c, &mut refused),
+                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
+        } else {
+            raw.reap();
+        }
+        if raw.unsent() > 0 || raw.in_ring() > 0 {
+            std::thread::sleep(Duration::from_micros(200));
         }
     }
-    if raw.pending() > 0 {
+    if raw.unsent() > 0 {
         warnings.push(format!(
             "{} raw frames were still queued when the stream ended; they are not counted as sent",
-            raw.pending()
+            raw.unsent()
         ));
     }
     if refused > 0 {

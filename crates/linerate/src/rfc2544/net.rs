@@ -79,6 +79,9 @@ impl Generator {
     }
 }
 
+/// Send buffer of the datagram senders, bytes (the raw-frame ring asks for the same).
+const TESTER_SNDBUF: u32 = 4 << 20;
+
 /// Runs trials against a server (see the module docs).
 pub struct NetTrial<'a> {
     cfg: NetTrialConfig,
@@ -140,10 +143,16 @@ impl<'a> NetTrial<'a> {
             spec: linerate_wire::control::TestSpec {
                 udp_offload: self.cfg.generator == Generator::Gso,
                 raw_frames: self.cfg.generator == Generator::Auto,
+                server_sndbuf: self.cfg.bidirectional.then_some(TESTER_SNDBUF),
                 smooth_pacing: true,
                 ..spec
             },
-            local: Default::default(),
+            // A queue on the path (a shaper on this host) holds datagrams charged to the
+            // sending socket: a large send buffer keeps it from pushing the tester back.
+            local: crate::session::sockets::SockOpts {
+                sndbuf: Some(TESTER_SNDBUF),
+                ..Default::default()
+            },
             client_cpu: None,
             connect_timeout: self.cfg.connect_timeout,
             debug: Debug(false),

@@ -27,6 +27,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 pub const DATA_OFFSET: usize = (std::mem::size_of::<libc::tpacket2_hdr>() + 15) & !15;
 /// Slots in the ring.
 pub const FRAME_NR: usize = 1024;
+/// Send buffer asked for, bytes.
+const SNDBUF: libc::c_int = 4 << 20;
 
 const STATUS_AVAILABLE: u32 = libc::TP_STATUS_AVAILABLE;
 const STATUS_SEND_REQUEST: u32 = libc::TP_STATUS_SEND_REQUEST;
@@ -41,10 +43,14 @@ pub struct TxRing {
     frame_nr: usize,
     /// Next slot to fill.
     head: usize,
-    /// Oldest slot handed to the kernel and not yet seen back.
+    /// Oldest slot not yet seen back (AVAILABLE again).
     tail: usize,
-    /// Slots handed to the kernel and not yet seen back.
+    /// Slots not yet seen back.
     pending: usize,
+    /// Oldest slot requested and not yet seen taken by the kernel.
+    req_tail: usize,
+    /// Slots requested (SEND_REQUEST) and not yet seen taken.
+    requested: usize,
     /// Whether the qdisc is bypassed.
     qdisc_bypass: bool,
 }
@@ -53,10 +59,10 @@ pub struct TxRing {
 // pointer into the mapping, so moving it to another thread is sound.
 unsafe impl Send for TxRing {}
 
-/// Frames handed back by the kernel since the last look.
+/// Frames the kernel took from the ring since the last look.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Completed {
-    /// Frames the kernel took (transmitted, or dropped by a full driver queue).
+    /// Frames the kernel took and handed to the interface (or its qdisc).
     pub sent: usize,
     /// Frames the kernel refused as malformed.
     pub refused: usize,
@@ -110,6 +116,13 @@ impl TxRing {
                 &1 as &libc::c_int,
             )
             .is_ok();
+        // Frames held by a queue on the path (a shaper on this host) stay charged to the
+        // socket until freed; a large send buffer keeps that from pushing the sender back
+        // before the ring does. FORCE needs CAP_NET_ADMIN; otherwise rmem_max caps it.
+        let sndbuf: libc::c_int = SNDBUF;
+        if setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sndbuf).is_err() {
+            let _ = setsockopt(&fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf);
+        }
         let frame_size = slot_size(max_frame);
         let block_size = frame_size.max(1 << 16);
         let frame_nr = FRAME_NR;
@@ -147,6 +160,8 @@ impl TxRing {
             head: 0,
             tail: 0,
             pending: 0,
+            req_tail: 0,
+            requested: 0,
             qdisc_bypass,
         };
         // SAFETY: sockaddr_ll is a plain C struct for which all-zero is valid.
@@ -235,34 +250,53 @@ impl TxRing {
             self.status(i).store(STATUS_SEND_REQUEST, Ordering::Release);
             self.head = (self.head + 1) % self.frame_nr;
             self.pending += 1;
+            self.requested += 1;
             k += 1;
         }
         k
     }
 
-    /// Asks the kernel to send every queued frame and waits until it has taken them (a
-    /// blocking `send`). Returns the frames handed back since the last call; on an error the
-    /// frames not yet taken stay queued for the next call.
+    /// Asks the kernel to transmit every queued frame, without waiting for their buffers to
+    /// be freed (`MSG_DONTWAIT`: a shaper on this host that holds frames in its queue must
+    /// not stall the sender; the ring and the socket's send buffer bound what is in flight).
+    /// Returns the frames the kernel took in this call (their slots no longer read
+    /// SEND_REQUEST); frames it could not take yet (a full send buffer: `EAGAIN`) stay queued
+    /// for the next call.
     pub fn flush(&mut self) -> io::Result<Completed> {
         // SAFETY: send(2) with no buffer on a TX-ring socket: the kernel reads the ring.
-        let rc = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, 0) };
+        let rc =
+            unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         let err = (rc < 0).then(io::Error::last_os_error);
-        let done = self.reap();
+        let taken = self.taken();
+        self.reap();
         match err {
-            Some(e) if done == Completed::default() => Err(e),
-            _ => Ok(done),
+            Some(e) if taken == Completed::default() => Err(e),
+            _ => Ok(taken),
         }
     }
 
-    /// Counts the slots the kernel handed back, oldest first.
-    pub fn reap(&mut self) -> Completed {
+    /// Counts the requested slots the kernel has taken, oldest first.
+    fn taken(&mut self) -> Completed {
         let mut c = Completed::default();
-        while self.pending > 0 {
+        while self.requested > 0 {
+            match self.status(self.req_tail).load(Ordering::Acquire) {
+                STATUS_SEND_REQUEST => break,
+                s if s & STATUS_WRONG_FORMAT != 0 => c.refused += 1,
+                _ => c.sent += 1,
+            }
+            self.req_tail = (self.req_tail + 1) % self.frame_nr;
+            self.requested -= 1;
+        }
+        c
+    }
+
+    /// Makes the slots whose frames the kernel has freed reusable, oldest first.
+    pub fn reap(&mut self) {
+        while self.pending > self.requested {
             let st = self.status(self.tail);
             match st.load(Ordering::Acquire) {
-                STATUS_AVAILABLE => c.sent += 1,
+                STATUS_AVAILABLE => {}
                 s if s & STATUS_WRONG_FORMAT != 0 => {
-                    c.refused += 1;
                     st.store(STATUS_AVAILABLE, Ordering::Release);
                 }
                 _ => break,
@@ -270,11 +304,15 @@ impl TxRing {
             self.tail = (self.tail + 1) % self.frame_nr;
             self.pending -= 1;
         }
-        c
     }
 
-    /// Frames queued and not yet handed back.
-    pub fn pending(&self) -> usize {
+    /// Frames queued and not yet taken by the kernel.
+    pub fn unsent(&self) -> usize {
+        self.requested
+    }
+
+    /// Frames whose slots the kernel has not freed yet (taken or not).
+    pub fn in_ring(&self) -> usize {
         self.pending
     }
 }
