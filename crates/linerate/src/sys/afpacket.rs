@@ -3,11 +3,13 @@
 //!
 //! The ring is a shared mapping of `frame_nr` slots. A slot starts with a `tpacket2_hdr`
 //! whose `tp_status` is the hand-over: user space writes a frame into a slot whose status is
-//! `TP_STATUS_AVAILABLE`, sets `tp_len`, then (release) sets `TP_STATUS_SEND_REQUEST`; a
-//! blocking `send(fd, NULL, 0, 0)` makes the kernel transmit every requested slot and wait
-//! until their buffers are freed, after which each slot reads `TP_STATUS_AVAILABLE` again
-//! (`TP_STATUS_WRONG_FORMAT` with `PACKET_LOSS` when the kernel refused a frame). The socket
-//! is bound with protocol 0, so it never receives.
+//! `TP_STATUS_AVAILABLE`, sets `tp_len`, then (release) sets `TP_STATUS_SEND_REQUEST`;
+//! `send(fd, NULL, 0, MSG_DONTWAIT)` makes the kernel transmit every requested slot (the slot
+//! then reads `TP_STATUS_SENDING` until the frame's buffer is freed, `TP_STATUS_AVAILABLE`
+//! after; `TP_STATUS_WRONG_FORMAT` with `PACKET_LOSS` when the kernel refused a frame). It does
+//! not wait for the buffers: a queue on the path (a shaper on this host) may hold them for
+//! a while, and the sender must not stall for it. A frame counts as sent once its slot no
+//! longer reads SEND_REQUEST. The socket is bound with protocol 0, so it never receives.
 //!
 //! `PACKET_QDISC_BYPASS` (asked for by the caller when the interface's root qdisc does not
 //! shape) hands frames straight to the driver: a full driver queue then drops the frame,
