@@ -2,7 +2,10 @@
 # The RFC 2544 frame generator: speed, accuracy, and the zero-loss rate through a namespace
 # router, side by side with an independent sender (trafgen, from Debian's netsniff-ng).
 #
-# Usage (root): [RUNS=3] [LINERATE=/path/to/linerate] bench/generator.sh
+# Usage (root): [RUNS=3] [LINERATE=/path/to/linerate] bench/generator.sh [--write-doc]
+#
+# --write-doc puts the tables into docs/PERFORMANCE.md, section "RFC 2544 frame generator"
+# (replacing it; bench/run.sh --write-doc keeps it).
 #
 # Every figure is counted by the kernel's interface counters (`ip -s -j link`), not by the
 # generators themselves. The script builds its own namespaces (names lrgen-*), and removes them
@@ -23,6 +26,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-3}
+WRITE_DOC=0
+[ "${1:-}" = --write-doc ] && WRITE_DOC=1
 if [ "$(id -u)" != 0 ]; then
     echo "bench/generator.sh: needs root (network namespaces, AF_PACKET)" >&2
     exit 2
@@ -83,7 +88,8 @@ rate_mid() {
     python3 -c "print('%.0f' % (($b-$a)/($t1-$t0)))"
 }
 
-echo "# generator bench: $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), RUNS=$RUNS"
+exec > >(tee "$TMP/out.md")
+echo "Measured $(date -u '+%F %H:%M UTC') by \`RUNS=$RUNS bench/generator.sh --write-doc\` on $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), kernel $(uname -r)); load average at the start $(cut -d' ' -f1-3 /proc/loadavg)."
 
 # ---------------------------------------------------------------- 1 and 2: pair
 "$LR" lab up "$PAIR" --topology pair >/dev/null
@@ -188,3 +194,27 @@ echo "|---|---|---|"
 echo "| linerate rfc2544 (NDR, confirmed 5 s) | $LRN | ${ndr_lr[*]} |"
 echo "| trafgen -b, loss 0 at r's counters | $TGN | ${ndr_tg[*]} |"
 echo "ratio linerate/trafgen: $(ratio "$LRN" "$TGN")"
+if [ "$WRITE_DOC" = 1 ]; then
+    exec >&2
+    sleep 0.2
+    python3 - "$TMP/out.md" docs/PERFORMANCE.md <<'PY'
+import sys
+out, doc = sys.argv[1], sys.argv[2]
+head = "## RFC 2544 frame generator"
+body = open(out, encoding="utf-8").read().replace("\n## ", "\n### ")
+intro = """
+`bench/generator.sh` (root) measures the raw-frame generator of `linerate rfc2544` against
+trafgen (netsniff-ng) in namespaces it builds and removes. Every rate is counted by the kernel's
+interface counters (`ip -s -j link`), not by the generators; each figure is the median of
+interleaved runs. See the script's header for the method.
+
+"""
+text = open(doc, encoding="utf-8").read()
+at = text.find(head)
+if at >= 0:
+    text = text[:at]
+text = text.rstrip("\n") + "\n\n" + head + "\n" + intro + body
+open(doc, "w", encoding="utf-8").write(text)
+print("wrote " + doc)
+PY
+fi

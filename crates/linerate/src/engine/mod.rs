@@ -46,6 +46,9 @@ pub struct StreamSetup {
     pub quota: Option<u64>,
     /// Paced rate for this stream.
     pub rate_bps: Option<u64>,
+    /// A raw-frame sender opened ahead of time (or why it could not be), for a UDP sender
+    /// of a `raw_frames` test; [`Engine::start`] opens one when absent.
+    pub raw: Option<Result<rawgen::RawSender, String>>,
 }
 
 /// Engine settings common to all streams of one end.
@@ -73,6 +76,11 @@ pub struct EngineConfig {
     pub smooth_pacing: bool,
     /// UDP senders write raw frames (protocol 1.3, `raw_frames`).
     pub raw_frames: bool,
+    /// Host counters taken before the peer could start sending (the client of a raw-frame
+    /// test with receivers takes them before `streams_ready`): used as the baseline instead
+    /// of a snapshot at the engine's start, so every frame this end receives falls inside
+    /// its interface counters' window. Ignored with a warm-up.
+    pub early_host: Option<sys::hostsnap::HostSnapshot>,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -98,6 +106,8 @@ struct Shared {
     iface: Option<String>,
     /// Host counters at the warm-up boundary.
     host_base: Mutex<Option<sys::hostsnap::HostSnapshot>>,
+    /// Host counters taken before the engine started ([`EngineConfig::early_host`]).
+    early_host: Mutex<Option<sys::hostsnap::HostSnapshot>>,
 }
 
 impl Shared {
@@ -152,10 +162,23 @@ impl SampleSource for Shared {
                 None
             }
         };
-        let (host, host_warnings) = sys::hostsnap::HostSnapshot::take(self.iface.as_deref());
-        for w in host_warnings {
-            self.warn(w);
-        }
+        let early = self
+            .early_host
+            .lock()
+            .ok()
+            .and_then(|mut e| e.take())
+            .filter(|e| e.interface.as_deref() == self.iface.as_deref());
+        let host = match early {
+            Some(h) => h,
+            None => {
+                let (host, host_warnings) =
+                    sys::hostsnap::HostSnapshot::take(self.iface.as_deref());
+                for w in host_warnings {
+                    self.warn(w);
+                }
+                host
+            }
+        };
         if let Ok(mut h) = self.host_base.lock() {
             *h = Some(host);
         }
@@ -200,9 +223,11 @@ impl Engine {
     ) -> std::io::Result<Engine> {
         // Raw-frame senders are opened before the clock starts: resolving the next hop runs
         // `ip` and `tc` (tens of milliseconds), which must not count as sending time.
+        let mut streams = streams;
         let mut raw: Vec<Option<Result<rawgen::RawSender, String>>> = streams
-            .iter()
+            .iter_mut()
             .map(|s| match (&s.socket, s.role) {
+                _ if s.raw.is_some() => s.raw.take(),
                 (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
                     Some(rawgen::RawSender::open(
                         u,
@@ -233,11 +258,6 @@ impl Engine {
                 }
             }
         });
-        let interface = iface.as_deref().map(|name| {
-            let (facts, w) = sys::hostsnap::interface_facts(name);
-            early_warnings.extend(w);
-            facts
-        });
         let addrs = streams
             .iter()
             .map(|s| match &s.socket {
@@ -257,10 +277,24 @@ impl Engine {
             warnings: Mutex::new(early_warnings),
             iface,
             host_base: Mutex::new(None),
+            early_host: Mutex::new(if cfg.omit.is_zero() {
+                cfg.early_host.clone()
+            } else {
+                None
+            }),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
         }
+        // The interface's facts (ethtool, `tc`: milliseconds) after the baseline, so that a
+        // peer already sending finds this end's counters running as early as possible.
+        let interface = shared.iface.as_deref().map(|name| {
+            let (facts, w) = sys::hostsnap::interface_facts(name);
+            for w in w {
+                shared.warn(w);
+            }
+            facts
+        });
         let baseline_flag = shared.window.baseline_flag();
         let mut threads = Vec::new();
         for (i, (setup, counters)) in shared.streams.iter().enumerate() {

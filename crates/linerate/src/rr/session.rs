@@ -49,6 +49,7 @@ impl Running {
         cpu: Option<u32>,
         setups: Vec<StreamSetup>,
         crr: Option<CrrTarget>,
+        early_host: Option<sys::hostsnap::HostSnapshot>,
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Running> {
         let host = sys::host::host_info(&crate::software());
@@ -67,6 +68,7 @@ impl Running {
                 one_way_delay: spec.one_way_delay.clone(),
                 smooth_pacing: spec.smooth_pacing,
                 raw_frames: spec.raw_frames,
+                early_host,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };

@@ -241,6 +241,16 @@ pub fn run(
     let token = stream_hello::token_from_hex(&accept.token)
         .ok_or_else(|| anyhow!("protocol error: the server's token is not 32 hex digits"))?;
     let setups = open_streams(plan, addr, &stream, token)?;
+    // A raw-frame test whose server sends: take this end's host counters now, before the
+    // server can start (it starts at `streams_ready`), so that every frame received falls in
+    // the interface counters' window (RFC 2544's cross-check).
+    let early_host = (plan.spec.raw_frames
+        && plan.spec.transport == Transport::Udp
+        && plan.spec.direction.client_receives())
+    .then(|| {
+        let iface = crate::sys::iface::route_interface(addr.ip()).ok();
+        crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0
+    });
     let udp_ports: Vec<u16> = setups
         .iter()
         .filter_map(|s| match &s.socket {
@@ -276,6 +286,7 @@ pub fn run(
         plan.client_cpu,
         setups,
         Some(crr),
+        early_host,
         sink,
     )?;
     let mut warnings = early_warnings;
@@ -538,6 +549,17 @@ fn open_streams(
         } else {
             StreamRole::Rx
         };
+        // Raw frames: opened now, before `streams_ready`, because resolving the next hop
+        // takes tens of milliseconds and the server starts sending at `start`: frames
+        // arriving before this end's engine starts would be in the receiver's count but not
+        // in its interface counters' window.
+        let raw = match (&socket, client_sends && spec.raw_frames) {
+            (DataSocket::Udp(u), true) => Some(crate::engine::rawgen::RawSender::open(
+                u,
+                (spec.write_size as usize).max(linerate_wire::probe::LEN),
+            )),
+            _ => None,
+        };
         out.push(StreamSetup {
             index,
             role,
@@ -552,6 +574,7 @@ fn open_streams(
             } else {
                 None
             },
+            raw,
         });
     }
     Ok(out)

@@ -61,6 +61,10 @@ pub struct TxRing {
 // pointer into the mapping, so moving it to another thread is sound.
 unsafe impl Send for TxRing {}
 
+// SAFETY: through `&TxRing` only plain fields are read and slot statuses are loaded
+// atomically; every write to the mapping needs `&mut TxRing`.
+unsafe impl Sync for TxRing {}
+
 /// Frames the kernel took from the ring since the last look.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Completed {

@@ -148,6 +148,8 @@ pub(super) fn collect_streams(
             } else {
                 None
             },
+            // Opened by the engine, which starts before `start` is sent.
+            raw: None,
         });
     }
     Ok(out)
@@ -164,8 +166,16 @@ pub(super) fn run_test(
     let sink = move |iv| {
         let _ = tx.send(Event::Interval(iv));
     };
-    let engine = Running::start(Role::Server, spec, spec.server_cpu, streams, None, sink)
-        .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
+    let engine = Running::start(
+        Role::Server,
+        spec,
+        spec.server_cpu,
+        streams,
+        None,
+        None,
+        sink,
+    )
+    .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
     if let Some(inbox) = engine.crr_inbox() {
         if let Ok(mut r) = s.ctx.registry.lock() {
             if let Some(route) = r.get_mut(token) {
