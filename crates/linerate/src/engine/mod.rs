@@ -286,15 +286,7 @@ impl Engine {
         if cfg.omit.is_zero() {
             shared.take_baseline();
         }
-        // The interface's facts (ethtool, `tc`: milliseconds) after the baseline, so that a
-        // peer already sending finds this end's counters running as early as possible.
-        let interface = shared.iface.as_deref().map(|name| {
-            let (facts, w) = sys::hostsnap::interface_facts(name);
-            for w in w {
-                shared.warn(w);
-            }
-            facts
-        });
+
         let baseline_flag = shared.window.baseline_flag();
         let mut threads = Vec::new();
         for (i, (setup, counters)) in shared.streams.iter().enumerate() {
@@ -325,6 +317,15 @@ impl Engine {
             threads.push((i, h));
         }
         let meter = Meter::start("lr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
+        // The interface's facts (ethtool, `tc`: milliseconds) once the streams run, so that
+        // neither the baseline nor the first send waits for them.
+        let interface = shared.iface.as_deref().map(|name| {
+            let (facts, w) = sys::hostsnap::interface_facts(name);
+            for w in w {
+                shared.warn(w);
+            }
+            facts
+        });
         Ok(Engine {
             cfg,
             shared,
