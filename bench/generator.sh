@@ -65,7 +65,12 @@ trafgen_cfg() {
     dev=$(iface "$nsa")
     src=$(ip -n "$nsa" -j route get "$dst" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["prefsrc"])')
     gw=$(ip -n "$nsa" -j route get "$dst" | python3 -c 'import json,sys; r=json.load(sys.stdin)[0]; print(r.get("gateway", r["dst"]))')
-    ip netns exec "$nsa" ping -c1 -W1 "$gw" >/dev/null 2>&1 || true
+    # Resolve the next hop: one empty datagram to its discard port, then wait for the entry.
+    ip netns exec "$nsa" python3 -c "import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'', ('$gw', 9))" || true
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        ip -n "$nsa" -j neigh show to "$gw" dev "$(iface "$nsa")" | grep -q lladdr && break
+        sleep 0.1
+    done
     smac=$(ip -n "$nsa" -j link show dev "$dev" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["address"])')
     dmac=$(ip -n "$nsa" -j neigh show to "$gw" dev "$dev" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["lladdr"])')
     cat > "$TMP/frame.cfg" <<EOF
@@ -110,7 +115,7 @@ speed_lr=(); speed_tg=()
 for run in $(seq "$RUNS"); do
     ip netns exec "$NA" "$LR" udp "$B" -l 18 -t 4 --raw-frames -A 0 --json >/dev/null 2>&1 &
     p=$!; speed_lr+=("$(rate_mid "$NB" "$IB" rx)"); wait "$p" || true
-    ip netns exec "$NA" timeout -s INT 4 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 -A -Q -C >/dev/null 2>&1 &
+    ip netns exec "$NA" timeout -s INT 4 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 --no-sock-mem -Q -C >/dev/null 2>&1 &
     p=$!; speed_tg+=("$(rate_mid "$NB" "$IB" rx)"); wait "$p" || true
 done
 LR_MAX=$(median "${speed_lr[@]}")
@@ -163,7 +168,7 @@ trafgen_cfg "$NA" "$B" 9
 trafgen_try() {
     local i0 o0 i1 o1
     i0=$(counter "$NR" "$RIN" rx); o0=$(counter "$NR" "$ROUT" tx)
-    ip netns exec "$NA" timeout -s INT 3 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 -A -Q -C -b "${1}pps" >/dev/null 2>&1 || true
+    ip netns exec "$NA" timeout -s INT 3 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 --no-sock-mem -Q -C -b "${1}pps" >/dev/null 2>&1 || true
     sleep 0.3
     i1=$(counter "$NR" "$RIN" rx); o1=$(counter "$NR" "$ROUT" tx)
     echo "$(( (i1 - i0) - (o1 - o0) )) $(( (i1 - i0) / 3 ))"
