@@ -67,7 +67,8 @@ pub struct SideReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_cpu: Option<ProcessCpu>,
     /// Host counter deltas (interrupts, softirqs, softnet, SNMP, interface and driver
-    /// statistics) over the measured window at this end.
+    /// statistics) over the measured window at this end; at an end with UDP receivers the
+    /// window ends after their drain (since 1.3), so it covers every datagram they counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_counters: Option<crate::host::HostCounters>,
     /// The interface that carried the test at this end.
@@ -129,6 +130,35 @@ pub struct StreamReport {
     /// Peer socket address.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_addr: Option<String>,
+    /// How a UDP sender put its datagrams on the wire (protocol 1.3); absent for receivers,
+    /// TCP, and older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_path: Option<TxPath>,
+}
+
+/// How a UDP sender put its datagrams on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TxPath {
+    /// Complete Ethernet frames through an AF_PACKET transmit ring: one frame per datagram
+    /// on the wire, whatever the offloads.
+    RawFrames,
+    /// One datagram per `sendmmsg` message (no segmentation offload).
+    Sendmmsg,
+    /// UDP GSO: up to 64 datagrams per send, which may cross virtual links and forwarding
+    /// paths as one super-packet.
+    Gso,
+}
+
+impl TxPath {
+    /// Words for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TxPath::RawFrames => "raw frames (AF_PACKET)",
+            TxPath::Sendmmsg => "sendmmsg, one datagram per message",
+            TxPath::Gso => "UDP GSO super-packets",
+        }
+    }
 }
 
 /// Totals over the measured window.

@@ -293,6 +293,15 @@ pub struct TestSpec {
     /// never exceeds the rate (RFC 2544 trials). Sent only to a server that listed the feature.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub smooth_pacing: bool,
+    /// Raw frames (protocol 1.3, feature `raw_frames`): UDP senders write complete
+    /// Ethernet/IP/UDP frames with an AF_PACKET transmit ring, from their stream socket's own
+    /// address and port, so every datagram is one packet on the wire whatever the offloads
+    /// (RFC 2544 trials). A sender that cannot (no CAP_NET_RAW, not an Ethernet interface,
+    /// next hop unresolved) sends one datagram per `sendmmsg` message instead and says so in
+    /// [`crate::report::StreamReport::tx_path`] and its warnings. Sent only to a server that
+    /// listed the feature.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raw_frames: bool,
 }
 
 /// What to measure of the one-way delay (protocol 1.1, feature `one_way_delay`).

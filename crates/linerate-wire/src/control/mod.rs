@@ -4,6 +4,7 @@
 //! body holding one [`message::Message`]. The phases and the versioning rules are documented in
 //! `docs/protocol.md`; [`version`] holds the numbers and the negotiation.
 
+mod compat;
 pub mod frame;
 pub mod message;
 pub mod version;

@@ -28,6 +28,7 @@ pub const FEATURES: &[&str] = &[
     "doctor",
     "auth",
     "udp_stream_hello",
+    "raw_frames",
 ];
 
 /// A `major.minor` protocol version.

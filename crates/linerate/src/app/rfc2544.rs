@@ -40,7 +40,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         ip,
         bidirectional: plan.bidirectional,
         settle: plan.settle,
-        udp_offload: plan.udp_offload,
+        generator: plan.generator,
         connect_timeout: a.connect_timeout,
         auth: a.auth.credentials()?,
     };
@@ -70,6 +70,8 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
     if let Some(why) = &stopped {
         warnings.push(format!("the run stopped early: {why}"));
     }
+    let mut deviations = plan.deviations();
+    deviations.extend(run::generator_deviations(&plan, &sizes));
     let rec = Rfc2544Record {
         schema_version: record::SCHEMA_VERSION,
         tool_version: crate::software(),
@@ -77,7 +79,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         plan: plan.record(format!("{}:{}", a.host, a.port), source),
         frame_sizes: sizes,
         interrupted: stopped.is_some(),
-        deviations: plan.deviations(),
+        deviations,
         warnings,
     };
     emit(a, &rec)?;
@@ -256,7 +258,11 @@ impl<T: Trial> Trial for Observed<T> {
 fn collect_warnings(sizes: &[crate::rfc2544::record::FrameSizeRecord]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for t in sizes.iter().flat_map(|f| f.trials()) {
-        for w in &t.warnings {
+        let invalid = t
+            .invalid
+            .as_ref()
+            .map(|why| format!("a {} B trial's counts are invalid: {why}", t.frame_size));
+        for w in t.warnings.iter().chain(&invalid) {
             if !out.contains(w) {
                 out.push(w.clone());
             }

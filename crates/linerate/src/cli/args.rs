@@ -200,6 +200,11 @@ pub struct StreamArgs {
     /// Don't use UDP GSO/GRO (segmentation offload) even where the kernel has them.
     #[arg(long)]
     pub no_offload: bool,
+    /// UDP: write complete Ethernet frames with an AF_PACKET ring (needs CAP_NET_RAW; both
+    /// ends, where they can), so that every datagram is one packet on the wire; without the
+    /// capability the sender falls back to one datagram per sendmmsg message and says so.
+    #[arg(long)]
+    pub raw_frames: bool,
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,

@@ -80,8 +80,8 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     if a.rate == Some(0) {
         return err("-b 0 is not a rate: leave -b out to send as fast as possible");
     }
-    if transport == Transport::Tcp && a.no_offload {
-        return err("--no-offload applies to UDP tests only");
+    if transport == Transport::Tcp && (a.no_offload || a.raw_frames) {
+        return err("--no-offload and --raw-frames apply to UDP tests only");
     }
     if transport == Transport::Udp && (a.nodelay || a.mss.is_some() || a.congestion.is_some()) {
         return err("-N, -M and -C are TCP options: use `linerate tcp`");
@@ -116,10 +116,11 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         interval_ms: ms(a.interval),
         omit_ms,
         server_cpu,
-        udp_offload: !a.no_offload,
+        udp_offload: !a.no_offload && !a.raw_frames,
         rr: None,
         one_way_delay: None,
         smooth_pacing: false,
+        raw_frames: a.raw_frames,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

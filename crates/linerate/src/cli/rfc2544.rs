@@ -80,8 +80,18 @@ pub struct Rfc2544Args {
     /// Back-to-back repetitions per frame size (RFC 2544: 50).
     #[arg(long, default_value_t = 50)]
     pub b2b_repeat: u32,
-    /// Don't use UDP GSO/GRO.
-    #[arg(long)]
+    /// How the tester writes frames: auto (complete Ethernet frames through an AF_PACKET
+    /// ring, one frame per packet; without CAP_NET_RAW one datagram per sendmmsg message,
+    /// stated as a deviation), sendmmsg (always datagrams), or gso. gso: UDP segmentation
+    /// offload hands the kernel up to 64 frames per call, and on virtual links (veth,
+    /// bridges) and Linux forwarding paths they stay ONE super-packet: the device under test
+    /// then forwards super-packets, not frames, does a fraction of the per-frame work, and
+    /// the rates found are not its frame rates. Use gso only to test the tester.
+    #[arg(long, default_value = "auto", value_parser = parse_generator)]
+    pub generator: crate::rfc2544::net::Generator,
+    /// Accepted for old scripts and ignored: rfc2544 never uses GSO/GRO unless
+    /// `--generator gso`.
+    #[arg(long, hide = true)]
     pub no_offload: bool,
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
@@ -98,6 +108,19 @@ pub struct Rfc2544Args {
     /// FILE.svg or FILE.png; may be given twice.
     #[arg(long, value_name = "FILE")]
     pub chart: Vec<PathBuf>,
+}
+
+/// `--generator`.
+pub fn parse_generator(s: &str) -> Result<crate::rfc2544::net::Generator, String> {
+    use crate::rfc2544::net::Generator;
+    match s {
+        "auto" => Ok(Generator::Auto),
+        "sendmmsg" => Ok(Generator::Sendmmsg),
+        "gso" => Ok(Generator::Gso),
+        _ => Err(format!(
+            "unknown generator '{s}': use auto (raw frames where possible), sendmmsg, or gso"
+        )),
+    }
 }
 
 /// A percentage with or without a trailing `%`, 0 to 100.
@@ -224,7 +247,7 @@ pub fn plan(
         frame_loss_step_percent: a.frame_loss_step,
         b2b_max: a.b2b_max,
         b2b_repeat: a.b2b_repeat,
-        udp_offload: !a.no_offload,
+        generator: a.generator,
     })
 }
 

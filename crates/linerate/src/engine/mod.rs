@@ -11,9 +11,11 @@
 //! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
 
 pub mod delay;
+pub mod frame;
 pub mod meter;
 pub mod mmsg;
 pub mod pacing;
+pub mod rawgen;
 pub mod stream;
 
 use std::os::fd::AsFd;
@@ -44,6 +46,9 @@ pub struct StreamSetup {
     pub quota: Option<u64>,
     /// Paced rate for this stream.
     pub rate_bps: Option<u64>,
+    /// A raw-frame sender opened ahead of time (or why it could not be), for a UDP sender
+    /// of a `raw_frames` test; [`Engine::start`] opens one when absent.
+    pub raw: Option<Result<rawgen::RawSender, String>>,
 }
 
 /// Engine settings common to all streams of one end.
@@ -72,6 +77,13 @@ pub struct EngineConfig {
     /// The test's control connection, whose own segments over the measured window are
     /// counted (`SideReport::control_segments`) because they cross the same interface.
     pub control: Option<Arc<std::net::TcpStream>>,
+    /// UDP senders write raw frames (protocol 1.3, `raw_frames`).
+    pub raw_frames: bool,
+    /// Host counters taken before the peer could start sending (the client of a raw-frame
+    /// test with receivers takes them before `streams_ready`): used as the baseline instead
+    /// of a snapshot at the engine's start, so every frame this end receives falls inside
+    /// its interface counters' window. Ignored with a warm-up.
+    pub early_host: Option<sys::hostsnap::HostSnapshot>,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -100,6 +112,8 @@ struct Shared {
     /// The control connection, and its segment counts at the warm-up boundary.
     control: Option<Arc<std::net::TcpStream>>,
     control_base: Mutex<Option<(u32, u32)>>,
+    /// Host counters taken before the engine started ([`EngineConfig::early_host`]).
+    early_host: Mutex<Option<sys::hostsnap::HostSnapshot>>,
 }
 
 impl Shared {
@@ -169,10 +183,23 @@ impl SampleSource for Shared {
                 None
             }
         };
-        let (host, host_warnings) = sys::hostsnap::HostSnapshot::take(self.iface.as_deref());
-        for w in host_warnings {
-            self.warn(w);
-        }
+        let early = self
+            .early_host
+            .lock()
+            .ok()
+            .and_then(|mut e| e.take())
+            .filter(|e| e.interface.as_deref() == self.iface.as_deref());
+        let host = match early {
+            Some(h) => h,
+            None => {
+                let (host, host_warnings) =
+                    sys::hostsnap::HostSnapshot::take(self.iface.as_deref());
+                for w in host_warnings {
+                    self.warn(w);
+                }
+                host
+            }
+        };
         if let Ok(mut h) = self.host_base.lock() {
             *h = Some(host);
         }
@@ -220,6 +247,22 @@ impl Engine {
         streams: Vec<StreamSetup>,
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Engine> {
+        // Raw-frame senders are opened before the clock starts: resolving the next hop runs
+        // `ip` and `tc` (tens of milliseconds), which must not count as sending time.
+        let mut streams = streams;
+        let mut raw: Vec<Option<Result<rawgen::RawSender, String>>> = streams
+            .iter_mut()
+            .map(|s| match (&s.socket, s.role) {
+                _ if s.raw.is_some() => s.raw.take(),
+                (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
+                    Some(rawgen::RawSender::open(
+                        u,
+                        (cfg.write_size as usize).max(linerate_wire::probe::LEN),
+                    ))
+                }
+                _ => None,
+            })
+            .collect();
         let epoch = Instant::now();
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
@@ -240,11 +283,6 @@ impl Engine {
                     None
                 }
             }
-        });
-        let interface = iface.as_deref().map(|name| {
-            let (facts, w) = sys::hostsnap::interface_facts(name);
-            early_warnings.extend(w);
-            facts
         });
         let addrs = streams
             .iter()
@@ -267,10 +305,16 @@ impl Engine {
             host_base: Mutex::new(None),
             control: cfg.control.clone(),
             control_base: Mutex::new(None),
+            early_host: Mutex::new(if cfg.omit.is_zero() {
+                cfg.early_host.clone()
+            } else {
+                None
+            }),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
         }
+
         let baseline_flag = shared.window.baseline_flag();
         let mut threads = Vec::new();
         for (i, (setup, counters)) in shared.streams.iter().enumerate() {
@@ -291,6 +335,8 @@ impl Engine {
                 cpu: cfg.cpu,
                 one_way_delay: cfg.one_way_delay.clone(),
                 smooth_pacing: cfg.smooth_pacing,
+                raw_frames: cfg.raw_frames,
+                raw: raw.get_mut(i).and_then(Option::take),
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()
@@ -299,6 +345,15 @@ impl Engine {
             threads.push((i, h));
         }
         let meter = Meter::start("lr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
+        // The interface's facts (ethtool, `tc`: milliseconds) once the streams run, so that
+        // neither the baseline nor the first send waits for them.
+        let interface = shared.iface.as_deref().map(|name| {
+            let (facts, w) = sys::hostsnap::interface_facts(name);
+            for w in w {
+                shared.warn(w);
+            }
+            facts
+        });
         Ok(Engine {
             cfg,
             shared,
@@ -391,6 +446,21 @@ impl Engine {
                 break;
             }
         }
+        let has_receivers = self
+            .shared
+            .streams
+            .iter()
+            .any(|(s, _)| s.role == StreamRole::Rx);
+        if self.cfg.transport == Transport::Udp && has_receivers {
+            // A UDP receiver counts what arrived during the drain too (frames still in
+            // flight when the senders stopped), so its host counters end after the drain:
+            // RFC 2544 compares its frames with the interface's rx_packets.
+            let (host, w) = sys::hostsnap::HostSnapshot::take(self.shared.iface.as_deref());
+            for w in w {
+                self.shared.warn(w);
+            }
+            self.host_end = Some(host);
+        }
         self.rx_stop.store(true, Relaxed);
         self.meter.signal_stop();
         let mut outcomes: Vec<Option<StreamOutcome>> =
@@ -407,7 +477,8 @@ impl Engine {
         self.build_report(outcomes)
     }
 
-    /// Host counter deltas over the measured window (warm-up boundary to senders' stop).
+    /// Host counter deltas over the measured window: warm-up boundary to senders' stop, or
+    /// for an end with UDP receivers to the end of their drain (see [`Engine::finish`]).
     fn host_counters(&self) -> Option<linerate_wire::host::HostCounters> {
         let base = self.shared.host_base.lock().ok()?.clone()?;
         let end = self.host_end.as_ref()?;
@@ -494,6 +565,7 @@ impl Engine {
                 udp_seq_end: outcome.udp_seq_end,
                 local_addr: local,
                 remote_addr: remote,
+                tx_path: outcome.tx_path,
             });
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;

@@ -191,4 +191,32 @@ mod tests {
         let slow = Pacer::new(1_000, 0);
         assert_eq!(slow.batch_for(1000, 64), 1);
     }
+
+    #[test]
+    fn rfc2544_generator_schedule_from_10_kpps_to_1_mpps() {
+        // 64-byte frames carry 18-byte payloads; the rate is payload bits. A smooth-paced
+        // sender that always sends on time sends exactly the offered frames per second, in
+        // batches of about 1 ms (at most 64 frames).
+        for (pps, batch) in [(10_000u64, 10usize), (100_000, 64), (1_000_000, 64)] {
+            let rate = pps * 18 * 8;
+            let mut p = Pacer::smooth(rate, 0, 1_000_000);
+            assert_eq!(p.batch_for(18, 64), batch, "{pps} pps");
+            let (mut now, mut frames) = (0u64, 0u64);
+            while now < 1_000_000_000 {
+                let d = p.delay(now);
+                if d.is_zero() {
+                    let n = p.batch_for(18, 64) as u64;
+                    p.sent(n * 18);
+                    frames += n;
+                } else {
+                    now += d.as_nanos() as u64;
+                }
+            }
+            // Everything due by 1 s went out; the last batch may start just before it.
+            assert!(
+                frames >= pps && frames <= pps + batch as u64,
+                "{pps}: {frames}"
+            );
+        }
+    }
 }

@@ -19,7 +19,9 @@ use linerate_wire::stream_hello;
 use super::meter::ThreadCpu;
 use super::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
+use super::rawgen::RawSender;
 use crate::sys;
+use linerate_wire::report::TxPath;
 
 /// How often a blocked loop wakes to look at its stop flag.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -69,6 +71,8 @@ pub struct StreamOutcome {
     pub error: Option<String>,
     /// Warnings (e.g. GSO turned off).
     pub warnings: Vec<String>,
+    /// How a UDP sender put its datagrams on the wire.
+    pub tx_path: Option<linerate_wire::report::TxPath>,
 }
 
 /// Everything a loop needs.
@@ -95,6 +99,12 @@ pub struct StreamCtx {
     pub one_way_delay: Option<linerate_wire::control::DelaySpec>,
     /// UDP senders: never burst to catch up after a stall ([`Pacer::smooth`]).
     pub smooth_pacing: bool,
+    /// UDP senders: write complete frames with an AF_PACKET ring ([`super::rawgen`]),
+    /// falling back to `sendmmsg` without GSO.
+    pub raw_frames: bool,
+    /// The raw-frame sender opened for this stream before the engine's clock started, or
+    /// why it could not be (`raw_frames` senders only; opened here when absent).
+    pub raw: Option<Result<RawSender, String>>,
 }
 
 /// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
@@ -141,7 +151,7 @@ pub(crate) fn is_timeout(e: &io::Error) -> bool {
 }
 
 /// Runs the loop for `socket` in the given role; called on the stream's own thread.
-pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
+pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let mut out = StreamOutcome::default();
     if let Some(cpu) = ctx.cpu {
         if let Err(e) = sys::affinity::pin_current_thread(cpu) {
@@ -152,7 +162,13 @@ pub fn run(ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome {
     let res = match (&socket, send) {
         (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
         (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
-        (DataSocket::Udp(s), true) => udp_send(&ctx, s, &mut out.warnings, &mut out.udp_seq_end),
+        (DataSocket::Udp(s), true) => udp_send(
+            &mut ctx,
+            s,
+            &mut out.warnings,
+            &mut out.udp_seq_end,
+            &mut out.tx_path,
+        ),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
     };
     if let Err(e) = res {
@@ -236,25 +252,44 @@ const GSO_MAX_SEGMENTS: usize = 64;
 const GSO_MAX_BYTES: usize = 65_000;
 
 fn udp_send(
-    ctx: &StreamCtx,
+    ctx: &mut StreamCtx,
     sock: &UdpSocket,
     warnings: &mut Vec<String>,
     seq_end: &mut Option<u64>,
+    tx_path: &mut Option<TxPath>,
 ) -> io::Result<()> {
+    let l = ctx.write_size.max(probe::LEN);
+    if ctx.raw_frames {
+        let opened = ctx.raw.take().unwrap_or_else(|| RawSender::open(sock, l));
+        match opened {
+            Ok(raw) => {
+                *tx_path = Some(TxPath::RawFrames);
+                let mut end = 0;
+                let r = udp_send_raw(ctx, raw, l, warnings, &mut end);
+                *seq_end = Some(end);
+                return r;
+            }
+            Err(why) => warnings.push(format!(
+                "raw frames not sent ({why}): datagrams went out with sendmmsg, one per message"
+            )),
+        }
+    }
     let mut seq: u64 = 0;
-    let r = udp_send_loop(ctx, sock, warnings, &mut seq);
+    let r = udp_send_loop(ctx, sock, warnings, tx_path, l, &mut seq);
     *seq_end = Some(seq);
     r
 }
 
+/// The socket send loop (GSO or sendmmsg); `seq` ends as the number of datagrams sent.
 fn udp_send_loop(
     ctx: &StreamCtx,
     sock: &UdpSocket,
     warnings: &mut Vec<String>,
+    tx_path: &mut Option<TxPath>,
+    l: usize,
     seq: &mut u64,
 ) -> io::Result<()> {
-    let l = ctx.write_size.max(probe::LEN);
-    let mut gso = ctx.udp_offload && l * 2 <= GSO_MAX_BYTES;
+    let mut gso = ctx.udp_offload && !ctx.raw_frames && l * 2 <= GSO_MAX_BYTES;
     if gso {
         if let Err(e) = nix::sys::socket::setsockopt(
             sock,
@@ -272,6 +307,7 @@ fn udp_send_loop(
     } else {
         64
     };
+    *tx_path = Some(if gso { TxPath::Gso } else { TxPath::Sendmmsg });
     let mut pacer = ctx.rate_bps.map(|r| {
         if ctx.smooth_pacing {
             Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
@@ -279,6 +315,10 @@ fn udp_send_loop(
             Pacer::new(r, ctx.now_ns())
         }
     });
+    if pacer.is_some() {
+        // Sleeping to a slot must not oversleep by the default 50 µs timer slack.
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
     let mut buf = vec![0u8; l * max_batch];
     fill_pattern(&mut buf);
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
@@ -339,6 +379,7 @@ fn udp_send_loop(
                     "UDP GSO refused by the kernel or driver ({e}); fell back to sendmmsg"
                 ));
                 gso = false;
+                *tx_path = Some(TxPath::Sendmmsg);
                 let _ = nix::sys::socket::setsockopt(
                     sock,
                     nix::sys::socket::sockopt::UdpGsoSegment,
@@ -350,6 +391,123 @@ fn udp_send_loop(
     }
     Ok(())
 }
+
+/// Longest a raw sender waits at the end of a stream for the kernel to take its last frames.
+const RAW_DRAIN: Duration = Duration::from_secs(1);
+
+/// The raw-frame send loop: the same pacing, batches and probe numbering as the socket
+/// sender; a frame counts as sent when the kernel has taken it from the ring.
+fn udp_send_raw(
+    ctx: &StreamCtx,
+    mut raw: RawSender,
+    l: usize,
+    warnings: &mut Vec<String>,
+    seq_end: &mut u64,
+) -> io::Result<()> {
+    const MAX_BATCH: usize = 64;
+    let mut pacer = ctx.rate_bps.map(|r| {
+        if ctx.smooth_pacing {
+            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
+        } else {
+            Pacer::new(r, ctx.now_ns())
+        }
+    });
+    if pacer.is_some() {
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
+    let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
+    // `queued` numbers the probes; `sent` counts frames the kernel took.
+    let mut queued: u64 = 0;
+    let mut refused: u64 = 0;
+    let mut base = false;
+    // Frames count as sent when the kernel has taken them from the ring (handed them to the
+    // interface or its qdisc), not when it frees them: a queue on the path may hold them.
+    let account = |c: crate::sys::afpacket::Completed, refused: &mut u64| {
+        let n = c.sent as u64;
+        *refused += c.refused as u64;
+        if n > 0 {
+            ctx.record(n * l as u64, 1, n);
+        }
+    };
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let mut batch = pacer
+            .as_ref()
+            .map_or(MAX_BATCH, |p| p.batch_for(l as u32, MAX_BATCH));
+        if let Some(q) = quota_pkts {
+            let left = q.saturating_sub(queued);
+            if left == 0 {
+                break;
+            }
+            batch = batch.min(usize::try_from(left).unwrap_or(batch));
+        }
+        if let Some(p) = pacer.as_mut() {
+            let d = p.delay(ctx.now_ns());
+            if !d.is_zero() {
+                raw.reap();
+                pacing::wait(d.min(POLL));
+                continue;
+            }
+        }
+        let tx_ns = super::delay::mono_ns();
+        let (q, res) = raw.send(queued, batch, tx_ns);
+        queued += q as u64;
+        *seq_end = queued;
+        if let Some(p) = pacer.as_mut() {
+            p.sent((q * l) as u64);
+        }
+        match res {
+            Ok(c) => account(c, &mut refused),
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+                std::thread::yield_now();
+            }
+            Err(e) => return Err(e),
+        }
+        if q == 0 {
+            // The ring is full: frames wait in a queue on the path. Let it drain.
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+    // The last frames: until the kernel took them all, then until it freed every slot
+    // (the mapping must outlive the frames in flight).
+    let until = Instant::now() + RAW_DRAIN;
+    while (raw.unsent() > 0 || raw.in_ring() > 0) && Instant::now() < until {
+        if raw.unsent() > 0 {
+            match raw.flush() {
+                Ok(c) => account(c, &mut refused),
+                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) => return Err(e),
+            }
+        } else {
+            raw.reap();
+        }
+        if raw.unsent() > 0 || raw.in_ring() > 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    // Frames still queued carry the highest numbers: they never left, so they are not
+    // part of the stream's numbering (the receiver would count them as lost).
+    *seq_end = queued.saturating_sub(raw.unsent() as u64);
+    if raw.unsent() > 0 {
+        warnings.push(format!(
+            "{} raw frames were still queued when the stream ended; they are not counted as sent",
+            raw.unsent()
+        ));
+    }
+    if refused > 0 {
+        warnings.push(format!(
+            "the kernel refused {refused} raw frames as malformed; they are not counted as sent"
+        ));
+    }
+    Ok(())
+}
+
+/// A receive call that returned fewer datagrams than this was woken for almost every one.
+const RX_FEW: usize = 8;
+/// How long a receiver without GRO lets datagrams gather after such a call: 50 µs is 50
+/// datagrams at 1 Mpps, far below any receive buffer (64-byte datagrams cost about 1 KiB of
+/// buffer each; the receivers ask for 4 MiB).
+const RX_COALESCE: Duration = Duration::from_micros(50);
 
 fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>) -> io::Result<()> {
     sock.set_read_timeout(Some(POLL))?;
@@ -371,6 +529,16 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
     let mut base = false;
     let c = &ctx.counters;
     let mut result = Ok(());
+    // Without GRO a receiver that sleeps in recvmmsg is woken for nearly every datagram,
+    // and each wake-up is paid by the *sender's* CPU (the softirq that delivers the datagram
+    // runs there on one host, and on a namespace router's forwarding path): a plain receive
+    // loop held a 64-byte sender to a third of its rate. So after a call that returned only a
+    // few datagrams the receiver lets [`RX_COALESCE`] pass before the next one. Not when
+    // one-way delay is measured: the delay is taken when the receive call returns.
+    let coalesce = !gro && delay.is_none();
+    if coalesce {
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let n = match batch.recv(sock.as_fd()) {
@@ -414,6 +582,9 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
             }
         }
         ctx.record(bytes, 1, pkts);
+        if coalesce && n < RX_FEW {
+            std::thread::sleep(RX_COALESCE);
+        }
         let s = seq.snapshot();
         c.lost.store(s.lost, Relaxed);
         c.duplicates.store(s.duplicates, Relaxed);

@@ -100,6 +100,7 @@ pub(crate) fn stream(
         udp_seq_end: None,
         local_addr: None,
         remote_addr: None,
+        tx_path: None,
     }
 }
 

@@ -141,6 +141,7 @@ fn burst_record(
         loss_percent: outcome.device_loss_ratio() * 100.0,
         ways: outcome.ways,
         error: None,
+        invalid: outcome.invalid,
         warnings: outcome.warnings,
     }
 }

@@ -22,12 +22,15 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail};
 use linerate_wire::control::{DelaySpec, Direction, Transport};
 use linerate_wire::report::SideReport;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::frame_sizes::{self, IpVersion};
-use super::trial::{Trial, TrialOutcome, Way, WayOutcome};
+use super::trial::{self as trial_mod, CountedAt, Trial, TrialOutcome, Way, WayOutcome};
 use crate::model::{FlowDirection, RunRecord};
 use crate::session::client::{self, StreamPlan};
 use crate::session::conn::Debug;
+use linerate_wire::report::{StreamRole, TxPath};
 
 /// Where and how trials run.
 #[derive(Debug, Clone)]
@@ -42,13 +45,42 @@ pub struct NetTrialConfig {
     pub bidirectional: bool,
     /// Wait before each trial but the first.
     pub settle: Duration,
-    /// UDP GSO/GRO.
-    pub udp_offload: bool,
+    /// How the tester writes its frames.
+    pub generator: Generator,
     /// Connection time-out.
     pub connect_timeout: Duration,
     /// Credentials for a server that requires authentication.
     pub auth: Option<crate::session::auth::Credentials>,
 }
+
+/// How the tester (and, with `--bidir`, the server) writes frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// Raw Ethernet frames through an AF_PACKET ring where the end can (CAP_NET_RAW, an
+    /// Ethernet interface, a resolved next hop); otherwise one datagram per `sendmmsg`
+    /// message, stated as a deviation.
+    Auto,
+    /// One datagram per `sendmmsg` message at both ends.
+    Sendmmsg,
+    /// UDP GSO: up to 64 datagrams per send call. On virtual links and Linux forwarding
+    /// paths they stay one super-packet, so the device does a fraction of the per-frame work.
+    Gso,
+}
+
+impl Generator {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::Auto => "auto",
+            Generator::Sendmmsg => "sendmmsg",
+            Generator::Gso => "gso",
+        }
+    }
+}
+
+/// Send buffer of the datagram senders, bytes (the raw-frame ring asks for the same).
+const TESTER_SNDBUF: u32 = 4 << 20;
 
 /// Runs trials against a server (see the module docs).
 pub struct NetTrial<'a> {
@@ -109,11 +141,18 @@ impl<'a> NetTrial<'a> {
             host: self.cfg.host.clone(),
             port: self.cfg.port,
             spec: linerate_wire::control::TestSpec {
-                udp_offload: self.cfg.udp_offload,
+                udp_offload: self.cfg.generator == Generator::Gso,
+                raw_frames: self.cfg.generator == Generator::Auto,
+                server_sndbuf: self.cfg.bidirectional.then_some(TESTER_SNDBUF),
                 smooth_pacing: true,
                 ..spec
             },
-            local: Default::default(),
+            // A queue on the path (a shaper on this host) holds datagrams charged to the
+            // sending socket: a large send buffer keeps it from pushing the tester back.
+            local: crate::session::sockets::SockOpts {
+                sndbuf: Some(TESTER_SNDBUF),
+                ..Default::default()
+            },
             client_cpu: None,
             connect_timeout: self.cfg.connect_timeout,
             debug: Debug(false),
@@ -201,6 +240,47 @@ fn rcvbuf_drops(side: Option<&SideReport>, ip: IpVersion) -> Option<u64> {
     counters.snmp.as_ref()?.get(rcvbuf_counter(ip)).copied()
 }
 
+/// Packets of the host's own TCP (the control connection) and ICMP over the trial, from
+/// the SNMP counters an end reported: `(sent, received)`.
+fn other_packets(side: &SideReport) -> Option<(u64, u64)> {
+    let snmp = side.host_counters.as_ref()?.snmp.as_ref()?;
+    let get = |k: &str| snmp.get(k).copied().unwrap_or(0);
+    // Without the TCP counters nothing is known about the control connection.
+    snmp.get("Tcp.OutSegs")?;
+    let out =
+        get("Tcp.OutSegs") + get("Tcp.RetransSegs") + get("Icmp.OutMsgs") + get("Icmp6.OutMsgs");
+    let inn = get("Tcp.InSegs") + get("Icmp.InMsgs") + get("Icmp6.InMsgs");
+    Some((out, inn))
+}
+
+/// An end's interface counts for the cross-check: `(name, tx_packets, rx_packets)` over the
+/// trial with its TCP and ICMP packets taken off; `None` when it reported no interface
+/// statistics, or the interface is loopback (it counts both ends' packets alike).
+fn iface_counts(side: Option<&SideReport>) -> Option<(String, u64, u64)> {
+    let side = side?;
+    let hc = side.host_counters.as_ref()?;
+    let name = hc.interface.clone()?;
+    if name == "lo" {
+        return None;
+    }
+    let st = hc.interface_stats.as_ref()?;
+    let (out, inn) = other_packets(side)?;
+    Some((
+        name,
+        st.tx_packets.saturating_sub(out),
+        st.rx_packets.saturating_sub(inn),
+    ))
+}
+
+/// How an end's sending stream put its frames on the wire.
+fn tx_path(side: Option<&SideReport>) -> Option<TxPath> {
+    side?
+        .streams
+        .iter()
+        .filter(|s| s.role == StreamRole::Tx)
+        .find_map(|s| s.tx_path)
+}
+
 /// Turns a run record into a trial outcome (pure; see the module docs).
 pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<TrialOutcome> {
     let mut warnings = rec.warnings.clone();
@@ -212,14 +292,21 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
         _ => false,
     };
     let mut ways = Vec::new();
+    let mut names = std::collections::BTreeMap::new();
     for f in &rec.summary.flows {
-        let (way, sender_cpu, receiver) = match f.direction {
-            FlowDirection::ClientToServer => {
-                (Way::Forward, Some(&rec.summary.client), rec.server.as_ref())
-            }
-            FlowDirection::ServerToClient => {
-                (Way::Reverse, rec.summary.server.as_ref(), Some(&rec.client))
-            }
+        let (way, sender_cpu, sender, receiver) = match f.direction {
+            FlowDirection::ClientToServer => (
+                Way::Forward,
+                Some(&rec.summary.client),
+                Some(&rec.client),
+                rec.server.as_ref(),
+            ),
+            FlowDirection::ServerToClient => (
+                Way::Reverse,
+                rec.summary.server.as_ref(),
+                rec.server.as_ref(),
+                Some(&rec.client),
+            ),
         };
         let udp = f.udp.as_ref().ok_or_else(|| {
             anyhow!(
@@ -247,6 +334,28 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
                 "one-way delay left out: the two ends do not share a clock (different kernel boot ids)".into(),
             );
         }
+        let tx = iface_counts(sender);
+        let rx = iface_counts(receiver);
+        if let (Some((a, ..)), Some((b, ..))) = (&tx, &rx) {
+            names.insert((way, CountedAt::SenderTx), a.clone());
+            names.insert((way, CountedAt::ReceiverRx), b.clone());
+        }
+        // Two ends on one host with one interface name (a shared bridge port, two
+        // addresses on one NIC) mix both directions in one counter: not comparable.
+        let shared =
+            same_clock && tx.as_ref().map(|t| &t.0) == rx.as_ref().map(|r| &r.0) && tx.is_some();
+        if shared {
+            warnings.push(format!(
+                "frames are not cross-checked with interface counters: both ends report interface {} on one host",
+                tx.as_ref().map_or("", |t| t.0.as_str())
+            ));
+        } else if tx.is_none() || rx.is_none() {
+            warnings.push(format!(
+                "the {} frames are not cross-checked with the {} interface counters: that end reported none (older linerate, loopback, or unreadable statistics)",
+                way.label(),
+                if tx.is_none() { "sender's" } else { "receiver's" }
+            ));
+        }
         ways.push(WayOutcome {
             way,
             sent,
@@ -255,10 +364,19 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
             achieved_fps,
             sender_cpu_percent: sender_cpu.and_then(|e| e.tool_cpu_percent),
             delay,
+            tx_path: tx_path(sender),
+            iface_tx_packets: tx.filter(|_| !shared).map(|t| t.1),
+            iface_rx_packets: rx.filter(|_| !shared).map(|r| r.2),
         });
     }
     if ways.is_empty() {
         bail!("the trial carried no data in any direction");
     }
-    Ok(TrialOutcome { ways, warnings })
+    let name = |w: Way, at: CountedAt| {
+        names
+            .get(&(w, at))
+            .cloned()
+            .unwrap_or_else(|| "the interface".into())
+    };
+    Ok(trial_mod::checked(ways, warnings, &name))
 }

@@ -110,8 +110,12 @@ pub struct Rfc2544PlanRecord {
     pub back_to_back_max_ms: u64,
     /// Back-to-back repetitions per frame size.
     pub back_to_back_repeat: u32,
-    /// UDP GSO/GRO allowed.
+    /// UDP GSO/GRO allowed (only with `--generator gso`).
     pub udp_offload: bool,
+    /// How frames were asked to be written (`--generator`); absent in records from before
+    /// it existed, which used GSO unless `--no-offload`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator: Option<super::net::Generator>,
 }
 
 /// Everything measured for one frame size.

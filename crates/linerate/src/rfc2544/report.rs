@@ -116,7 +116,12 @@ pub fn status_text(g: &GoalResult, tester_cpu: Option<f64>) -> String {
         Confirmation::Failed => s.push_str(", confirmation failed"),
         Confirmation::NotRun => {}
     }
-    if !g.resolution_reached && g.status != ThroughputStatus::NoPass {
+    if !g.resolution_reached
+        && !matches!(
+            g.status,
+            ThroughputStatus::NoPass | ThroughputStatus::Invalid
+        )
+    {
         s.push_str(", max trials");
     }
     s

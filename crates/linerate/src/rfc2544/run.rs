@@ -8,6 +8,7 @@ use super::back_to_back::{self, BackToBackParams};
 use super::frame_loss::{self, FrameLossParams};
 use super::frame_sizes::{self, IpVersion};
 use super::latency::{self, LatencyParams};
+use super::net::Generator;
 use super::record::{Benchmark, FrameSizeRecord, Rfc2544PlanRecord, StartAt};
 use super::throughput::{self, SearchParams};
 use super::trial::{Trial, TrialPurpose, TrialRecord};
@@ -53,8 +54,8 @@ pub struct Rfc2544Plan {
     pub b2b_max: Duration,
     /// Back-to-back repetitions.
     pub b2b_repeat: u32,
-    /// UDP GSO/GRO.
-    pub udp_offload: bool,
+    /// How frames are written.
+    pub generator: Generator,
 }
 
 /// Most bursts in one back-to-back repetition.
@@ -91,7 +92,8 @@ impl Rfc2544Plan {
             frame_loss_step_percent: self.frame_loss_step_percent,
             back_to_back_max_ms: ms(self.b2b_max),
             back_to_back_repeat: self.b2b_repeat,
-            udp_offload: self.udp_offload,
+            udp_offload: self.generator == Generator::Gso,
+            generator: Some(self.generator),
         }
     }
 
@@ -102,6 +104,11 @@ impl Rfc2544Plan {
             "residual frames are awaited until 50 ms pass without one (at most 2 s), not a fixed 2 s (RFC 2544 §23)".to_string(),
             "frames are UDP datagrams between one address pair, one stream per direction (RFC 2544 §12 also asks for a run with random destinations)".to_string(),
         ];
+        match self.generator {
+            Generator::Auto => {}
+            Generator::Sendmmsg => out.push("frames are UDP datagrams sent with sendmmsg (--generator sendmmsg), not raw frames: the tester's own kernel path limits its rate".into()),
+            Generator::Gso => out.push("frames were sent with UDP GSO (--generator gso): on virtual links and Linux forwarding paths up to 64 frames cross the device as one super-packet, so it did a fraction of the per-frame work the figures claim".into()),
+        }
         if self.settle < Duration::from_secs(5) {
             out.push(format!(
                 "{:.1} s between trials; RFC 2544 §23 waits at least 5 s for the device to settle (use --settle 5)",
@@ -171,6 +178,41 @@ impl Rfc2544Plan {
     }
 }
 
+/// The deviations that only the trials show: with `--generator auto`, an end whose frames
+/// went out as datagrams instead of raw frames (no CAP_NET_RAW, an interface without
+/// Ethernet, an older server), with the reason its warnings gave.
+pub fn generator_deviations(plan: &Rfc2544Plan, sizes: &[FrameSizeRecord]) -> Vec<String> {
+    use super::trial::{TxPath, Way};
+    if plan.generator != Generator::Auto {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (way, end, prefix) in [
+        (Way::Forward, "this tester", "client: "),
+        (Way::Reverse, "the server", "server: "),
+    ] {
+        let trials = || sizes.iter().flat_map(|f| f.trials());
+        let datagrams = trials()
+            .flat_map(|t| &t.ways)
+            .any(|w| w.way == way && w.tx_path != Some(TxPath::RawFrames));
+        if !datagrams {
+            continue;
+        }
+        let why = trials()
+            .flat_map(|t| &t.warnings)
+            .find_map(|w| {
+                w.strip_prefix(prefix)
+                    .and_then(|w| w.strip_prefix("raw frames not sent ("))
+                    .and_then(|w| w.split_once("): ").map(|(why, _)| why.to_string()))
+            })
+            .unwrap_or_else(|| "it does not offer them: an older linerate".to_string());
+        out.push(format!(
+            "{end} sent its frames as UDP datagrams with sendmmsg, one per message, not as raw frames ({why}): its own kernel path may limit its rate"
+        ));
+    }
+    out
+}
+
 /// Runs the plan's benchmarks for every frame size. Stops at the first trial that cannot run
 /// (or at `interrupt`), keeping what was measured; returns the records and, if it stopped
 /// early, why.
@@ -231,7 +273,8 @@ fn measure_size(
             Ok(o) => TrialRecord::paced(TrialPurpose::Calibration, frame, f64::INFINITY, dur, o),
             Err(e) => TrialRecord::failed(TrialPurpose::Calibration, frame, None, &e),
         };
-        rec.tester_max_fps = (t.effective_fps > 0.0).then_some(t.effective_fps);
+        // An invalid calibration (e.g. frames the tester's interface dropped) has no maximum.
+        rec.tester_max_fps = (t.effective_fps > 0.0 && t.valid()).then_some(t.effective_fps);
         let error = t.error.clone();
         rec.calibration = Some(t);
         stopped(error)?;

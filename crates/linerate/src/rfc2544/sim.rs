@@ -55,6 +55,10 @@ pub struct SimulatedDut {
     pub bidirectional: bool,
     /// One-way delay of every frame, nanoseconds.
     pub delay_ns: u64,
+    /// Frames per packet on the path (1 = honest frames; 64 = UDP GSO super-packets): the
+    /// interface counts `sent / segments` packets, and the cross-check marks the trial
+    /// invalid.
+    pub segments_per_packet: u64,
     rng: u64,
 }
 
@@ -70,6 +74,7 @@ impl SimulatedDut {
             buffer_frames: 0,
             bidirectional: false,
             delay_ns: 10_000,
+            segments_per_packet: 1,
             rng: seed,
         }
     }
@@ -122,6 +127,9 @@ impl SimulatedDut {
             tester_rx_dropped: Some(0),
             achieved_fps: fps,
             sender_cpu_percent: None,
+            tx_path: None,
+            iface_tx_packets: Some(sent / self.segments_per_packet.max(1)),
+            iface_rx_packets: Some(received / self.segments_per_packet.max(1)),
             delay: (tag && received > 0).then_some(DelayReport {
                 samples: received,
                 min_ns: self.delay_ns,
@@ -157,10 +165,9 @@ impl SimulatedDut {
             .into_iter()
             .map(|w| self.way(w, sent, accepted, fps, tag))
             .collect();
-        Ok(TrialOutcome {
-            ways,
-            warnings: Vec::new(),
-        })
+        Ok(super::trial::checked(ways, Vec::new(), &|_, _| {
+            "the simulated interface".into()
+        }))
     }
 }
 
@@ -192,10 +199,9 @@ impl Trial for SimulatedDut {
             .into_iter()
             .map(|w| self.way(w, frames, accepted, fps, false))
             .collect();
-        Ok(TrialOutcome {
-            ways,
-            warnings: Vec::new(),
-        })
+        Ok(super::trial::checked(ways, Vec::new(), &|_, _| {
+            "the simulated interface".into()
+        }))
     }
 }
 

@@ -35,7 +35,7 @@ fn plan(bidir: bool, benchmarks: Vec<Benchmark>) -> Rfc2544Plan {
         frame_loss_step_percent: 20.0,
         b2b_max: Duration::from_millis(100),
         b2b_repeat: 2,
-        udp_offload: true,
+        generator: crate::rfc2544::net::Generator::Auto,
     }
 }
 

@@ -21,6 +21,12 @@
 //!   and that rate becomes a ceiling: the search cannot go above it. A result bounded by that
 //!   ceiling rather than by a device failure is reported as
 //!   [`ThroughputStatus::TesterLimited`], never as the device's limit.
+//! * A trial whose counts the interface counters contradict (more than 2% apart, see
+//!   [`super::trial::cross_check`]) is *invalid*: it neither passes nor fails and is run again
+//!   at the same rate like a tester-limited one. If it is still invalid, the search of that
+//!   frame size stops with [`ThroughputStatus::Invalid`] and no figure: whatever made the
+//!   counts wrong (segmentation offload, frames dropped in the tester's own interface, other
+//!   traffic) would make any figure wrong too. The other frame sizes still run.
 //! * Search trials are short; RFC 2544 asks for the final figure to hold for a full-length
 //!   trial (60 s). Each goal's result is confirmed with one trial of `confirm_duration`; if that
 //!   loses too much, the rate is lowered by the loss seen (at least one resolution step) and
@@ -73,6 +79,9 @@ pub enum ThroughputStatus {
     TesterLimited,
     /// Even the lowest rate tried lost too many frames.
     NoPass,
+    /// The search stopped on a trial whose counts the interface counters contradict (see
+    /// [`SearchTrace::invalid`]): no figure can be trusted for this size.
+    Invalid,
 }
 
 impl ThroughputStatus {
@@ -83,6 +92,7 @@ impl ThroughputStatus {
             ThroughputStatus::LineRate => "line rate",
             ThroughputStatus::TesterLimited => "tester-limited",
             ThroughputStatus::NoPass => "no rate passed",
+            ThroughputStatus::Invalid => "invalid counts",
         }
     }
 }
@@ -170,6 +180,10 @@ pub struct SearchTrace {
     /// Why the search stopped early, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the search stopped on invalid counts, if it did: a trial whose frames the
+    /// interface counters contradicted, still so after [`TESTER_RETRIES`] repetitions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
 /// Bounds for one goal, derived from the search trials so far.
@@ -202,7 +216,10 @@ impl Bounds {
                 .iter()
                 .enumerate()
                 .filter(move |(i, t)| {
-                    t.purpose == TrialPurpose::Search && t.error.is_none() && !superseded(*i)
+                    t.purpose == TrialPurpose::Search
+                        && t.error.is_none()
+                        && t.valid()
+                        && !superseded(*i)
                 })
                 .map(|(_, t)| t)
         };
@@ -268,6 +285,7 @@ pub fn search(trial: &mut dyn Trial, frame: u32, p: &SearchParams) -> SearchTrac
         trials: Vec::new(),
         goals: Vec::new(),
         error: None,
+        invalid: None,
     };
     let mut goals = p.goals.clone();
     goals.sort_by(f64::total_cmp);
@@ -276,7 +294,11 @@ pub fn search(trial: &mut dyn Trial, frame: u32, p: &SearchParams) -> SearchTrac
     let mut bounds = Vec::new();
     for &goal in &goals {
         let mut b = Bounds::derive(&trace.trials, goal, p.start_fps);
-        while trace.error.is_none() && !b.converged(p.resolution_fps) && budget > 0 {
+        while trace.error.is_none()
+            && trace.invalid.is_none()
+            && !b.converged(p.resolution_fps)
+            && budget > 0
+        {
             let rate = b.next_rate(p.start_fps);
             let purpose = TrialPurpose::Search;
             if !run_driven(
@@ -288,6 +310,10 @@ pub fn search(trial: &mut dyn Trial, frame: u32, p: &SearchParams) -> SearchTrac
                 p.trial_duration,
                 &mut budget,
             ) {
+                break;
+            }
+            if let Some(why) = trace.trials.last().and_then(|t| t.invalid.clone()) {
+                trace.invalid = Some(why);
                 break;
             }
             b = Bounds::derive(&trace.trials, goal, p.start_fps);
@@ -318,7 +344,10 @@ fn run_driven(
         if !run_one(trial, trace, purpose, frame, rate, dur) {
             return false;
         }
-        let limited = trace.trials.last().is_some_and(|t| t.tester_limited);
+        let limited = trace
+            .trials
+            .last()
+            .is_some_and(|t| t.tester_limited || !t.valid());
         if !limited || retries == 0 {
             break;
         }
@@ -364,16 +393,23 @@ fn goal_result(
     let directions = trace.trials.iter().map(|t| t.ways.len()).max().unwrap_or(1);
     let (throughput_fps, confirmation) = match (b.lo, p.confirm_duration) {
         (None, _) => (None, Confirmation::NotRun),
-        (Some(_), _) if trace.error.is_some() => (None, Confirmation::NotRun),
+        (Some(_), _) if trace.error.is_some() || trace.invalid.is_some() => {
+            (None, Confirmation::NotRun)
+        }
         (Some(fps), None) => (Some(fps), Confirmation::Skipped),
         (Some(fps), Some(dur)) => confirm(trial, trace, frame, p, goal, fps, dur),
+    };
+    let status = if trace.invalid.is_some() {
+        ThroughputStatus::Invalid
+    } else {
+        b.status(p.line_fps)
     };
     GoalResult {
         max_loss_percent: goal * 100.0,
         search_fps: b.lo,
         throughput_fps,
         figures: throughput_fps.map(|f| Figures::new(f, directions, frame, p.line_fps)),
-        status: b.status(p.line_fps),
+        status,
         resolution_reached: b.upper() - b.lo.unwrap_or(0.0) <= p.resolution_fps,
         confirmation,
     }
@@ -405,6 +441,10 @@ fn confirm(
         let Some(t) = trace.trials.last() else {
             break;
         };
+        if let Some(why) = &t.invalid {
+            trace.invalid = Some(why.clone());
+            return (None, Confirmation::NotRun);
+        }
         if t.passes(goal) {
             return (Some(t.effective_fps), Confirmation::Passed);
         }
@@ -578,6 +618,7 @@ mod tests {
         let o = crate::rfc2544::trial::TrialOutcome {
             ways: vec![way(1000, 1000 - lost, rate)],
             warnings: vec![],
+            invalid: None,
         };
         TrialRecord::paced(TrialPurpose::Search, 64, rate, Duration::from_secs(1), o)
     }
@@ -646,5 +687,53 @@ mod tests {
         assert_eq!(t.trials.len(), 1);
         assert_eq!(t.goals[0].confirmation, Confirmation::NotRun);
         assert_eq!(t.goals[0].throughput_fps, None);
+    }
+
+    /// A path that carries 64 frames per packet (UDP GSO through a virtual link): every trial
+    /// is invalid, the search stops after the retries with no figure, and says why.
+    #[test]
+    fn super_packets_give_no_figure() {
+        let mut dut = SimulatedDut::new(Capacity::Fps(300.0), 1);
+        dut.segments_per_packet = 64;
+        let t = search(&mut dut, 64, &params(&[0.0], Some(10)));
+        // The first rate, tried 1 + TESTER_RETRIES times, then the search stops.
+        assert_eq!(offered(&t), vec![1000.0; 1 + TESTER_RETRIES as usize]);
+        assert!(t.trials.iter().all(|r| !r.valid() && !r.passes(1.0)));
+        let why = t.invalid.as_deref().unwrap();
+        assert!(why.contains("segmentation offload"), "{why}");
+        let g = &t.goals[0];
+        assert_eq!(g.status, ThroughputStatus::Invalid);
+        assert_eq!(g.throughput_fps, None);
+        assert_eq!(g.confirmation, Confirmation::NotRun);
+        assert!(t.error.is_none());
+    }
+
+    /// One invalid trial (other traffic for a moment) is repeated at the same rate and does
+    /// not count: the search goes on as if it never happened.
+    #[test]
+    fn a_transient_invalid_trial_is_repeated_and_ignored() {
+        use crate::rfc2544::trial::TrialOutcome;
+        struct InvalidOnce(SimulatedDut, bool);
+        impl Trial for InvalidOnce {
+            fn run(&mut self, f: u32, r: f64, d: Duration) -> anyhow::Result<TrialOutcome> {
+                let mut o = self.0.run(f, r, d)?;
+                if !self.1 {
+                    self.1 = true;
+                    o.invalid = Some("other traffic".into());
+                }
+                Ok(o)
+            }
+            fn burst(&mut self, f: u32, n: u64) -> anyhow::Result<TrialOutcome> {
+                self.0.burst(f, n)
+            }
+        }
+        let mut t = InvalidOnce(SimulatedDut::new(Capacity::Fps(300.0), 1), false);
+        let with = search(&mut t, 64, &params(&[0.0], Some(10)));
+        let mut clean = SimulatedDut::new(Capacity::Fps(300.0), 1);
+        let without = search(&mut clean, 64, &params(&[0.0], Some(10)));
+        assert_eq!(offered(&with)[0], offered(&with)[1]);
+        assert_eq!(offered(&with)[1..], offered(&without)[..]);
+        assert_eq!(with.goals, without.goals);
+        assert!(with.invalid.is_none());
     }
 }

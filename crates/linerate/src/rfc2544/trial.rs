@@ -44,7 +44,9 @@ pub trait Trial {
 }
 
 /// Which way frames went, seen from the tester (the `linerate rfc2544` client).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Way {
     /// Client → device → server.
@@ -63,7 +65,91 @@ impl Way {
     }
 }
 
-pub use linerate_wire::report::DelayReport;
+pub use linerate_wire::report::{DelayReport, TxPath};
+
+/// Largest disagreement between the frames a trial counted and the packets an interface
+/// counted, as a fraction of the frames, before the trial is invalid.
+pub const COUNT_TOLERANCE: f64 = 0.02;
+/// Packets an interface may carry beyond the frames, TCP and ICMP without a complaint:
+/// address resolution (ARP is in no protocol counter) and the like.
+pub const COUNT_SLACK_PACKETS: u64 = 8;
+
+/// Which end of a direction an interface count belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CountedAt {
+    /// The sender's egress interface (`tx_packets`).
+    SenderTx,
+    /// The receiver's ingress interface (`rx_packets`).
+    ReceiverRx,
+}
+
+/// The cross-check of one count (pure): `frames` that linerate counted against `packets`
+/// that the interface `iface` counted over the trial (with the host's TCP and ICMP packets
+/// already taken off). `None` when they agree within [`COUNT_TOLERANCE`] (and
+/// [`COUNT_SLACK_PACKETS`] above); otherwise why the trial's counts cannot be trusted.
+pub fn cross_check(at: CountedAt, iface: &str, frames: u64, packets: u64) -> Option<String> {
+    if frames == 0 {
+        return None;
+    }
+    let f = frames as f64;
+    let p = packets as f64;
+    let (what, counted) = match at {
+        CountedAt::SenderTx => ("sent", "transmitted"),
+        CountedAt::ReceiverRx => ("received", "received"),
+    };
+    if p < f * (1.0 - COUNT_TOLERANCE) {
+        let per = if packets == 0 { f } else { f / p };
+        if per >= 1.5 {
+            return Some(format!(
+                "the path carried 1 packet per {per:.0} frames: {iface} {counted} {packets} packets for {frames} frames {what}, so segmentation offload (GSO/GRO) crossed a virtual link and the device handled super-packets, not frames"
+            ));
+        }
+        return Some(format!(
+            "{iface} {counted} {packets} packets for {frames} frames {what} ({:.1}% fewer): the interface did not carry every frame the tester counted (for a sender: frames dropped by the interface, see tx_dropped)",
+            (f - p) * 100.0 / f
+        ));
+    }
+    if p > f * (1.0 + COUNT_TOLERANCE) + COUNT_SLACK_PACKETS as f64 {
+        return Some(format!(
+            "{iface} {counted} {} packets more than the {frames} frames {what} and the host's TCP and ICMP packets ({:.1}% more): other traffic shared the interface during the trial{}",
+            packets - frames,
+            (p - f) * 100.0 / f,
+            match at {
+                CountedAt::SenderTx => "",
+                CountedAt::ReceiverRx => ", or frames were dropped in the receiving host before its socket",
+            }
+        ));
+    }
+    None
+}
+
+/// A trial outcome from its directions, cross-checked against the interface counts each
+/// carries ([`cross_check`]; `iface(way, end)` names the interface for the warning). On the
+/// receiving side the frames are those received plus those the tester's own socket dropped:
+/// both crossed the interface.
+pub fn checked(
+    ways: Vec<WayOutcome>,
+    warnings: Vec<String>,
+    iface: &dyn Fn(Way, CountedAt) -> String,
+) -> TrialOutcome {
+    let mut invalid = Vec::new();
+    for w in &ways {
+        if let Some(p) = w.iface_tx_packets {
+            let at = CountedAt::SenderTx;
+            invalid.extend(cross_check(at, &iface(w.way, at), w.sent, p));
+        }
+        if let Some(p) = w.iface_rx_packets {
+            let at = CountedAt::ReceiverRx;
+            let frames = w.received + w.tester_rx_dropped.unwrap_or(0);
+            invalid.extend(cross_check(at, &iface(w.way, at), frames, p));
+        }
+    }
+    TrialOutcome {
+        ways,
+        warnings,
+        invalid: (!invalid.is_empty()).then(|| invalid.join("; ")),
+    }
+}
 
 /// What happened to one direction of a trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -86,6 +172,17 @@ pub struct WayOutcome {
     /// One-way delay (latency trials on a shared clock only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delay: Option<DelayReport>,
+    /// How the sender put its frames on the wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_path: Option<TxPath>,
+    /// Packets the sender's interface transmitted during the trial, less the packets the
+    /// host counted for TCP (the control connection) and ICMP; absent when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_tx_packets: Option<u64>,
+    /// Packets the receiver's interface received during the trial, less TCP and ICMP;
+    /// absent when not readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iface_rx_packets: Option<u64>,
 }
 
 impl WayOutcome {
@@ -114,6 +211,10 @@ pub struct TrialOutcome {
     /// What could not be measured or looked wrong.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Why the trial's counts cannot be trusted (interface counters disagree with them by
+    /// more than [`COUNT_TOLERANCE`]); absent for a valid trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
 }
 
 impl TrialOutcome {
@@ -173,6 +274,10 @@ pub struct TrialRecord {
     /// Why the trial failed to run, if it did (the search stops there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Why the trial's counts cannot be trusted: interface counters disagreed with them by
+    /// more than 2%. An invalid trial neither passes nor fails (see docs/rfc2544.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid: Option<String>,
     /// What could not be measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -222,6 +327,7 @@ impl TrialRecord {
             loss_percent: outcome.device_loss_ratio() * 100.0,
             ways: outcome.ways,
             error: None,
+            invalid: outcome.invalid,
             warnings: outcome.warnings,
         }
     }
@@ -244,13 +350,20 @@ impl TrialRecord {
             loss_percent: 0.0,
             ways: Vec::new(),
             error: Some(format!("{error:#}")),
+            invalid: None,
             warnings: Vec::new(),
         }
     }
 
-    /// Whether the device lost at most `max_loss_ratio` of the frames in every direction.
+    /// Whether the device lost at most `max_loss_ratio` of the frames in every direction
+    /// (never for a trial that failed to run or whose counts are invalid).
     pub fn passes(&self, max_loss_ratio: f64) -> bool {
-        self.error.is_none() && ways_pass(&self.ways, max_loss_ratio)
+        self.error.is_none() && self.invalid.is_none() && ways_pass(&self.ways, max_loss_ratio)
+    }
+
+    /// Whether the trial's counts are trusted (no interface counter disagreed).
+    pub fn valid(&self) -> bool {
+        self.invalid.is_none()
     }
 }
 
@@ -291,6 +404,9 @@ pub(crate) mod tests {
             achieved_fps: fps,
             sender_cpu_percent: None,
             delay: None,
+            tx_path: None,
+            iface_tx_packets: None,
+            iface_rx_packets: None,
         }
     }
 
@@ -310,6 +426,7 @@ pub(crate) mod tests {
         let o = TrialOutcome {
             ways: vec![way(990, 990, 990.0)],
             warnings: vec![],
+            invalid: None,
         };
         // 990 of 1000 offered is exactly 1% short: still the tester's offered load.
         assert!(!o.tester_limited(1000.0));
@@ -328,9 +445,59 @@ pub(crate) mod tests {
         let o = TrialOutcome {
             ways: vec![way(1000, 1000, 1000.0), rev],
             warnings: vec![],
+            invalid: None,
         };
         assert!(!o.passes(0.0));
         assert!(o.passes(0.001));
         assert!((o.device_loss_ratio() - 0.0005).abs() < 1e-12);
+    }
+
+    #[test]
+    fn interface_counts_within_two_percent_agree() {
+        let tx = CountedAt::SenderTx;
+        assert_eq!(cross_check(tx, "eth0", 100_000, 100_000), None);
+        assert_eq!(cross_check(tx, "eth0", 100_000, 98_000), None);
+        assert_eq!(cross_check(tx, "eth0", 100_000, 102_008), None);
+        // Nothing sent: nothing to compare.
+        assert_eq!(cross_check(tx, "eth0", 0, 5), None);
+        // A few ARP packets on a tiny trial are not a mismatch.
+        assert_eq!(cross_check(CountedAt::ReceiverRx, "b0", 100, 106), None);
+    }
+
+    #[test]
+    fn super_packets_are_named() {
+        // GSO: 64 frames per packet, the seed case of issue 9.
+        let w = cross_check(CountedAt::SenderTx, "veth0", 6_400_000, 100_000).unwrap();
+        assert!(
+            w.starts_with("the path carried 1 packet per 64 frames: veth0 transmitted 100000 packets for 6400000 frames sent"),
+            "{w}"
+        );
+        assert!(w.contains("segmentation offload"), "{w}");
+    }
+
+    #[test]
+    fn shortfall_and_excess_beyond_two_percent_are_invalid() {
+        let w = cross_check(CountedAt::SenderTx, "veth0", 100_000, 97_000).unwrap();
+        assert!(
+            w.contains("97000 packets for 100000 frames sent (3.0% fewer)"),
+            "{w}"
+        );
+        assert!(w.contains("tx_dropped"), "{w}");
+        let w = cross_check(CountedAt::ReceiverRx, "b0", 100_000, 103_000).unwrap();
+        assert!(w.contains("3000 packets more"), "{w}");
+        assert!(w.contains("other traffic"), "{w}");
+        assert!(w.contains("before its socket"), "{w}");
+    }
+
+    #[test]
+    fn invalid_trials_never_pass() {
+        let o = TrialOutcome {
+            ways: vec![way(1000, 1000, 1000.0)],
+            warnings: vec![],
+            invalid: Some("why".into()),
+        };
+        let r = TrialRecord::paced(TrialPurpose::Search, 64, 1000.0, Duration::from_secs(1), o);
+        assert!(!r.valid());
+        assert!(!r.passes(1.0));
     }
 }

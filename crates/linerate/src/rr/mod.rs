@@ -540,6 +540,7 @@ impl RrEngine {
                 udp_seq_end: None,
                 local_addr: info.local.clone(),
                 remote_addr: info.remote.clone(),
+                tx_path: None,
             });
         }
         data.transactions = sum(fin, base, TRAN);

@@ -33,6 +33,17 @@ pub struct CrrTarget {
     pub timeout: Duration,
 }
 
+/// What a session hands the engine beyond the spec and its streams.
+#[derive(Default)]
+pub struct StartLinks {
+    /// Where a TCP_CRR client's streams connect.
+    pub crr: Option<CrrTarget>,
+    /// The test's control connection, whose segments a stream engine counts.
+    pub control: Option<Arc<std::net::TcpStream>>,
+    /// Host counters taken before the peer could start sending (raw-frame tests).
+    pub early_host: Option<sys::hostsnap::HostSnapshot>,
+}
+
 /// The engine of a running test.
 pub enum Running {
     /// A stream test.
@@ -42,15 +53,13 @@ pub enum Running {
 }
 
 impl Running {
-    /// Starts the engine `spec` asks for. `crr` is needed by a TCP_CRR client; `control` is
-    /// the test's control connection, whose segments a stream engine counts.
+    /// Starts the engine `spec` asks for, with what the session `links` to it.
     pub fn start(
         role: Role,
         spec: &TestSpec,
         cpu: Option<u32>,
         setups: Vec<StreamSetup>,
-        crr: Option<CrrTarget>,
-        control: Option<Arc<std::net::TcpStream>>,
+        links: StartLinks,
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<Running> {
         let host = sys::host::host_info(&crate::software());
@@ -68,11 +77,13 @@ impl Running {
                 host,
                 one_way_delay: spec.one_way_delay.clone(),
                 smooth_pacing: spec.smooth_pacing,
-                control,
+                control: links.control,
+                raw_frames: spec.raw_frames,
+                early_host: links.early_host,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };
-        let sockets = rr_sockets(role, spec, rr, setups, crr);
+        let sockets = rr_sockets(role, spec, rr, setups, links.crr);
         let cfg = RrConfig {
             role,
             spec: rr.clone(),

@@ -21,7 +21,7 @@ use super::sockets::{self, SockOpts};
 use super::{split, stream_layout};
 use crate::engine::{DataSocket, StreamSetup};
 use crate::model::{self, PlanRecord, RunRecord};
-use crate::rr::session::{CrrTarget, Running};
+use crate::rr::session::{CrrTarget, Running, StartLinks};
 
 /// Everything the client needs to run one stream test.
 #[derive(Debug, Clone)]
@@ -259,6 +259,17 @@ pub fn run(
             "the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string(),
         );
     }
+    // Raw frames (protocol 1.3): this end sends them whatever the server offers; a server
+    // without the feature sends datagrams, and says so in its stream reports' absence of
+    // `tx_path` (the caller states the deviation).
+    if request_spec.raw_frames && !welcome.features.iter().any(|f| f == "raw_frames") {
+        request_spec.raw_frames = false;
+        if request_spec.direction.client_receives() {
+            early_warnings.push(
+                "the server sends datagrams, not raw frames: it does not offer them (upgrade it to linerate with protocol 1.3)".to_string(),
+            );
+        }
+    }
     w.send(&Message::TestRequest(TestRequest {
         spec: request_spec.clone(),
     }))?;
@@ -269,6 +280,16 @@ pub fn run(
     let token = stream_hello::token_from_hex(&accept.token)
         .ok_or_else(|| anyhow!("protocol error: the server's token is not 32 hex digits"))?;
     let setups = open_streams(plan, addr, &stream, token)?;
+    // A raw-frame test whose server sends: take this end's host counters now, before the
+    // server can start (it starts at `streams_ready`), so that every frame received falls in
+    // the interface counters' window (RFC 2544's cross-check).
+    let early_host = (plan.spec.raw_frames
+        && plan.spec.transport == Transport::Udp
+        && plan.spec.direction.client_receives())
+    .then(|| {
+        let iface = crate::sys::iface::route_interface(addr.ip()).ok();
+        crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0
+    });
     let udp_ports: Vec<u16> = setups
         .iter()
         .filter_map(|s| match &s.socket {
@@ -314,13 +335,20 @@ pub fn run(
     let sink = move |iv| {
         let _ = itx.send(Event::Interval(iv));
     };
+    let engine_spec = TestSpec {
+        raw_frames: plan.spec.raw_frames,
+        ..request_spec.clone()
+    };
     let mut engine = Running::start(
         Role::Client,
-        &request_spec,
+        &engine_spec,
         plan.client_cpu,
         setups,
-        Some(crr),
-        Some(Arc::new(stream.try_clone()?)),
+        StartLinks {
+            crr: Some(crr),
+            control: Some(Arc::new(stream.try_clone()?)),
+            early_host,
+        },
         sink,
     )?;
     let mut warnings = early_warnings;
@@ -594,6 +622,17 @@ fn open_streams(
         } else {
             StreamRole::Rx
         };
+        // Raw frames: opened now, before `streams_ready`, because resolving the next hop
+        // takes tens of milliseconds and the server starts sending at `start`: frames
+        // arriving before this end's engine starts would be in the receiver's count but not
+        // in its interface counters' window.
+        let raw = match (&socket, client_sends && spec.raw_frames) {
+            (DataSocket::Udp(u), true) => Some(crate::engine::rawgen::RawSender::open(
+                u,
+                (spec.write_size as usize).max(linerate_wire::probe::LEN),
+            )),
+            _ => None,
+        };
         out.push(StreamSetup {
             index,
             role,
@@ -608,6 +647,7 @@ fn open_streams(
             } else {
                 None
             },
+            raw,
         });
     }
     Ok(out)

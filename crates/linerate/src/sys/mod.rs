@@ -18,6 +18,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub mod affinity;
+pub mod afpacket;
 pub mod counter;
 pub mod cpu;
 pub mod ethtool;
@@ -25,6 +26,7 @@ pub mod host;
 pub mod hostsnap;
 pub mod iface;
 pub mod interrupts;
+pub mod neigh;
 pub mod netdev;
 pub mod pmtu;
 pub mod qdisc;

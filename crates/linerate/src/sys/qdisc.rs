@@ -234,22 +234,27 @@ pub fn read_root_qdisc(iface: &str) -> Option<RootQdisc> {
 /// `tc` from `PATH`, else from `/usr/sbin` or `/sbin` (often not in an unprivileged user's
 /// `PATH`); `None` when iproute2 is not installed.
 fn tc_program() -> Option<std::path::PathBuf> {
+    program("tc", TC_FALLBACKS)
+}
+
+/// `name` from `PATH`, else the first of `fallbacks` that exists.
+pub(crate) fn program(name: &str, fallbacks: &[&str]) -> Option<std::path::PathBuf> {
     let in_path = std::env::var_os("PATH")
         .map(|p| {
             std::env::split_paths(&p)
-                .map(|d| d.join("tc"))
+                .map(|d| d.join(name))
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
     in_path
         .into_iter()
-        .chain(TC_FALLBACKS.iter().map(std::path::PathBuf::from))
+        .chain(fallbacks.iter().map(std::path::PathBuf::from))
         .find(|p| p.is_file())
 }
 
 /// Runs `program args`, returns its stdout when it exits 0 within `timeout`; kills it
 /// otherwise. stdout is read on a helper thread so a full pipe cannot stall the child.
-fn run_with_timeout(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
+pub(crate) fn run_with_timeout(program: &Path, args: &[&str], timeout: Duration) -> Option<String> {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())

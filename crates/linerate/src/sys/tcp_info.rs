@@ -128,10 +128,7 @@ pub fn parse_tcp_info(raw: &[u8]) -> Option<TcpInfoReport> {
 /// `tcpi_segs_in`, Linux 4.2), from the struct prefix the kernel wrote; `None` when it does
 /// not cover them.
 pub fn parse_tcp_segments(raw: &[u8]) -> Option<(u32, u32)> {
-    Some((
-        u32_at(raw, off::SEGS_OUT)?,
-        u32_at(raw, off::SEGS_IN)?,
-    ))
+    Some((u32_at(raw, off::SEGS_OUT)?, u32_at(raw, off::SEGS_IN)?))
 }
 
 /// Reads (segments sent, segments received) from a TCP socket's `TCP_INFO`: the packets the

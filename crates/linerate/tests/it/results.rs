@@ -51,6 +51,7 @@ fn receiver_that_stopped_early(got: u64, new_fields: bool) -> linerate::model::R
                 tcp_info: None,
                 udp_rx: Some(udp),
                 udp_seq_end: None,
+                tx_path: None,
                 local_addr: None,
                 remote_addr: None,
             });

@@ -502,3 +502,132 @@ fn lab_cli_without_root_is_one_line_exit_2() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("needs root"), "{err}");
 }
+
+/// `tx_packets` of `iface` in lab host `host`, read with `ip -s -j link` in its namespace
+/// (an independent witness: iproute2, not linerate's own counter code).
+fn tx_packets(lab: &Lab, host: &str, iface: &str) -> u64 {
+    let out = lab
+        .exec(host, &["ip", "-s", "-j", "link", "show", "dev", iface])
+        .expect("ip -s link");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("ip -j output");
+    v[0]["stats64"]["tx"]["packets"]
+        .as_u64()
+        .expect("tx packets")
+}
+
+/// Through an unshaped router (64-byte frames, the case where UDP GSO once made the device
+/// forward one packet per 64 frames): the frames linerate counts as forwarded are the
+/// packets the router's egress towards b transmitted (within 3%; the learning trial and the
+/// control connections add a few hundred), no trial is invalid, every trial was
+/// cross-checked, and the rate found is never above the packet rate the router forwarded.
+#[test]
+fn lab_rfc2544_frames_are_the_routers_packets() {
+    let _serial = serial();
+    let lab = Lab::router(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
+    let _srv = serve_in(&lab, "b");
+    let (r, egress) = lab.shaped_link();
+    let (r, egress) = (r.to_string(), egress.to_string());
+    // Sample the router's egress every 100 ms while the run goes on.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        let ns = lab.ns_name(&r).unwrap().to_string();
+        let egress = egress.clone();
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            let t0 = std::time::Instant::now();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let out = Command::new("ip")
+                    .args(["-n", &ns, "-s", "-j", "link", "show", "dev", &egress])
+                    .output()
+                    .unwrap();
+                let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+                let p = v[0]["stats64"]["tx"]["packets"].as_u64().unwrap();
+                samples.push((t0.elapsed().as_secs_f64(), p));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            samples
+        })
+    };
+    let before = tx_packets(&lab, &r, &egress);
+    let rec = rfc2544_in(
+        &lab,
+        "a",
+        &[
+            "--line-rate",
+            "1G",
+            "--frame-sizes",
+            "64",
+            "--trial-time",
+            "0.5",
+            "--confirm-time",
+            "1",
+            "--settle",
+            "0.1",
+            "--resolution",
+            "2",
+            "--max-trials",
+            "8",
+            "--calibrate-time",
+            "0.2",
+        ],
+    );
+    let after = tx_packets(&lab, &r, &egress);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.join().unwrap();
+    let size = &rec["frame_sizes"][0];
+    let mut received = 0u64;
+    for t in size.trials_json() {
+        assert!(t.get("invalid").is_none(), "invalid trial: {t}");
+        let w = &t["ways"][0];
+        assert_eq!(w["tx_path"], "raw_frames", "{t}");
+        assert!(
+            w["iface_tx_packets"].is_u64() && w["iface_rx_packets"].is_u64(),
+            "not cross-checked: {t}"
+        );
+        received += w["received"].as_u64().unwrap();
+    }
+    let routed = after - before;
+    let ratio = received as f64 / routed as f64;
+    assert!(
+        (0.97..=1.03).contains(&ratio),
+        "linerate counted {received} frames forwarded, the router transmitted {routed} packets"
+    );
+    // The highest rate the router forwarded over any 0.6 s stretch (inside the 1 s
+    // confirmation trial, whole).
+    let mut router_max_pps = 0.0f64;
+    for (i, a) in samples.iter().enumerate() {
+        if let Some(b) = samples[i..].iter().find(|b| b.0 - a.0 >= 0.6) {
+            router_max_pps = router_max_pps.max((b.1 - a.1) as f64 / (b.0 - a.0));
+        }
+    }
+    let g = ndr(size);
+    let found = g["throughput_fps"].as_f64().unwrap_or(0.0);
+    assert!(found > 0.0, "no throughput: {g}");
+    assert!(
+        found <= router_max_pps * 1.03,
+        "found {found:.0} fps, the router forwarded at most {router_max_pps:.0} packets/s"
+    );
+}
+
+trait TrialsJson {
+    fn trials_json(&self) -> Vec<&Value>;
+}
+
+impl TrialsJson for Value {
+    /// Every trial of a frame size record: calibration and throughput.
+    fn trials_json(&self) -> Vec<&Value> {
+        let mut v: Vec<&Value> = self["calibration"]
+            .as_object()
+            .map(|_| &self["calibration"])
+            .into_iter()
+            .collect();
+        v.extend(
+            self["throughput"]["trials"]
+                .as_array()
+                .into_iter()
+                .flatten(),
+        );
+        v
+    }
+}

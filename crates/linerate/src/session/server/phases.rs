@@ -15,7 +15,7 @@ use linerate_wire::stream_hello::{self, StreamHello};
 
 use super::{Abort, Event, Session};
 use crate::engine::{DataSocket, StreamSetup};
-use crate::rr::session::Running;
+use crate::rr::session::{Running, StartLinks};
 use crate::session::conn::{self, Incoming};
 use crate::session::sockets::{self, SockOpts};
 use crate::session::{split, stream_layout};
@@ -143,6 +143,14 @@ pub(super) fn collect_streams(
             let peer = SocketAddr::new(peer_ip, udp_ports[pos]);
             await_udp_hello(s, u, peer, token, *index, deadline)?;
         }
+        // Raw frames: opened before `start` (resolving the next hop takes tens of ms).
+        let raw = match (&socket, role == StreamRole::Tx && spec.raw_frames) {
+            (DataSocket::Udp(u), true) => Some(crate::engine::rawgen::RawSender::open(
+                u,
+                (spec.write_size as usize).max(linerate_wire::probe::LEN),
+            )),
+            _ => None,
+        };
         out.push(StreamSetup {
             index: *index,
             role,
@@ -157,6 +165,7 @@ pub(super) fn collect_streams(
             } else {
                 None
             },
+            raw,
         });
     }
     Ok(out)
@@ -317,13 +326,35 @@ pub(super) fn run_test(
         let _ = tx.send(Event::Interval(iv));
     };
     let control = s.w.stream().try_clone().ok().map(Arc::new);
+    // Raw frames (RFC 2544): `start` goes out before this end's senders do. Raw senders are
+    // not pushed back by a queue on the path, so an unpaced one fills a bottleneck's queue at
+    // once, and a `start` sent after it would wait behind it (TCP retransmissions) past the
+    // client's time-out. The host counters are taken first, so the client's frames still fall
+    // inside this end's interface window.
+    let start_first = spec.raw_frames && spec.transport == Transport::Udp && spec.rr.is_none();
+    let early_host = (start_first && spec.direction.client_sends()).then(|| {
+        let peer = streams.first().and_then(|st| match &st.socket {
+            DataSocket::Udp(u) => u.peer_addr().ok(),
+            DataSocket::Tcp(t) => t.peer_addr().ok(),
+        });
+        let iface = peer.and_then(|p| crate::sys::iface::route_interface(p.ip()).ok());
+        crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0
+    });
+    if start_first {
+        if let Err(e) = s.w.send(&Message::Start(Start {})) {
+            return Err(Abort(format!("write failed: {e}")));
+        }
+    }
     let engine = Running::start(
         Role::Server,
         spec,
         spec.server_cpu,
         streams,
-        None,
-        control,
+        StartLinks {
+            crr: None,
+            control,
+            early_host,
+        },
         sink,
     )
     .map_err(|e| s.fail(ErrorCode::Internal, format!("cannot start threads: {e}")))?;
@@ -335,7 +366,8 @@ pub(super) fn run_test(
         }
     }
     let mut intervals = Vec::new();
-    if let Err(e) = s.w.send(&Message::Start(Start {})) {
+    if start_first {
+    } else if let Err(e) = s.w.send(&Message::Start(Start {})) {
         let _ = engine.finish(Duration::ZERO, Duration::ZERO);
         return Err(Abort(format!("write failed: {e}")));
     }

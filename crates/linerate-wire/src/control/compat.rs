@@ -1,0 +1,56 @@
+//! Golden messages of earlier protocol versions: what an older peer sends must still decode,
+//! with every later field at its default, and what this build sends when it asks for nothing
+//! new must carry no field an older peer did not know (docs/protocol.md, "Versioning").
+//!
+//! One fixture per minor version that changed a message; add one when a field is added.
+
+#[cfg(test)]
+mod tests {
+    use crate::control::{Message, TestRequest};
+    use crate::report::{StreamReport, StreamRole, TxPath};
+
+    /// A 1.1 `test_request` of an RFC 2544 trial (from docs/protocol.md), before 1.3's
+    /// `raw_frames`.
+    const TEST_REQUEST_1_1: &str = r#"{"type":"test_request","data":{"spec":{"transport":"udp","direction":"send","streams":1,"duration_ms":1000,"bytes":null,"write_size":978,"server_sndbuf":null,"server_rcvbuf":null,"nodelay":false,"mss":null,"congestion":null,"tos":null,"rate_bps":15648000,"interval_ms":1000,"omit_ms":0,"server_cpu":null,"udp_offload":true,"one_way_delay":{"tag_seq":1000},"smooth_pacing":true}}}"#;
+
+    /// A 1.3 `test_request` asking for raw frames.
+    const TEST_REQUEST_1_3: &str = r#"{"type":"test_request","data":{"spec":{"transport":"udp","direction":"both","streams":1,"duration_ms":500,"bytes":null,"write_size":18,"server_sndbuf":null,"server_rcvbuf":null,"nodelay":false,"mss":null,"congestion":null,"tos":null,"rate_bps":144000,"interval_ms":1000,"omit_ms":0,"server_cpu":null,"udp_offload":false,"smooth_pacing":true,"raw_frames":true}}}"#;
+
+    /// A 1.2 stream report of a UDP sender, before 1.3's `tx_path`.
+    const STREAM_REPORT_1_2: &str = r#"{"index":0,"role":"tx","bytes":1800,"io_calls":2,"packets":100,"duration_ns":1000000,"sndbuf_bytes":212992,"local_addr":"10.0.0.1:40000","remote_addr":"10.0.1.2:5301"}"#;
+
+    fn spec(json: &str) -> crate::control::TestSpec {
+        match serde_json::from_str::<Message>(json).unwrap() {
+            Message::TestRequest(TestRequest { spec }) => spec,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_1_1_test_request_decodes_without_raw_frames() {
+        let s = spec(TEST_REQUEST_1_1);
+        assert!(s.smooth_pacing && !s.raw_frames);
+        // Re-encoded without new wishes, it carries no 1.3 field.
+        let back = serde_json::to_string(&Message::TestRequest(TestRequest { spec: s })).unwrap();
+        assert!(!back.contains("raw_frames"), "{back}");
+    }
+
+    #[test]
+    fn a_1_3_test_request_round_trips() {
+        let s = spec(TEST_REQUEST_1_3);
+        assert!(s.raw_frames && !s.udp_offload);
+        let back = serde_json::to_string(&Message::TestRequest(TestRequest { spec: s })).unwrap();
+        assert!(back.contains(r#""raw_frames":true"#), "{back}");
+    }
+
+    #[test]
+    fn a_1_2_stream_report_has_no_tx_path() {
+        let r: StreamReport = serde_json::from_str(STREAM_REPORT_1_2).unwrap();
+        assert_eq!(r.role, StreamRole::Tx);
+        assert_eq!(r.tx_path, None);
+        let mut r = r;
+        r.tx_path = Some(TxPath::RawFrames);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["tx_path"], "raw_frames");
+    }
+}
