@@ -138,8 +138,8 @@ pub struct TcpDirection {
     /// RTT of this direction's data from the ACKs that came back (tcptrace's samples: an
     /// ACK that ends exactly at a segment never retransmitted, Karn's rule).
     pub rtt: Option<RttStats>,
-    /// How long the receiver took to send an ACK that covered everything outstanding while
-    /// no other data was in flight, less the minimum RTT: the ACK delay distribution.
+    /// The ACK delay distribution: for every pure ACK of a lone segment (at most one MSS,
+    /// nothing else in flight), the time from that segment to its ACK less the minimum RTT.
     pub ack_delay: Option<AckDelayStats>,
     /// First to last payload byte, seconds.
     pub data_duration_s: Option<f64>,
@@ -229,7 +229,8 @@ pub struct Rfc6349 {
     /// (Transmitted bytes - retransmitted bytes) / transmitted bytes * 100.
     pub tcp_efficiency_percent: Option<f64>,
     /// (Mean RTT during the transfer - baseline RTT) / baseline RTT * 100; the mean is
-    /// the mean of the per-second means, the baseline the minimum.
+    /// the mean of the per-second means, the baseline the minimum (data segments' samples
+    /// only: not the handshake's).
     pub buffer_delay_percent: Option<f64>,
     /// BDP at the baseline RTT: bottleneck * RTT / 8, bytes.
     pub bdp_bytes: Option<f64>,

@@ -40,6 +40,8 @@ pub const LOSS_RECOVERY_MIN_SHARE: f64 = 5.0;
 const OOO_DEFAULT_NS: u64 = 3_000_000;
 /// Wireshark's window for a fast retransmission after the last duplicate ACK, ns.
 const FAST_RETRANS_NS: u64 = 20_000_000;
+/// RFC 6349's metrics need a transfer: at least this many data segments in the direction.
+pub const RFC6349_MIN_DATA_PACKETS: u64 = 10;
 /// Cap of the per-direction records kept for graphs and series.
 pub const GRAPH_EVENTS_CAP: usize = 200_000;
 const WINDOW_CHANGES_CAP: usize = 65_536;
@@ -111,6 +113,8 @@ struct TraceSeg {
     time: u64,
     retrans: u32,
     acked: bool,
+    /// A SYN or FIN without data: its sample is not a data RTT (RFC 6349's baseline).
+    ctl: bool,
 }
 
 /// Wireshark's state for one direction (`tcp_analyze_seq_info` and friends).
@@ -179,6 +183,7 @@ pub(crate) struct Dir {
     acked_max_time: u64,
     rtt: Welford,
     ambiguous: u64,
+    rtt_data_min: Option<f64>,
     rtt_by_second: std::collections::BTreeMap<u64, (f64, u64)>,
     // data and ACK state in this direction's sequence space (relative)
     data_low: Option<u64>,
@@ -388,7 +393,7 @@ impl Conn {
         let occupies = u64::from(len) + u64::from(syn) + u64::from(s.has(F::FIN));
         let retrans = ta & (TA_RETRANS | TA_FAST_RETRANS) != 0;
         if occupies > 0 {
-            d.trace_segment(t, start, start + occupies);
+            d.trace_segment(t, start, start + occupies, len == 0);
         }
         if len > 0 {
             let data_start = start;
@@ -563,6 +568,12 @@ impl Conn {
             if seglen > 1 && fw.nextseq.wrapping_sub(1) == seq {
                 not_advanced = false;
             }
+            // Wireshark 4.0 checks for a spurious retransmission first: data the receiver
+            // has already acknowledged.
+            if seglen > 0 && rev.lastack != 0 && le_seq(seq.wrapping_add(seglen), rev.lastack) {
+                ta |= TA_SPURIOUS;
+                break 'retrans;
+            }
             let since_ack = t.saturating_sub(rev.lastack_time);
             if not_advanced && rev.dupacknum >= 2 && rev.lastack == seq && since_ack < FAST_RETRANS_NS
             {
@@ -573,10 +584,6 @@ impl Conn {
             let thres = self.first_rtt_ns.filter(|&x| x > 0).unwrap_or(OOO_DEFAULT_NS);
             if not_advanced && since_next < thres && fw.nextseq != seq.wrapping_add(seglen) {
                 ta |= TA_OOO;
-                break 'retrans;
-            }
-            if seglen > 0 && rev.lastack != 0 && le_seq(seq.wrapping_add(seglen), rev.lastack) {
-                ta |= TA_SPURIOUS;
                 break 'retrans;
             }
             if not_advanced {
@@ -683,7 +690,7 @@ impl Dir {
     }
 
     /// tcptrace's `rexmit`/`addseg`: record [start, end) sent at `t`.
-    fn trace_segment(&mut self, t: u64, start: u64, end: u64) {
+    fn trace_segment(&mut self, t: u64, start: u64, end: u64, ctl: bool) {
         let tail_end = self.segs.back().map_or(0, |s| s.end);
         if self.segs.is_empty() || start >= tail_end {
             if start < self.segs.front().map_or(u64::MAX, |s| s.start) && !self.segs.is_empty() {
@@ -696,6 +703,7 @@ impl Dir {
                 time: t,
                 retrans: 0,
                 acked: false,
+                ctl,
             });
             return;
         }
@@ -728,6 +736,7 @@ impl Dir {
                         time: t,
                         retrans: 0,
                         acked: false,
+                        ctl,
                     });
                     cur = gap_end;
                 }
@@ -738,6 +747,7 @@ impl Dir {
                         time: t,
                         retrans: 0,
                         acked: false,
+                        ctl,
                     });
                     cur = end;
                 }
@@ -767,10 +777,13 @@ impl Dir {
                 } else if s.retrans == 0 {
                     let rtt = (t.saturating_sub(s.time)) as f64 / MS;
                     self.rtt.add(rtt);
-                    let sec = t / 1_000_000_000;
-                    let e = self.rtt_by_second.entry(sec).or_insert((0.0, 0));
-                    e.0 += rtt;
-                    e.1 += 1;
+                    if !s.ctl {
+                        self.rtt_data_min = Some(self.rtt_data_min.map_or(rtt, |m: f64| m.min(rtt)));
+                        let sec = t / 1_000_000_000;
+                        let e = self.rtt_by_second.entry(sec).or_insert((0.0, 0));
+                        e.0 += rtt;
+                        e.1 += 1;
+                    }
                 } else {
                     self.ambiguous += 1;
                 }
@@ -826,6 +839,7 @@ impl Dir {
     fn ack_received(&mut self, t: u64, ack: u64, window: u64, pure: bool, mss: u64) {
         self.mss = mss;
         let advanced = ack > self.snd_una;
+        let covered = ack.saturating_sub(self.snd_una);
         let had_data = self.data_low.is_some();
         if advanced {
             self.snd_una = ack;
@@ -845,7 +859,9 @@ impl Dir {
             self.zero_window_since = Some(t);
             self.zero_windows_seen += 1;
         }
-        if advanced && pure && had_data && self.snd_una >= self.data_high {
+        // A delayed ACK is the receiver holding the ACK of a lone segment (one that does not
+        // complete two full ones): the ACK covers at most one MSS and everything outstanding.
+        if advanced && pure && had_data && self.snd_una >= self.data_high && covered <= mss {
             let min_rtt = if self.rtt.n > 0 { self.rtt.min } else { 0.0 };
             let delay = t.saturating_sub(self.last_data_ns) as f64 / MS;
             let excess = (delay - min_rtt).max(0.0);
@@ -1003,7 +1019,7 @@ impl Dir {
                 .collect();
         }
         if let Some(bb) = opts.link_rate_bps {
-            if o.unique_bytes > 0 && bb > 0 {
+            if o.data_packets >= RFC6349_MIN_DATA_PACKETS && bb > 0 {
                 let overhead = if v6 { 60 } else { 40 };
                 let mtu = opts
                     .mtu
@@ -1019,7 +1035,7 @@ impl Dir {
                 let eff = (o.bytes > 0).then(|| {
                     (o.bytes - o.retransmitted_bytes.min(o.bytes)) as f64 * 100.0 / o.bytes as f64
                 });
-                let base = o.rtt.as_ref().filter(|r| r.samples > 0).map(|r| r.min_ms);
+                let base = self.rtt_data_min;
                 let per_second: Vec<f64> = self
                     .rtt_by_second
                     .values()
