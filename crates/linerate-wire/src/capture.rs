@@ -386,12 +386,9 @@ fn stop_error(
 ) -> WireError {
     use etherparse::err::packet::SliceError;
     match &sliced.stop_err {
-        Some((SliceError::Len(l), _)) => truncated(
-            layer,
-            base + l.layer_start_offset,
-            l.required_len,
-            l.len,
-        ),
+        Some((SliceError::Len(l), _)) => {
+            truncated(layer, base + l.layer_start_offset, l.required_len, l.len)
+        }
         Some((e, _)) => WireError::new(layer, base, WireErrorKind::BadBody(e.to_string())),
         None => truncated(layer, base, 20, have),
     }
@@ -439,7 +436,18 @@ mod tests {
         ];
         let tcp_len = 20 + tcp_opts.len();
         let total = 20 + tcp_len;
-        f.extend_from_slice(&[0x45, 0, (total >> 8) as u8, total as u8, 0, 0, 0x40, 0, 64, 6]);
+        f.extend_from_slice(&[
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0x40,
+            0,
+            64,
+            6,
+        ]);
         f.extend_from_slice(&[0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
         f.extend_from_slice(&[0x9c, 0x40, 0x14, 0xb5]); // ports 40000 -> 5301
         f.extend_from_slice(&1000u32.to_be_bytes());
@@ -500,7 +508,9 @@ mod tests {
         let mut sll = vec![0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x08, 0x00];
         sll.extend_from_slice(ip);
         assert_eq!(decode(LINKTYPE_LINUX_SLL, &sll).unwrap(), want);
-        let mut sll2 = vec![0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0];
+        let mut sll2 = vec![
+            0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0,
+        ];
         sll2.extend_from_slice(ip);
         assert_eq!(decode(LINKTYPE_LINUX_SLL2, &sll2).unwrap(), want);
         let mut null = 2u32.to_le_bytes().to_vec();

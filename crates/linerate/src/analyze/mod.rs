@@ -318,13 +318,8 @@ impl Analyzer {
             (src, dst)
         };
         let index = (self.tcp.len() + self.finished_tcp.len()) as u32 + 1;
-        self.tcp.push(tcp::Conn::new(
-            index,
-            a,
-            b,
-            self.last_ns,
-            self.opts.graphs,
-        ));
+        self.tcp
+            .push(tcp::Conn::new(index, a, b, self.last_ns, self.opts.graphs));
         self.tcp_index.insert(key, self.tcp.len() - 1);
         Some(self.tcp.len() - 1)
     }

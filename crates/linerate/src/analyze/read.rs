@@ -114,6 +114,9 @@ pub fn read_capture<R: Read + Send>(
         PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
             err(0, "the file ends inside its header")
         }
+        PcapError::HeaderNotRecognized if head == [0x0a, 0x0d, 0x0d, 0x0a] => {
+            err(0, "the pcapng section header is cut short or malformed")
+        }
         other => err(0, format!("invalid file header ({})", describe(&other))),
     })?;
     let mut summary = ReadSummary {
@@ -141,7 +144,8 @@ pub fn read_capture<R: Read + Send>(
                         legacy_ns = h.is_nanosecond_precision();
                     }
                     PcapBlockOwned::Legacy(b) => {
-                        let link = legacy_link.ok_or_else(|| err(offset, "packet before the file header"))?;
+                        let link = legacy_link
+                            .ok_or_else(|| err(offset, "packet before the file header"))?;
                         let sub = if legacy_ns {
                             u64::from(b.ts_usec)
                         } else {
@@ -202,9 +206,9 @@ pub fn read_capture<R: Read + Send>(
                         });
                     }
                     PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        let i = interfaces
-                            .first()
-                            .ok_or_else(|| err(offset, "a packet before any interface description"))?;
+                        let i = interfaces.first().ok_or_else(|| {
+                            err(offset, "a packet before any interface description")
+                        })?;
                         summary.records += 1;
                         let n = (spb.origlen as usize).min(spb.data.len());
                         each(Frame {

@@ -11,8 +11,8 @@
 use linerate_wire::capture::{tcp_flags as F, TcpSegment};
 
 use super::record::{
-    AckDelayStats, Evidence, Finding, Rfc6349, RttStats, TcpConnection, TcpDirection,
-    TimeShares, WindowStats,
+    AckDelayStats, Evidence, Finding, Rfc6349, RttStats, TcpConnection, TcpDirection, TimeShares,
+    WindowStats,
 };
 use super::{AnalyzeOptions, GraphEvent, GraphKind, Period, PeriodKind};
 
@@ -575,13 +575,19 @@ impl Conn {
                 break 'retrans;
             }
             let since_ack = t.saturating_sub(rev.lastack_time);
-            if not_advanced && rev.dupacknum >= 2 && rev.lastack == seq && since_ack < FAST_RETRANS_NS
+            if not_advanced
+                && rev.dupacknum >= 2
+                && rev.lastack == seq
+                && since_ack < FAST_RETRANS_NS
             {
                 ta |= TA_FAST_RETRANS;
                 break 'retrans;
             }
             let since_next = t.saturating_sub(fw.nextseq_time);
-            let thres = self.first_rtt_ns.filter(|&x| x > 0).unwrap_or(OOO_DEFAULT_NS);
+            let thres = self
+                .first_rtt_ns
+                .filter(|&x| x > 0)
+                .unwrap_or(OOO_DEFAULT_NS);
             if not_advanced && since_next < thres && fw.nextseq != seq.wrapping_add(seglen) {
                 ta |= TA_OOO;
                 break 'retrans;
@@ -778,7 +784,8 @@ impl Dir {
                     let rtt = (t.saturating_sub(s.time)) as f64 / MS;
                     self.rtt.add(rtt);
                     if !s.ctl {
-                        self.rtt_data_min = Some(self.rtt_data_min.map_or(rtt, |m: f64| m.min(rtt)));
+                        self.rtt_data_min =
+                            Some(self.rtt_data_min.map_or(rtt, |m: f64| m.min(rtt)));
                         let sec = t / 1_000_000_000;
                         let e = self.rtt_by_second.entry(sec).or_insert((0.0, 0));
                         e.0 += rtt;
@@ -937,7 +944,14 @@ impl Dir {
     }
 
     /// Fills the figures of `out` at the end of the capture.
-    fn fill(&mut self, conn_ns: u64, capture_start_ns: u64, mss: u64, opts: &AnalyzeOptions, v6: bool) {
+    fn fill(
+        &mut self,
+        conn_ns: u64,
+        capture_start_ns: u64,
+        mss: u64,
+        opts: &AnalyzeOptions,
+        v6: bool,
+    ) {
         let o = &mut self.out;
         if let Some(low) = self.data_low {
             o.unique_bytes = self.data_high.saturating_sub(low);
@@ -968,7 +982,18 @@ impl Dir {
             let mut v = self.ack_delays.clone();
             v.sort_by(f64::total_cmp);
             let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-            let bounds = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, f64::INFINITY];
+            let bounds = [
+                1.0,
+                2.0,
+                5.0,
+                10.0,
+                20.0,
+                50.0,
+                100.0,
+                200.0,
+                500.0,
+                f64::INFINITY,
+            ];
             let mut hist: Vec<(f64, u64)> = bounds.iter().map(|b| (*b, 0)).collect();
             for x in &v {
                 if let Some(h) = hist.iter_mut().find(|h| *x <= h.0) {
@@ -1154,7 +1179,11 @@ impl Dir {
                 share_percent: time.loss_recovery_percent,
                 evidence: vec![
                     ev("retransmissions", self.out.retransmissions as f64, "count"),
-                    ev("retransmitted_bytes", self.out.retransmitted_bytes as f64, "bytes"),
+                    ev(
+                        "retransmitted_bytes",
+                        self.out.retransmitted_bytes as f64,
+                        "bytes",
+                    ),
                     ev("threshold", LOSS_RECOVERY_MIN_SHARE, "%"),
                 ],
             });

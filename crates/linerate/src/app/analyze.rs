@@ -55,7 +55,11 @@ pub fn analyze_path(
                 "cannot open the capture {name}: {e} (give a pcap or pcapng file)"
             ))
         })?;
-        analyze_reader(std::io::BufReader::with_capacity(1 << 20, file), &name, opts)
+        analyze_reader(
+            std::io::BufReader::with_capacity(1 << 20, file),
+            &name,
+            opts,
+        )
     };
     result.map_err(|e| UsageError(format!("{name}: {e:#}")).into())
 }

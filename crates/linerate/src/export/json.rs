@@ -38,7 +38,9 @@ pub fn doctor_schema() -> String {
 
 /// JSON Schema of `linerate analyze --json` (`docs/json-schema/analyze-v1.json`).
 pub fn analyze_schema() -> String {
-    pretty(&schemars::schema_for!(crate::analyze::record::AnalysisRecord))
+    pretty(&schemars::schema_for!(
+        crate::analyze::record::AnalysisRecord
+    ))
 }
 
 /// The analysis record as pretty JSON, with a trailing newline.

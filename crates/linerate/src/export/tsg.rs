@@ -72,7 +72,7 @@ pub fn render_svg(g: &DirectionGraph) -> String {
         .chain(g.periods.iter().map(|p| p.end_ns))
         .max()
         .unwrap_or(t0)
-        .max(t0 + 1000);
+        .max(t0.saturating_add(1000));
     let data = ev
         .iter()
         .filter(|e| matches!(e.kind, GraphKind::Data | GraphKind::Retransmission));
