@@ -122,11 +122,17 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
     if a.repeat.is_set() {
+        if a.capture.capture.is_some() {
+            return Err(UsageError(
+                "--capture records one test: leave out --repeat/--confidence".into(),
+            )
+            .into());
+        }
         return crate::repeat::stream_command(a, transport);
     }
     let plan = plan::stream_plan(a, transport)?;
     let format = plan::output_format(&a.output)?;
-    live::run_once(&plan, format, a.link_rate)
+    live::run_once(&plan, format, a.link_rate, &a.capture)
 }
 
 fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {

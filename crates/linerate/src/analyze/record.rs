@@ -59,7 +59,7 @@ impl std::fmt::Display for Endpoint {
 }
 
 /// One TCP connection: `a` opened it (sent the SYN), or sent its first captured packet.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TcpConnection {
     /// 1-based number in the file (as in the table, the CSV and the graph file names).
     pub index: u32,
@@ -90,7 +90,7 @@ pub struct TcpConnection {
 }
 
 /// One direction of a TCP connection: the data it sent and the ACKs it received for it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TcpDirection {
     /// Packets sent in this direction.
     pub packets: u64,
@@ -153,7 +153,7 @@ pub struct TcpDirection {
 }
 
 /// Advertised window figures, bytes.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct WindowStats {
     /// Smallest.
     pub min_bytes: u64,
@@ -164,7 +164,7 @@ pub struct WindowStats {
 }
 
 /// RTT samples.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RttStats {
     /// Samples.
     pub samples: u64,
@@ -181,7 +181,7 @@ pub struct RttStats {
 }
 
 /// The ACK delay distribution.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AckDelayStats {
     /// ACKs measured.
     pub samples: u64,
@@ -196,7 +196,7 @@ pub struct AckDelayStats {
 }
 
 /// Shares of a direction's transfer time, percent of `total_s`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TimeShares {
     /// Seconds accounted: first data segment to the acknowledgement of the last.
     pub total_s: f64,
@@ -216,7 +216,7 @@ pub struct TimeShares {
 }
 
 /// RFC 6349 TCP throughput metrics for one direction.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Rfc6349 {
     /// The bottleneck bandwidth given, bits/s.
     pub bottleneck_bps: u64,
@@ -237,7 +237,7 @@ pub struct Rfc6349 {
 }
 
 /// What a detector found, with its evidence.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     /// "delayed_ack_stall", "receive_window_limited", "application_limited",
     /// "loss_recovery" or "zero_window".
@@ -257,7 +257,7 @@ pub struct Finding {
 }
 
 /// One number behind a finding.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Evidence {
     /// What was measured.
     pub metric: String,
@@ -268,7 +268,7 @@ pub struct Evidence {
 }
 
 /// One direction of a UDP flow.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct UdpFlow {
     /// 1-based number in the file.
     pub index: u32,
@@ -292,4 +292,33 @@ pub struct UdpFlow {
     pub max_gap_ms: Option<f64>,
     /// Times the flow paused for more than 10 ms.
     pub gaps_over_10ms: u64,
+}
+
+/// What the packet capture of a test (`--capture`) showed: the analysis of the test's data
+/// connections and flows (the control connection left out).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TraceRecord {
+    /// The pcap file written.
+    pub file: String,
+    /// The interface captured on (the route toward the server).
+    pub interface: String,
+    /// Bytes kept of each packet.
+    pub snaplen: u32,
+    /// Packets captured.
+    pub packets: u64,
+    /// Packets the kernel dropped because the capture did not keep up (absent: unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_drops: Option<u64>,
+    /// Packets left out because the file reached its size cap.
+    #[serde(default)]
+    pub over_cap: u64,
+    /// The test's TCP connections.
+    #[serde(default)]
+    pub tcp: Vec<TcpConnection>,
+    /// The test's UDP flows.
+    #[serde(default)]
+    pub udp: Vec<UdpFlow>,
+    /// The analysis's warnings.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }

@@ -34,6 +34,8 @@ pub const DELAYED_ACK_MIN_SHARE: f64 = 1.0;
 pub const RWND_LIMITED_MIN_SHARE: f64 = 20.0;
 /// Application-limited finding: share of the transfer time, percent.
 pub const APP_LIMITED_MIN_SHARE: f64 = 50.0;
+/// Zero-window finding: share of the transfer time the window stayed closed, percent.
+pub const ZERO_WINDOW_MIN_SHARE: f64 = 1.0;
 /// Loss-recovery finding: share of the transfer time, percent.
 pub const LOSS_RECOVERY_MIN_SHARE: f64 = 5.0;
 /// Wireshark's out-of-order threshold when the handshake's RTT is unknown, ns.
@@ -1146,8 +1148,9 @@ impl Dir {
                 ],
             });
         }
-        if self.zero_windows_seen > 0 {
-            let ms = self.t_zero_window as f64 / MS;
+        let zero_ms = self.t_zero_window as f64 / MS;
+        if self.zero_windows_seen > 0 && zero_ms >= ZERO_WINDOW_MIN_SHARE / 100.0 * total_ms {
+            let ms = zero_ms;
             out.push(Finding {
                 kind: "zero_window".into(),
                 direction: dir.into(),

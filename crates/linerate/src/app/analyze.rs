@@ -114,3 +114,74 @@ pub fn write_graphs(
     }
     Ok(n)
 }
+
+/// Cap of a `--capture` file: a 10 s test at line rate with 128-byte snaps stays far below.
+pub const CAPTURE_MAX_BYTES: u64 = 1 << 30;
+
+/// Runs `test` while capturing its packets into `cap.capture` (when given), then analyses
+/// the capture, puts what it found into the record (`trace`) and diagnoses it again.
+pub(crate) fn with_capture(
+    cap: &crate::cli::analyze::CaptureArgs,
+    plan: &crate::session::client::StreamPlan,
+    test: impl FnOnce() -> anyhow::Result<crate::model::RunRecord>,
+) -> anyhow::Result<crate::model::RunRecord> {
+    use std::net::ToSocketAddrs;
+    let Some(path) = &cap.capture else {
+        return test();
+    };
+    let server = (plan.host.as_str(), plan.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| UsageError(format!("--capture: cannot resolve {}", plan.host)))?;
+    let capture = crate::sys::capture::Capture::start(path, server, cap.snaplen, CAPTURE_MAX_BYTES)
+        .map_err(|e| UsageError(format!("--capture {}: {e}", path.display())))?;
+    let result = test();
+    let stats = capture
+        .stop()
+        .with_context(|| format!("--capture {}", path.display()))?;
+    let mut rec = result?;
+    let opts = AnalyzeOptions {
+        link_rate_bps: rec.plan.link_rate_bps,
+        ..AnalyzeOptions::default()
+    };
+    match analyze_path(path, &opts) {
+        Ok((a, _)) => {
+            let mut tcp = a.tcp;
+            // The control connection is the test's first connection: leave it out.
+            if !tcp.is_empty() {
+                tcp.remove(0);
+            }
+            let mut warnings = a.warnings;
+            if stats.kernel_drops.is_some_and(|d| d > 0) {
+                warnings.push(format!(
+                    "the capture missed {} packets (the kernel dropped them): use a smaller --snaplen",
+                    stats.kernel_drops.unwrap_or(0)
+                ));
+            }
+            if stats.over_cap > 0 {
+                warnings.push(format!(
+                    "{} packets were not written: the capture reached its {} MiB cap",
+                    stats.over_cap,
+                    CAPTURE_MAX_BYTES >> 20
+                ));
+            }
+            rec.trace = Some(crate::analyze::record::TraceRecord {
+                file: path.display().to_string(),
+                interface: stats.interface,
+                snaplen: cap.snaplen,
+                packets: stats.packets,
+                kernel_drops: stats.kernel_drops,
+                over_cap: stats.over_cap,
+                tcp,
+                udp: a.udp,
+                warnings,
+            });
+            rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+        }
+        Err(e) => rec.warnings.push(format!(
+            "--capture: the capture could not be analysed: {e:#}"
+        )),
+    }
+    Ok(rec)
+}

@@ -221,6 +221,8 @@ pub struct StreamArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: super::rr_args::RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

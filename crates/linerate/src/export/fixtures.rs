@@ -211,6 +211,7 @@ fn record(
         warnings: warnings.iter().map(|w| w.to_string()).collect(),
         rr: None,
         diagnosis: None,
+        trace: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

@@ -53,6 +53,9 @@ pub struct RunRecord {
     /// Absent in records written before diagnoses existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// What the test's own packet capture showed (`--capture`); the diagnosis uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::analyze::record::TraceRecord>,
 }
 
 /// Echo of the validated test plan.

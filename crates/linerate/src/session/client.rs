@@ -443,6 +443,7 @@ pub fn build_record(
         warnings,
         rr: None,
         diagnosis: None,
+        trace: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

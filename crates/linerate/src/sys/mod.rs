@@ -18,6 +18,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub mod affinity;
+pub mod bpf;
+pub mod capture;
 pub mod counter;
 pub mod cpu;
 pub mod ethtool;

@@ -18,6 +18,7 @@ mod cpu;
 mod drops;
 mod link;
 mod tcp;
+mod trace;
 mod window;
 
 use linerate_wire::report::Role;
@@ -31,6 +32,7 @@ use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
 use tcp::{delayed_acks, retransmissions};
+use trace::trace_findings;
 use window::window;
 
 /// System-wide CPU utilisation (percent of all CPUs) at which an end is CPU bound. Not 100:
@@ -153,6 +155,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     window(ctx, out, not_judged);
     retransmissions(ctx, out);
     delayed_acks(ctx, out);
+    trace_findings(ctx, out);
     // A paced test that met its pace was limited by the pace: busy CPUs (other processes
     // included) did not hold it back, so no CPU verdict is claimed.
     if !pace_met(ctx) {
