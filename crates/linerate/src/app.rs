@@ -89,6 +89,7 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         handshake_timeout: a.handshake_timeout,
         idle_timeout: a.idle_timeout,
         one_off: a.one_off,
+        allow_capture: a.allow_capture,
         debug: Debug(a.debug_protocol),
         log: !a.quiet,
         users: match &a.auth_users {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 /// Major version of the control protocol this build speaks.
 pub const PROTOCOL_MAJOR: u16 = 1;
 /// Minor version of the control protocol this build speaks.
-pub const PROTOCOL_MINOR: u16 = 2;
+pub const PROTOCOL_MINOR: u16 = 3;
 
 /// Optional capabilities this build offers. A session uses the intersection of both lists.
 pub const FEATURES: &[&str] = &[
@@ -27,6 +27,7 @@ pub const FEATURES: &[&str] = &[
     "smooth_pacing",
     "doctor",
     "auth",
+    "capture",
 ];
 
 /// A `major.minor` protocol version.

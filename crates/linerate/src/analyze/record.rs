@@ -321,4 +321,8 @@ pub struct TraceRecord {
     /// The analysis's warnings.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The same at the server, from the capture it returned (`serve --allow-capture`,
+    /// protocol 1.3); its file is the client's FILE.server.pcap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Box<TraceRecord>>,
 }

@@ -123,12 +123,16 @@ pub const CAPTURE_MAX_BYTES: u64 = 1 << 30;
 pub(crate) fn with_capture(
     cap: &crate::cli::analyze::CaptureArgs,
     plan: &crate::session::client::StreamPlan,
-    test: impl FnOnce() -> anyhow::Result<crate::model::RunRecord>,
+    test: impl FnOnce(&crate::session::client::StreamPlan) -> anyhow::Result<crate::model::RunRecord>,
 ) -> anyhow::Result<crate::model::RunRecord> {
     use std::net::ToSocketAddrs;
     let Some(path) = &cap.capture else {
-        return test();
+        return test(plan);
     };
+    // Ask the server to capture its side too (it returns it if it allows captures).
+    let mut asked = plan.clone();
+    asked.spec.capture_snaplen = Some(cap.snaplen);
+    let plan = &asked;
     let server = (plan.host.as_str(), plan.port)
         .to_socket_addrs()
         .ok()
@@ -136,7 +140,7 @@ pub(crate) fn with_capture(
         .ok_or_else(|| UsageError(format!("--capture: cannot resolve {}", plan.host)))?;
     let capture = crate::sys::capture::Capture::start(path, server, cap.snaplen, CAPTURE_MAX_BYTES)
         .map_err(|e| UsageError(format!("--capture {}: {e}", path.display())))?;
-    let result = test();
+    let result = test(plan);
     let stats = capture
         .stop()
         .with_context(|| format!("--capture {}", path.display()))?;
@@ -166,6 +170,7 @@ pub(crate) fn with_capture(
                     CAPTURE_MAX_BYTES >> 20
                 ));
             }
+            let server = server_trace(&mut rec, path, cap.snaplen, &opts);
             rec.trace = Some(crate::analyze::record::TraceRecord {
                 file: path.display().to_string(),
                 interface: stats.interface,
@@ -176,6 +181,7 @@ pub(crate) fn with_capture(
                 tcp,
                 udp: a.udp,
                 warnings,
+                server,
             });
             rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
         }
@@ -184,4 +190,58 @@ pub(crate) fn with_capture(
         )),
     }
     Ok(rec)
+}
+
+/// Writes the capture the server returned next to the client's (`FILE.server.pcap`) and
+/// analyses it; notes and failures become warnings.
+fn server_trace(
+    rec: &mut crate::model::RunRecord,
+    path: &Path,
+    snaplen: u32,
+    opts: &AnalyzeOptions,
+) -> Option<Box<crate::analyze::record::TraceRecord>> {
+    let returned = rec.server_capture.take()?;
+    if let Some(n) = &returned.note {
+        rec.warnings.push(format!("--capture at the server: {n}"));
+    }
+    let bytes = linerate_wire::hex::decode(returned.pcap_hex.as_deref()?);
+    let Some(bytes) = bytes else {
+        rec.warnings
+            .push("--capture: the server's capture is not valid hex".to_string());
+        return None;
+    };
+    let mut name = path.as_os_str().to_owned();
+    name.push(".server.pcap");
+    let spath = std::path::PathBuf::from(name);
+    if let Err(e) = std::fs::write(&spath, &bytes) {
+        rec.warnings
+            .push(format!("--capture: cannot write {}: {e}", spath.display()));
+        return None;
+    }
+    match analyze_path(&spath, opts) {
+        Ok((a, _)) => {
+            let mut tcp = a.tcp;
+            if !tcp.is_empty() {
+                tcp.remove(0);
+            }
+            Some(Box::new(crate::analyze::record::TraceRecord {
+                file: spath.display().to_string(),
+                interface: String::new(),
+                snaplen,
+                packets: a.packets,
+                kernel_drops: None,
+                over_cap: 0,
+                tcp,
+                udp: a.udp,
+                warnings: a.warnings,
+                server: None,
+            }))
+        }
+        Err(e) => {
+            rec.warnings.push(format!(
+                "--capture: the server's capture could not be analysed: {e:#}"
+            ));
+            None
+        }
+    }
 }

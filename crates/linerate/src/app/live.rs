@@ -105,7 +105,7 @@ pub fn run_once(
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
     let mut live = LiveOutput::new(format, plan);
-    let rec = super::analyze::with_capture(capture, plan, || {
+    let rec = super::analyze::with_capture(capture, plan, |plan| {
         let mut rec = client::run(plan, &mut live, &interrupt)?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)

@@ -122,6 +122,10 @@ pub struct ServeArgs {
     /// must not be readable by group or others. Clients pass --auth-user.
     #[arg(long, value_name = "FILE")]
     pub auth_users: Option<std::path::PathBuf>,
+    /// Capture a test's packets here too when its client asks (linerate tcp|udp|rr
+    /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
+    #[arg(long)]
+    pub allow_capture: bool,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

@@ -120,6 +120,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         rr: None,
         one_way_delay: None,
         smooth_pacing: false,
+        capture_snaplen: None,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

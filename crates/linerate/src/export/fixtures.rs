@@ -212,6 +212,7 @@ fn record(
         rr: None,
         diagnosis: None,
         trace: None,
+        server_capture: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

@@ -220,6 +220,12 @@ pub fn run(
             "the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string(),
         );
     }
+    if request_spec.capture_snaplen.is_some() && !welcome.features.iter().any(|f| f == "capture") {
+        request_spec.capture_snaplen = None;
+        early_warnings.push(
+            "--capture: the server does not offer captures (upgrade it to linerate with protocol 1.3); only this end's packets were captured".to_string(),
+        );
+    }
     w.send(&Message::TestRequest(TestRequest {
         spec: request_spec.clone(),
     }))?;
@@ -270,6 +276,7 @@ pub fn run(
     let mut server_finished = false;
     let mut interrupted = false;
     let mut server_report: Option<SideReport> = None;
+    let mut server_capture: Option<control::ReturnedCapture> = None;
     let mut early_server_error: Option<String> = None;
     // Run until the time is up, the bytes are through, Ctrl-C, or the server ends the test.
     loop {
@@ -338,6 +345,8 @@ pub fn run(
                     client_intervals.push(iv);
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Results(r)))) => {
+                    let r = *r;
+                    server_capture = r.capture;
                     server_report = Some(r.report);
                     break;
                 }
@@ -381,6 +390,7 @@ pub fn run(
     report.intervals = client_intervals;
     if server_report.is_some() {
         let _ = w.send(&Message::Results(Box::new(control::Results {
+            capture: None,
             report: report.clone(),
         })));
         let _ = conn::recv_until(&rx, Instant::now() + Duration::from_secs(2));
@@ -408,6 +418,7 @@ pub fn run(
         crate::rr::session::attach(&mut rec, rr, &data);
         rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     }
+    rec.server_capture = server_capture;
     Ok(rec)
 }
 
@@ -444,6 +455,7 @@ pub fn build_record(
         rr: None,
         diagnosis: None,
         trace: None,
+        server_capture: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

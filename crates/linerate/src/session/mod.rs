@@ -60,6 +60,7 @@ pub fn default_spec(
         rr: None,
         one_way_delay: None,
         smooth_pacing: false,
+        capture_snaplen: None,
     }
 }
 

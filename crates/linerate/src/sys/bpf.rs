@@ -48,15 +48,17 @@ enum Target {
     Label(usize),
 }
 
-/// The filter: TCP or UDP packets from or to `addr`:`port`, returning at most `snaplen`
-/// bytes of each; `link_len` is the length of the link header before the IP header.
+/// The filter `host ADDR and port PORT` (TCP or UDP only), returning at most `snaplen` bytes
+/// of each packet; `link_len` is the length of the link header before the IP header. At the
+/// client ADDR is the server; at the server it is the client, PORT the server's port.
 pub fn program(addr: IpAddr, port: u16, snaplen: u32, link_len: u32) -> Vec<Insn> {
     const ACCEPT: usize = 1000;
     const REJECT: usize = 1001;
-    const SRC: usize = 1002;
-    const DST: usize = 1003;
-    const CHECK_DST: usize = 1004;
+    const PORTS: usize = 1002;
+    const CHECK_DST: usize = 1003;
+    const L4: usize = 100;
     let l = link_len;
+    let p = u32::from(port);
     let mut ops: Vec<(Option<usize>, Op)> = Vec::new();
     let mut push = |label: Option<usize>, op: Op| ops.push((label, op));
     use Target::{Label, Next};
@@ -66,24 +68,20 @@ pub fn program(addr: IpAddr, port: u16, snaplen: u32, link_len: u32) -> Vec<Insn
             let w = u32::from(a);
             push(None, Op::Jeq(0x0800, Next, Label(REJECT)));
             push(None, Op::Ld(LD_B_ABS, l + 9));
-            push(None, Op::Jeq(6, Label(100), Next));
-            push(None, Op::Jeq(17, Label(100), Label(REJECT)));
+            push(None, Op::Jeq(6, Label(L4), Next));
+            push(None, Op::Jeq(17, Label(L4), Label(REJECT)));
             // Fragments after the first carry no ports.
-            push(Some(100), Op::Ld(LD_H_ABS, l + 6));
+            push(Some(L4), Op::Ld(LD_H_ABS, l + 6));
             push(None, Op::Jset(0x1fff, Label(REJECT), Next));
             push(None, Op::Ld(LD_W_ABS, l + 12));
-            push(None, Op::Jeq(w, Label(SRC), Label(CHECK_DST)));
-            push(Some(CHECK_DST), Op::Ld(LD_W_ABS, l + 16));
-            push(None, Op::Jeq(w, Label(DST), Label(REJECT)));
-            push(Some(SRC), Op::Ld(LDX_B_MSH, l));
+            push(None, Op::Jeq(w, Label(PORTS), Next));
+            push(None, Op::Ld(LD_W_ABS, l + 16));
+            push(None, Op::Jeq(w, Label(PORTS), Label(REJECT)));
+            push(Some(PORTS), Op::Ld(LDX_B_MSH, l));
             push(None, Op::Ld(LD_H_IND, l));
-            push(
-                None,
-                Op::Jeq(u32::from(port), Label(ACCEPT), Label(CHECK_DST)),
-            );
-            push(Some(DST), Op::Ld(LDX_B_MSH, l));
+            push(None, Op::Jeq(p, Label(ACCEPT), Next));
             push(None, Op::Ld(LD_H_IND, l + 2));
-            push(None, Op::Jeq(u32::from(port), Label(ACCEPT), Label(REJECT)));
+            push(None, Op::Jeq(p, Label(ACCEPT), Label(REJECT)));
         }
         IpAddr::V6(a) => {
             let o = a.octets();
@@ -93,27 +91,24 @@ pub fn program(addr: IpAddr, port: u16, snaplen: u32, link_len: u32) -> Vec<Insn
                 .collect();
             push(None, Op::Jeq(0x86dd, Next, Label(REJECT)));
             push(None, Op::Ld(LD_B_ABS, l + 6));
-            push(None, Op::Jeq(6, Label(100), Next));
-            push(None, Op::Jeq(17, Label(100), Label(REJECT)));
+            push(None, Op::Jeq(6, Label(L4), Next));
+            push(None, Op::Jeq(17, Label(L4), Label(REJECT)));
             // Source address, word by word; on a mismatch try the destination.
             for (i, w) in words.iter().enumerate() {
-                let label = if i == 0 { Some(100) } else { None };
+                let label = if i == 0 { Some(L4) } else { None };
                 push(label, Op::Ld(LD_W_ABS, l + 8 + 4 * i as u32));
-                push(None, Op::Jeq(*w, Next, Label(CHECK_DST)));
+                let hit = if i == 3 { Label(PORTS) } else { Next };
+                push(None, Op::Jeq(*w, hit, Label(CHECK_DST)));
             }
-            push(None, Op::Ld(LD_H_ABS, l + 40));
-            push(
-                None,
-                Op::Jeq(u32::from(port), Label(ACCEPT), Label(CHECK_DST)),
-            );
             for (i, w) in words.iter().enumerate() {
                 let label = if i == 0 { Some(CHECK_DST) } else { None };
                 push(label, Op::Ld(LD_W_ABS, l + 24 + 4 * i as u32));
                 push(None, Op::Jeq(*w, Next, Label(REJECT)));
             }
+            push(Some(PORTS), Op::Ld(LD_H_ABS, l + 40));
+            push(None, Op::Jeq(p, Label(ACCEPT), Next));
             push(None, Op::Ld(LD_H_ABS, l + 42));
-            push(None, Op::Jeq(u32::from(port), Label(ACCEPT), Label(REJECT)));
-            let _ = (SRC, DST);
+            push(None, Op::Jeq(p, Label(ACCEPT), Label(REJECT)));
         }
     }
     push(Some(ACCEPT), Op::Ret(snaplen));

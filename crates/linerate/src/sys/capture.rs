@@ -1,5 +1,5 @@
 //! `--capture`: the test's own packets, recorded with an AF_PACKET socket on the interface
-//! toward the server and a classic BPF filter on the server's address and port
+//! toward the peer and a classic BPF filter on the peer's address and the server's port
 //! ([`super::bpf`]), written as a nanosecond pcap file.
 //!
 //! The capture runs on its own thread, reading with a 100 ms time-out so that it sees its
@@ -53,7 +53,21 @@ impl Capture {
         snaplen: u32,
         max_bytes: u64,
     ) -> io::Result<Capture> {
-        let ifname = super::iface::route_interface(server.ip())?;
+        Self::start_filtered(path, server, server.ip(), snaplen, max_bytes)
+    }
+
+    /// Starts capturing `host FILTER.ip and port FILTER.port` (TCP and UDP) on the interface
+    /// of the route to `toward`, into `path`: at a server, the client's address and the
+    /// server's port.
+    pub fn start_filtered(
+        path: &Path,
+        filter: SocketAddr,
+        toward: std::net::IpAddr,
+        snaplen: u32,
+        max_bytes: u64,
+    ) -> io::Result<Capture> {
+        let server = filter;
+        let ifname = super::iface::route_interface(toward)?;
         let ifindex = nix::net::if_::if_nametoindex(ifname.as_str()).map_err(io::Error::from)?;
         let hw_type = std::fs::read_to_string(format!("/sys/class/net/{ifname}/type"))
             .ok()

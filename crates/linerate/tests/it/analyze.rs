@@ -383,3 +383,38 @@ fn lab_small_receive_buffer_through_a_shaped_link_is_receive_window_limited() {
     eprintln!("receive-window limited: capture {ours:.1}%, TCP_INFO {kernel:.1}%");
     assert!(kernel > 30.0, "TCP_INFO rwnd_limited {kernel}%");
 }
+
+#[test]
+fn capture_on_loopback_brings_back_the_servers_side_when_allowed() {
+    for allow in [true, false] {
+        let srv = common::TestServer::with(|c| c.allow_capture = allow);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("lo.pcap");
+        let f = file.to_str().unwrap();
+        let rec = common::run_json(
+            &srv,
+            "tcp",
+            &["-t", "0.5", "-l", "16K", "--capture", f, "--json"],
+        );
+        let trace = &rec["trace"];
+        assert!(trace["packets"].as_u64().unwrap() > 10, "{trace}");
+        assert_eq!(trace["interface"], "lo");
+        // The data connection, seen at the client: its bytes are the sender's.
+        let conn = &trace["tcp"][0];
+        let sent = rec["client"]["streams"][0]["bytes"].as_u64().unwrap();
+        let unique = conn["a_to_b"]["unique_bytes"].as_u64().unwrap();
+        assert!(unique >= sent, "capture {unique} bytes, sender {sent}");
+        let server = &trace["server"];
+        if allow {
+            assert!(server["packets"].as_u64().unwrap() > 10, "{server}");
+            assert!(Path::new(&format!("{f}.server.pcap")).exists());
+        } else {
+            assert!(server.is_null());
+            assert!(rec["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("--allow-capture")));
+        }
+    }
+}
