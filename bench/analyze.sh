@@ -21,6 +21,7 @@ command -v tshark >/dev/null || {
     apt-get update -qq && apt-get install -y -qq tshark
 }
 command -v ethtool >/dev/null || apt-get install -y -qq ethtool
+command -v bc >/dev/null || apt-get install -y -qq bc
 if [ -z "${LINERATE:-}" ]; then
     cargo build --release -q -p linerate
     LINERATE="${CARGO_TARGET_DIR:-target}/release/linerate"
