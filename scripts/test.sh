@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, integration and lab (network namespace) tests.
 # Run as root on Debian: the lab tests create and remove their own namespaces. Installs the
-# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core) when they are missing.
+# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core, tshark, tcptrace, tcpdump) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,8 +12,17 @@ command -v nft >/dev/null 2>&1 || need+=(nftables)
 command -v sysctl >/dev/null 2>&1 || need+=(procps)
 # A font for the text of PNG charts (linerate rfc2544 --chart x.png; fontdb reads system fonts).
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+# Witnesses of the trace-analysis tests (linerate analyze, --capture): tshark's
+# tcp.analysis flags, tcptrace's RTTs, tcpdump's captures.
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v tcptrace >/dev/null 2>&1 || need+=(tcptrace)
+command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
+    # tshark's package asks whether non-root users may capture: answer no, never prompt.
+    if command -v debconf-set-selections >/dev/null 2>&1; then
+        echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+    fi
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
 fi

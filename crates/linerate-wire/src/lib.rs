@@ -2,6 +2,7 @@
 //!
 //! Everything a linerate client and server put on the network is defined here:
 //!
+//! * [`capture`]: captured frames (pcap link types, IP, TCP, UDP) for the trace analysis;
 //! * [`control`]: the framed control protocol (8-byte header, JSON body) and its messages;
 //! * [`stream_hello`]: the fixed 24 bytes that open every TCP data connection and tie it to a test;
 //! * [`probe`]: the header at the front of every UDP test datagram;
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod capture;
 pub mod control;
 pub mod doctor;
 mod error;

@@ -19,6 +19,7 @@ use crate::session::client::{self, StreamPlan};
 use crate::session::conn::Debug;
 use crate::session::server::{Server, ServerConfig};
 
+pub(crate) mod analyze;
 mod lab;
 pub(crate) mod live;
 mod rfc2544;
@@ -35,15 +36,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Rfc2544(a) => rfc2544::command(&a),
         Command::Lab(a) => lab::run(&a),
         Command::Doctor(a) => crate::doctor::command(&a),
+        Command::Analyze(a) => analyze::command(&a),
         Command::Schema { which } => {
             let s = match which.as_str() {
                 "run" => export::json::schema(),
                 "event" => export::json::event_schema(),
                 "trials" => export::json::trials_schema(),
                 "rfc2544" => crate::rfc2544::record::schema(),
+                "analyze" => export::json::analyze_schema(),
                 other => {
                     return Err(UsageError(format!(
-                        "unknown schema '{other}': use run, event, trials or rfc2544"
+                        "unknown schema '{other}': use run, event, trials, rfc2544 or analyze"
                     ))
                     .into())
                 }
@@ -86,6 +89,7 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         handshake_timeout: a.handshake_timeout,
         idle_timeout: a.idle_timeout,
         one_off: a.one_off,
+        allow_capture: a.allow_capture,
         debug: Debug(a.debug_protocol),
         log: !a.quiet,
         users: match &a.auth_users {
@@ -119,11 +123,17 @@ fn serve(a: &ServeArgs) -> anyhow::Result<ExitCode> {
 
 fn stream(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
     if a.repeat.is_set() {
+        if a.capture.capture.is_some() {
+            return Err(UsageError(
+                "--capture records one test: leave out --repeat/--confidence".into(),
+            )
+            .into());
+        }
         return crate::repeat::stream_command(a, transport);
     }
     let plan = plan::stream_plan(a, transport)?;
     let format = plan::output_format(&a.output)?;
-    live::run_once(&plan, format, a.link_rate)
+    live::run_once(&plan, format, a.link_rate, &a.capture)
 }
 
 fn demo(a: &DemoArgs) -> anyhow::Result<ExitCode> {

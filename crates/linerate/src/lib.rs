@@ -3,6 +3,7 @@
 //! The binary's `main` parses [`cli::args::Args`] and calls [`app::run`]. See
 //! `docs/ARCHITECTURE.md` for the parts and how data flows through them.
 
+pub mod analyze;
 pub mod app;
 pub mod cli;
 pub mod compare;

@@ -36,6 +36,15 @@ pub fn rr_command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let plan = rr_plan::rr_plan(a)?;
     let format = plan::output_format(&a.output)?;
     let rp = rr_plan::repeat_plan(&a.repeat)?;
+    if rp == RepeatPlan::ONCE {
+        return live::run_once(&plan, format, None, &a.capture);
+    }
+    if a.capture.capture.is_some() {
+        return Err(crate::cli::plan::UsageError(
+            "--capture records one test: leave out --repeat/--confidence".into(),
+        )
+        .into());
+    }
     run_command(&plan, format, rp, None)
 }
 
@@ -55,7 +64,7 @@ fn run_command(
     link_rate_bps: Option<u64>,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
-        return live::run_once(plan, format, link_rate_bps);
+        return live::run_once(plan, format, link_rate_bps, &Default::default());
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;

@@ -302,6 +302,12 @@ pub struct TestSpec {
     /// listed the feature.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub raw_frames: bool,
+    /// Capture this test's packets at the server too, keeping this many bytes of each
+    /// (protocol 1.3, feature `capture`; the server returns the capture with its results if
+    /// it allows captures, `linerate serve --allow-capture`). Sent only to a server that
+    /// listed the feature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_snaplen: Option<u32>,
 }
 
 /// What to measure of the one-way delay (protocol 1.1, feature `one_way_delay`).
@@ -415,6 +421,25 @@ pub struct Results {
     /// out of it here: the receiver keeps those (protocol 1.3).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub intervals_streamed: bool,
+    /// Server → client (protocol 1.3, feature `capture`): the server's capture of the test,
+    /// when the request asked for one (`TestSpec::capture_snaplen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<ReturnedCapture>,
+}
+
+/// Largest capture a server returns, bytes of pcap (sent as hex, so twice that in the frame).
+pub const MAX_RETURNED_CAPTURE: usize = 1 << 20;
+
+/// The server's capture of a test, or why there is none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ReturnedCapture {
+    /// The pcap file, hex; at most [`MAX_RETURNED_CAPTURE`] bytes of it (packets past that
+    /// are left out).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcap_hex: Option<String>,
+    /// Why the server did not capture, or what is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// End of session.

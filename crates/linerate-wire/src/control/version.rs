@@ -29,6 +29,7 @@ pub const FEATURES: &[&str] = &[
     "auth",
     "udp_stream_hello",
     "raw_frames",
+    "capture",
 ];
 
 /// A `major.minor` protocol version.

@@ -94,17 +94,22 @@ fn line(mut s: String) -> String {
 }
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
-/// the record the `--link-rate` hint, and prints it in `format`.
+/// the record the `--link-rate` hint, records and analyses its packets with `--capture`, and
+/// prints it in `format`.
 pub fn run_once(
     plan: &StreamPlan,
     format: Format,
     link_rate_bps: Option<u64>,
+    capture: &crate::cli::analyze::CaptureArgs,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
     let mut live = LiveOutput::new(format, plan);
-    let mut rec = client::run(plan, &mut live, &interrupt)?;
-    crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+    let rec = super::analyze::with_capture(capture, plan, |plan| {
+        let mut rec = client::run(plan, &mut live, &interrupt)?;
+        crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+        Ok(rec)
+    })?;
     emit(format, &rec)?;
     Ok(ExitCode::SUCCESS)
 }

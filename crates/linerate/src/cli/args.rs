@@ -66,10 +66,17 @@ pub enum Command {
         after_help = "Examples:\n  linerate doctor                     # this host, the interface of the default route\n  linerate doctor 192.0.2.10          # both ends: asks `linerate serve` there for its findings\n  linerate doctor HOST -w 16M --json  # check limits against 16 MiB socket buffers"
     )]
     Doctor(crate::doctor::DoctorArgs),
+    /// Analyse a packet capture (pcap or pcapng): per TCP connection retransmissions, RTT,
+    /// windows, delayed-ACK stalls, window- and application-limited time, loss recovery;
+    /// UDP flows; RFC 6349 metrics with --link-rate.
+    #[command(
+        after_help = "Examples:\n  linerate analyze trace.pcap\n  linerate analyze trace.pcapng --link-rate 100M --json > a.json\n  linerate analyze trace.pcap --graph graphs/       # time-sequence SVGs\n  tcpdump -i eth0 -s 128 -w - port 5301 | linerate analyze -"
+    )]
+    Analyze(super::analyze::AnalyzeArgs),
     /// Print the JSON Schema of the result record (--json) or of the event stream.
     #[command(hide = true)]
     Schema {
-        /// "run", "event" or "trials".
+        /// "run", "event", "trials", "rfc2544" or "analyze".
         #[arg(default_value = "run")]
         which: String,
     },
@@ -115,6 +122,10 @@ pub struct ServeArgs {
     /// must not be readable by group or others. Clients pass --auth-user.
     #[arg(long, value_name = "FILE")]
     pub auth_users: Option<std::path::PathBuf>,
+    /// Capture a test's packets here too when its client asks (linerate tcp|udp|rr
+    /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
+    #[arg(long)]
+    pub allow_capture: bool,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,
@@ -219,6 +230,8 @@ pub struct StreamArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: super::rr_args::RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

@@ -1,5 +1,6 @@
 //! Command line: raw arguments ([`args`]) and their validation into plans ([`plan`]).
 
+pub mod analyze;
 pub mod args;
 pub mod lab;
 pub mod plan;

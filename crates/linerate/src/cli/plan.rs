@@ -121,6 +121,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         one_way_delay: None,
         smooth_pacing: false,
         raw_frames: a.raw_frames,
+        capture_snaplen: None,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

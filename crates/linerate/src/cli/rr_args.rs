@@ -86,6 +86,8 @@ pub struct RrArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

@@ -221,6 +221,8 @@ fn record(
         warnings: warnings.iter().map(|w| w.to_string()).collect(),
         rr: None,
         diagnosis: None,
+        trace: None,
+        server_capture: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

@@ -2,8 +2,8 @@
 //!
 //! `--json` prints [`render`]; `--json-stream` prints one [`event_line`] per [`StreamEvent`] as
 //! it happens. The schemas in `docs/json-schema/run-v1.json`, `event-v1.json`, `trials-v1.json`
-//! and `doctor-v1.json` (`linerate doctor --json`) are generated from the model types by
-//! [`schema`], [`event_schema`], [`trials_schema`] and [`doctor_schema`]; a test keeps the
+//! and `doctor-v1.json` (`linerate doctor --json`) and `analyze-v1.json` (`linerate analyze --json`) are generated from the model types by
+//! [`schema`], [`event_schema`], [`trials_schema`], [`doctor_schema`] and [`analyze_schema`]; a test keeps the
 //! committed files in step with the code.
 
 use crate::model::{RunRecord, StreamEvent};
@@ -34,6 +34,18 @@ pub fn trials_schema() -> String {
 /// JSON Schema of `linerate doctor --json` (`docs/json-schema/doctor-v1.json`).
 pub fn doctor_schema() -> String {
     pretty(&schemars::schema_for!(crate::doctor::DoctorRecord))
+}
+
+/// JSON Schema of `linerate analyze --json` (`docs/json-schema/analyze-v1.json`).
+pub fn analyze_schema() -> String {
+    pretty(&schemars::schema_for!(
+        crate::analyze::record::AnalysisRecord
+    ))
+}
+
+/// The analysis record as pretty JSON, with a trailing newline.
+pub fn render_analysis(rec: &crate::analyze::record::AnalysisRecord) -> String {
+    pretty(rec)
 }
 
 /// JSON Schema of one `--json-stream` line (`docs/json-schema/event-v1.json`).
@@ -78,6 +90,7 @@ mod tests {
             ("trials-v1.json", trials_schema()),
             ("doctor-v1.json", doctor_schema()),
             ("rfc2544-v1.json", crate::rfc2544::record::schema()),
+            ("analyze-v1.json", analyze_schema()),
         ] {
             let path = schema_dir().join(name);
             if bless {

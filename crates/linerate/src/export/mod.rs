@@ -6,11 +6,14 @@
 //!   JSON Schemas committed under `docs/json-schema/`;
 //! * [`csv`]: one row per flow, header first;
 //! * [`netperf`]: netperf's classic TCP_STREAM / TCP_MAERTS / UDP_STREAM tables;
-//! * [`ttcp`]: ttcp's `ttcp-t:` / `ttcp-r:` lines.
+//! * [`ttcp`]: ttcp's `ttcp-t:` / `ttcp-r:` lines;
+//! * [`analyze`] and [`tsg`]: `linerate analyze`'s table and CSV, and its time-sequence graphs
+//!   (SVG), pure functions of an `AnalysisRecord`.
 //!
 //! Warnings are part of the record; only the table prints them. For the emulated formats the
 //! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
 
+pub mod analyze;
 pub mod csv;
 pub mod diagnosis;
 pub mod json;
@@ -18,6 +21,7 @@ pub mod netperf;
 pub mod rr;
 pub mod table;
 pub mod trials;
+pub mod tsg;
 pub mod ttcp;
 pub mod units;
 

@@ -55,6 +55,14 @@ pub struct RunRecord {
     /// Absent in records written before diagnoses existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    /// What the test's own packet capture showed (`--capture`); the diagnosis uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::analyze::record::TraceRecord>,
+    /// The server's capture as it came back with its results (`--capture`); kept only until
+    /// it is written and analysed, never serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub server_capture: Option<linerate_wire::control::ReturnedCapture>,
 }
 
 /// Echo of the validated test plan.

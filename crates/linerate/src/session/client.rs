@@ -270,6 +270,12 @@ pub fn run(
             );
         }
     }
+    if request_spec.capture_snaplen.is_some() && !welcome.features.iter().any(|f| f == "capture") {
+        request_spec.capture_snaplen = None;
+        early_warnings.push(
+            "--capture: the server does not offer captures (upgrade it to linerate with protocol 1.3); only this end's packets were captured".to_string(),
+        );
+    }
     w.send(&Message::TestRequest(TestRequest {
         spec: request_spec.clone(),
     }))?;
@@ -360,6 +366,7 @@ pub fn run(
     let mut server_finished = false;
     let mut interrupted = false;
     let mut server_report: Option<SideReport> = None;
+    let mut server_capture: Option<control::ReturnedCapture> = None;
     let mut early_server_error: Option<String> = None;
     // Run until the time is up, the bytes are through, Ctrl-C, or the server ends the test.
     loop {
@@ -429,6 +436,8 @@ pub fn run(
                     client_intervals.push(iv);
                 }
                 Some(Event::Ctl(Incoming::Msg(Message::Results(r)))) => {
+                    let r = *r;
+                    server_capture = r.capture;
                     let mut report = r.report;
                     if r.intervals_streamed {
                         report.intervals = std::mem::take(&mut server_intervals);
@@ -478,6 +487,7 @@ pub fn run(
         // Without the intervals: the server does not use them, and a long test's would not
         // fit one frame.
         let _ = w.send(&Message::Results(Box::new(control::Results {
+            capture: None,
             report: report.clone(),
             intervals_streamed: false,
         })));
@@ -507,6 +517,7 @@ pub fn run(
         crate::rr::session::attach(&mut rec, rr, &data);
         rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     }
+    rec.server_capture = server_capture;
     Ok(rec)
 }
 
@@ -542,6 +553,8 @@ pub fn build_record(
         warnings,
         rr: None,
         diagnosis: None,
+        trace: None,
+        server_capture: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

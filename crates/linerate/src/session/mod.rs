@@ -61,6 +61,7 @@ pub fn default_spec(
         one_way_delay: None,
         smooth_pacing: false,
         raw_frames: false,
+        capture_snaplen: None,
     }
 }
 

@@ -54,6 +54,9 @@ pub struct ServerConfig {
     /// Longest control frame body read or written, bytes: [`control::MAX_CONTROL_FRAME`].
     /// Tests lower it to show that no result depends on the test's length fitting one frame.
     pub max_frame: u32,
+    /// Capture a test's packets at the server when its client asks (`--capture`) and return
+    /// them with the results (`serve --allow-capture`; needs CAP_NET_RAW).
+    pub allow_capture: bool,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +76,7 @@ impl Default for ServerConfig {
             one_off: false,
             debug: Debug(false),
             log: true,
+            allow_capture: false,
             users: None,
             max_frame: control::MAX_CONTROL_FRAME,
         }
@@ -633,6 +637,8 @@ fn run_session(
         );
     }
     *token_out = Some(token);
+    // The server's capture of this test (feature `capture`, `serve --allow-capture`).
+    let mut capture = start_capture(s, &spec);
     s.w.send(&Message::Accept(Accept {
         token: stream_hello::token_to_hex(&token),
         server_cpu_count: sys::host::cpu_count(),
@@ -648,7 +654,8 @@ fn run_session(
     let tx_bps = (report.totals.tx_duration_ns > 0)
         .then(|| report.totals.tx_bytes as f64 * 8e9 / report.totals.tx_duration_ns as f64);
     let cpu = report.cpu.as_ref().map(|c| c.util_percent);
-    let results = phases::results_message(report, send_intervals, s.w.max_frame());
+    let capture = capture.as_mut().map(finish_capture);
+    let results = phases::results_message(report, send_intervals, capture, s.w.max_frame());
     s.w.send(&results)
         .map_err(|e| Abort(format!("write failed: {e}")))?;
     match s.expect("results", Instant::now() + Duration::from_secs(10)) {
@@ -669,4 +676,75 @@ fn run_session(
         cpu.map_or("-".into(), |c| format!("{c:.1}%")),
         if interrupted { " (interrupted)" } else { "" }
     ))
+}
+
+/// The server's side of `--capture`: `Some` when the request asked for it (with a note when
+/// the server does not capture), holding the running capture and its temporary file.
+struct ServerCapture {
+    running: Option<(sys::capture::Capture, std::path::PathBuf)>,
+    note: Option<String>,
+}
+
+fn start_capture(s: &Session<'_>, spec: &control::TestSpec) -> Option<ServerCapture> {
+    let snaplen = spec.capture_snaplen?;
+    if !s.ctx.cfg.allow_capture {
+        return Some(ServerCapture {
+            running: None,
+            note: Some(
+                "the server does not allow captures (linerate serve --allow-capture)".into(),
+            ),
+        });
+    }
+    let path = std::env::temp_dir().join(format!(
+        "linerate-capture-{}-{}.pcap",
+        std::process::id(),
+        s.id
+    ));
+    let snaplen = snaplen.clamp(64, 262_144);
+    // At the server the filter is the client's address and the server's port.
+    let filter = SocketAddr::new(s.peer.ip(), s.ctx.port);
+    match sys::capture::Capture::start_filtered(
+        &path,
+        filter,
+        s.peer.ip(),
+        snaplen,
+        control::MAX_RETURNED_CAPTURE as u64,
+    ) {
+        Ok(c) => Some(ServerCapture {
+            running: Some((c, path)),
+            note: None,
+        }),
+        Err(e) => Some(ServerCapture {
+            running: None,
+            note: Some(format!("the server could not capture: {e}")),
+        }),
+    }
+}
+
+fn finish_capture(c: &mut ServerCapture) -> control::ReturnedCapture {
+    let Some((cap, path)) = c.running.take() else {
+        return control::ReturnedCapture {
+            pcap_hex: None,
+            note: c.note.take(),
+        };
+    };
+    let stats = cap.stop();
+    let bytes = std::fs::read(&path);
+    let _ = std::fs::remove_file(&path);
+    match (stats, bytes) {
+        (Ok(st), Ok(b)) => control::ReturnedCapture {
+            pcap_hex: Some(linerate_wire::hex::encode(&b)),
+            note: (st.over_cap > 0).then(|| {
+                format!(
+                    "{} packets left out: the returned capture is capped at {} MiB",
+                    st.over_cap,
+                    control::MAX_RETURNED_CAPTURE >> 20
+                )
+            }),
+        },
+        (Err(e), _) | (_, Err(e)) => control::ReturnedCapture {
+            pcap_hex: None,
+            note: Some(format!("the server's capture failed: {e}")),
+        },
+    }
 }

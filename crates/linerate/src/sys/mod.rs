@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 pub mod affinity;
 pub mod afpacket;
+pub mod bpf;
+pub mod capture;
 pub mod counter;
 pub mod cpu;
 pub mod ethtool;

@@ -275,6 +275,7 @@ pub fn finish(p: &mut Peer, report: SideReport, streamed: bool) -> SideReport {
     p.send(&Message::Results(Box::new(control::Results {
         report,
         intervals_streamed: streamed,
+        capture: None,
     })))
     .unwrap();
     let Message::Results(theirs) = p.expect("results") else {

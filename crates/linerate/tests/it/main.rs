@@ -1,6 +1,7 @@
 //! One integration-test binary (ripgrep's layout): real clients and servers on 127.0.0.1
 //! with port 0, the CLI as a subprocess, and lab tests in network namespaces.
 
+mod analyze;
 mod auth;
 mod cli;
 mod common;

@@ -20,6 +20,7 @@ mod drops;
 mod link;
 mod loss;
 mod tcp;
+mod trace;
 mod window;
 
 use linerate_wire::report::Role;
@@ -34,6 +35,7 @@ use drops::receiver_drops;
 use link::link_bound;
 use loss::datagram_loss;
 use tcp::{delayed_acks, retransmissions};
+use trace::trace_findings;
 use window::window;
 
 /// System-wide CPU utilisation (percent of all CPUs) at which an end is CPU bound. Not 100:
@@ -194,6 +196,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     window(ctx, out, not_judged);
     retransmissions(ctx, out, not_judged);
     delayed_acks(ctx, out, not_judged);
+    trace_findings(ctx, out);
     // A paced test that met its pace was limited by the pace: busy CPUs (other processes
     // included) did not hold it back, so no CPU verdict is claimed.
     if !pace_met(ctx) {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate_wire::control::{
-    ErrorCode, Finished, IntervalMsg, Message, Results, Start, TestSpec, Transport,
+    ErrorCode, Finished, IntervalMsg, Message, Results, ReturnedCapture, Start, TestSpec, Transport,
 };
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
@@ -288,30 +288,52 @@ fn await_udp_hello(
 /// messages, so the frame does not grow with the test's length. Should it still not fit
 /// `max_frame` (a client without `interval_events`), the intervals are left out with a
 /// warning rather than the whole report lost.
-pub(super) fn results_message(mut report: SideReport, streamed: bool, max_frame: u32) -> Message {
+pub(super) fn results_message(
+    mut report: SideReport,
+    streamed: bool,
+    mut capture: Option<ReturnedCapture>,
+    max_frame: u32,
+) -> Message {
     if streamed {
         report.intervals = Vec::new();
     }
-    let msg = |report: SideReport| {
+    let msg = |report: SideReport, capture: Option<ReturnedCapture>| {
         Message::Results(Box::new(Results {
             report,
             intervals_streamed: streamed,
+            capture,
         }))
     };
     let fits = |m: &Message| {
         linerate_wire::control::encode(m)
             .is_ok_and(|f| f.len() - linerate_wire::control::FRAME_HEADER_LEN <= max_frame as usize)
     };
-    let m = msg(report.clone());
-    if fits(&m) || report.intervals.is_empty() {
+    let m = msg(report.clone(), capture.clone());
+    if fits(&m) {
         return m;
+    }
+    // The capture goes first: the results are the test, the capture its evidence.
+    if capture.as_ref().is_some_and(|c| c.pcap_hex.is_some()) {
+        capture = Some(ReturnedCapture {
+            pcap_hex: None,
+            note: Some(format!(
+                "the server's capture is left out: with the results it does not fit one control frame of {max_frame} bytes"
+            )),
+        });
+        let m = msg(report.clone(), capture.clone());
+        if fits(&m) {
+            return m;
+        }
+    }
+    if report.intervals.is_empty() {
+        return msg(report, capture);
     }
     let n = report.intervals.len();
     report.intervals = Vec::new();
     report.warnings.push(format!(
         "the server's {n} intervals are left out: they do not fit one control frame, and this client did not ask for them as they happened (interval_events)"
     ));
-    msg(report)
+    msg(report, capture)
 }
 
 pub(super) fn run_test(

@@ -1,0 +1,563 @@
+//! Captured frames: from the bytes of one pcap/pcapng record to the TCP and UDP facts that
+//! linerate's trace analysis needs, and the byte layout of the classic pcap files that
+//! `--capture` writes.
+//!
+//! [`decode`] takes a record's link type and captured bytes (often only the headers: a
+//! capture made with a small snap length) and returns a [`Packet`]: addresses, ports, TCP
+//! sequence and acknowledgement numbers, flags, window and options, and payload lengths as
+//! the IP header states them (not as captured), so a headers-only capture still counts every
+//! byte. Link layers are those Linux and tcpdump write: Ethernet (with VLAN tags), Linux
+//! cooked SLL and SLL2, BSD null/loopback and raw IPv4/IPv6 (pcap-parser's `data` helpers);
+//! IP, TCP and UDP are sliced by etherparse in its lax mode, which accepts truncated
+//! payloads. Nothing here panics on any input; a frame that cannot be decoded gives a
+//! [`WireError`] that names the layer and the byte offset in the frame.
+
+use std::net::IpAddr;
+
+use etherparse::{EtherType, LaxNetSlice, LaxSlicedPacket, TcpOptionElement, TransportSlice};
+use pcap_parser::data::PacketData;
+use pcap_parser::Linktype;
+
+use crate::error::{WireError, WireErrorKind};
+
+/// LINKTYPE_NULL: BSD loopback (4-byte address family in the capturing host's byte order).
+pub const LINKTYPE_NULL: u32 = 0;
+/// LINKTYPE_ETHERNET.
+pub const LINKTYPE_ETHERNET: u32 = 1;
+/// LINKTYPE_RAW: raw IPv4 or IPv6.
+pub const LINKTYPE_RAW: u32 = 101;
+/// LINKTYPE_LOOP: OpenBSD loopback (address family in network byte order).
+pub const LINKTYPE_LOOP: u32 = 108;
+/// LINKTYPE_LINUX_SLL: Linux cooked capture v1.
+pub const LINKTYPE_LINUX_SLL: u32 = 113;
+/// LINKTYPE_IPV4: raw IPv4.
+pub const LINKTYPE_IPV4: u32 = 228;
+/// LINKTYPE_IPV6: raw IPv6.
+pub const LINKTYPE_IPV6: u32 = 229;
+/// LINKTYPE_LINUX_SLL2: Linux cooked capture v2.
+pub const LINKTYPE_LINUX_SLL2: u32 = 276;
+/// DLT_RAW as some systems write it in files (12 on most BSDs, 14 on OpenBSD).
+const DLT_RAW_ALIASES: [u32; 2] = [12, 14];
+
+/// Whether [`decode`] understands this link type.
+pub fn link_type_supported(link_type: u32) -> bool {
+    matches!(
+        link_type,
+        LINKTYPE_NULL
+            | LINKTYPE_ETHERNET
+            | LINKTYPE_RAW
+            | LINKTYPE_LOOP
+            | LINKTYPE_LINUX_SLL
+            | LINKTYPE_IPV4
+            | LINKTYPE_IPV6
+            | LINKTYPE_LINUX_SLL2
+    ) || DLT_RAW_ALIASES.contains(&link_type)
+}
+
+/// TCP flag bits as they sit in the header's 13th byte.
+pub mod tcp_flags {
+    /// FIN.
+    pub const FIN: u8 = 0x01;
+    /// SYN.
+    pub const SYN: u8 = 0x02;
+    /// RST.
+    pub const RST: u8 = 0x04;
+    /// PSH.
+    pub const PSH: u8 = 0x08;
+    /// ACK.
+    pub const ACK: u8 = 0x10;
+    /// URG.
+    pub const URG: u8 = 0x20;
+    /// ECE.
+    pub const ECE: u8 = 0x40;
+    /// CWR.
+    pub const CWR: u8 = 0x80;
+}
+
+/// The TCP options linerate's analysis reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpOptions {
+    /// Maximum segment size (SYN only).
+    pub mss: Option<u16>,
+    /// Window scale shift (SYN only).
+    pub window_scale: Option<u8>,
+    /// SACK permitted (SYN only).
+    pub sack_permitted: bool,
+    /// Timestamps: (TSval, TSecr).
+    pub timestamp: Option<(u32, u32)>,
+    /// SACK blocks (left edge, right edge); the first `sack_count` are valid.
+    pub sack: [(u32, u32); 4],
+    /// Number of SACK blocks.
+    pub sack_count: u8,
+}
+
+impl TcpOptions {
+    /// The SACK blocks present.
+    pub fn sack_blocks(&self) -> &[(u32, u32)] {
+        &self.sack[..usize::from(self.sack_count).min(4)]
+    }
+}
+
+/// One TCP segment's header facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgement number (meaningful when ACK is set).
+    pub ack: u32,
+    /// Flag bits ([`tcp_flags`]).
+    pub flags: u8,
+    /// Window field as sent (not scaled).
+    pub window: u16,
+    /// Payload bytes as the IP header states them.
+    pub payload_len: u32,
+    /// Options.
+    pub options: TcpOptions,
+}
+
+impl TcpSegment {
+    /// True when all bits of `f` are set.
+    pub fn has(&self, f: u8) -> bool {
+        self.flags & f == f
+    }
+}
+
+/// One UDP datagram's header facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpDatagram {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Payload bytes as the UDP header states them.
+    pub payload_len: u32,
+}
+
+/// The transport part of a [`Packet`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// A TCP segment.
+    Tcp(TcpSegment),
+    /// A UDP datagram.
+    Udp(UdpDatagram),
+}
+
+/// A decoded IP packet carrying TCP or UDP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Packet {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// Length of the IP packet as its header states it (header included).
+    pub ip_len: u32,
+    /// TCP or UDP.
+    pub transport: Transport,
+}
+
+/// Decodes one captured frame of link type `link_type`.
+///
+/// `Ok(None)` is a frame that is fine but not TCP or UDP over IP (ARP, ICMP, a non-first IP
+/// fragment, another protocol). `Err` is a frame that claims to be IP/TCP/UDP but whose
+/// headers are cut short or invalid, or a link type that is not supported.
+pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError> {
+    let lt = if DLT_RAW_ALIASES.contains(&link_type) {
+        LINKTYPE_RAW
+    } else {
+        link_type
+    };
+    if !link_type_supported(lt) {
+        return Err(WireError::new(
+            "capture",
+            0,
+            WireErrorKind::BadBody(format!(
+                "link type {link_type} is not supported (Ethernet, Linux SLL/SLL2, null/loopback and raw IP are)"
+            )),
+        ));
+    }
+    if lt == LINKTYPE_LOOP {
+        // Like NULL but in network byte order; pcap-parser only knows NULL.
+        if frame.len() < 4 {
+            return Err(truncated("loopback header", 0, 4, frame.len()));
+        }
+        let af = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        return match af {
+            2 => l3(EtherType::IPV4, &frame[4..], 4),
+            24 | 28 | 30 => l3(EtherType::IPV6, &frame[4..], 4),
+            _ => Ok(None),
+        };
+    }
+    if lt == LINKTYPE_NULL && frame.len() >= 4 {
+        // pcap-parser reads the family in little-endian only; files from big-endian hosts
+        // have it the other way round. Both are small numbers, so try each.
+        let le = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        let be = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
+        let af = if le < 256 { le } else { be };
+        return match af {
+            2 => l3(EtherType::IPV4, &frame[4..], 4),
+            24 | 28 | 30 => l3(EtherType::IPV6, &frame[4..], 4),
+            _ => Ok(None),
+        };
+    }
+    let link_len_name = match lt {
+        LINKTYPE_LINUX_SLL => Some(("Linux SLL header", 16)),
+        LINKTYPE_LINUX_SLL2 => Some(("Linux SLL2 header", 20)),
+        LINKTYPE_NULL => Some(("loopback header", 4)),
+        LINKTYPE_ETHERNET => Some(("Ethernet header", 14)),
+        _ => None,
+    };
+    if let Some((name, need)) = link_len_name {
+        if frame.len() < need {
+            return Err(truncated(name, 0, need, frame.len()));
+        }
+    }
+    if frame.is_empty() {
+        return Err(truncated("IP header", 0, 20, 0));
+    }
+    match pcap_parser::data::get_packetdata(frame, Linktype(lt as i32), frame.len()) {
+        Some(PacketData::L2(eth)) => ethernet(eth),
+        Some(PacketData::L3(ethertype, data)) => {
+            let off = frame.len() - data.len();
+            l3(EtherType(ethertype), data, off)
+        }
+        Some(PacketData::L4(..)) | Some(PacketData::Unsupported(_)) | None => Ok(None),
+    }
+}
+
+fn truncated(layer: &'static str, offset: usize, need: usize, have: usize) -> WireError {
+    WireError::new(layer, offset, WireErrorKind::Truncated { need, have })
+}
+
+fn ethernet(frame: &[u8]) -> Result<Option<Packet>, WireError> {
+    let sliced = LaxSlicedPacket::from_ethernet(frame).map_err(|e| {
+        truncated(
+            "Ethernet header",
+            e.layer_start_offset,
+            e.required_len,
+            e.len,
+        )
+    })?;
+    let Some(payload) = sliced.ether_payload() else {
+        return Ok(None);
+    };
+    let off = frame.len() - payload.payload.len();
+    if payload.ether_type != EtherType::IPV4 && payload.ether_type != EtherType::IPV6 {
+        return Ok(None);
+    }
+    l3(payload.ether_type, payload.payload, off)
+}
+
+/// Decodes an IP packet that starts `base` bytes into the frame.
+fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+    if ether_type != EtherType::IPV4 && ether_type != EtherType::IPV6 {
+        return Ok(None);
+    }
+    let sliced = LaxSlicedPacket::from_ether_type(ether_type, ip);
+    let Some(net) = &sliced.net else {
+        return Err(stop_error(&sliced, base, "IP header", ip.len()));
+    };
+    let (src, dst, ip_len, headers_len, fragment_tail) = match net {
+        LaxNetSlice::Ipv4(v4) => {
+            let h = v4.header();
+            let hlen = usize::from(h.ihl()) * 4;
+            let ext = v4.extensions().auth.map_or(0, |a| a.slice().len());
+            let stated = usize::from(h.total_len());
+            // A total length of 0 (or below the header) is what TSO/BIG TCP captures show:
+            // the length is then what was captured.
+            let ip_len = if stated < hlen { ip.len() } else { stated };
+            (
+                IpAddr::V4(h.source_addr()),
+                IpAddr::V4(h.destination_addr()),
+                ip_len,
+                hlen + ext,
+                h.fragments_offset().value() != 0,
+            )
+        }
+        LaxNetSlice::Ipv6(v6) => {
+            let h = v6.header();
+            let ext = v6.extensions().slice().len();
+            let stated = usize::from(h.payload_length());
+            let ip_len = if stated == 0 { ip.len() } else { 40 + stated };
+            (
+                IpAddr::V6(h.source_addr()),
+                IpAddr::V6(h.destination_addr()),
+                ip_len,
+                40 + ext,
+                v6.payload().fragmented,
+            )
+        }
+        LaxNetSlice::Arp(_) => return Ok(None),
+    };
+    if fragment_tail {
+        return Ok(None);
+    }
+    let ip_payload_len = ip_len.saturating_sub(headers_len);
+    let ip_len_u32 = u32::try_from(ip_len).unwrap_or(u32::MAX);
+    match &sliced.transport {
+        Some(TransportSlice::Tcp(tcp)) => {
+            let hdr = tcp.header_slice().len();
+            let payload_len = u32::try_from(ip_payload_len.saturating_sub(hdr)).unwrap_or(0);
+            let mut options = TcpOptions::default();
+            for o in tcp.options_iterator() {
+                match o {
+                    Ok(TcpOptionElement::MaximumSegmentSize(m)) => options.mss = Some(m),
+                    Ok(TcpOptionElement::WindowScale(s)) => options.window_scale = Some(s),
+                    Ok(TcpOptionElement::SelectiveAcknowledgementPermitted) => {
+                        options.sack_permitted = true
+                    }
+                    Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
+                        options.sack[0] = first;
+                        let mut n = 1;
+                        for b in rest.iter().flatten() {
+                            if n < 4 {
+                                options.sack[n] = *b;
+                                n += 1;
+                            }
+                        }
+                        options.sack_count = n as u8;
+                    }
+                    Ok(TcpOptionElement::Timestamp(v, e)) => options.timestamp = Some((v, e)),
+                    Ok(TcpOptionElement::Noop) => {}
+                    // A malformed option ends the list, as in the kernel's parser.
+                    Err(_) => break,
+                }
+            }
+            let raw = tcp.header_slice();
+            Ok(Some(Packet {
+                src,
+                dst,
+                ip_len: ip_len_u32,
+                transport: Transport::Tcp(TcpSegment {
+                    src_port: tcp.source_port(),
+                    dst_port: tcp.destination_port(),
+                    seq: tcp.sequence_number(),
+                    ack: tcp.acknowledgment_number(),
+                    flags: raw.get(13).copied().unwrap_or(0),
+                    window: tcp.window_size(),
+                    payload_len,
+                    options,
+                }),
+            }))
+        }
+        Some(TransportSlice::Udp(udp)) => {
+            let stated = usize::from(udp.length());
+            let len = if stated >= 8 { stated } else { ip_payload_len };
+            Ok(Some(Packet {
+                src,
+                dst,
+                ip_len: ip_len_u32,
+                transport: Transport::Udp(UdpDatagram {
+                    src_port: udp.source_port(),
+                    dst_port: udp.destination_port(),
+                    payload_len: u32::try_from(len.saturating_sub(8)).unwrap_or(0),
+                }),
+            }))
+        }
+        Some(_) => Ok(None),
+        None => {
+            let proto = match net {
+                LaxNetSlice::Ipv4(v4) => v4.payload().ip_number,
+                LaxNetSlice::Ipv6(v6) => v6.payload().ip_number,
+                LaxNetSlice::Arp(_) => return Ok(None),
+            };
+            if proto == etherparse::IpNumber::TCP || proto == etherparse::IpNumber::UDP {
+                let name = if proto == etherparse::IpNumber::TCP {
+                    "TCP header"
+                } else {
+                    "UDP header"
+                };
+                Err(stop_error(&sliced, base, name, ip.len()))
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+fn stop_error(
+    sliced: &LaxSlicedPacket<'_>,
+    base: usize,
+    layer: &'static str,
+    have: usize,
+) -> WireError {
+    use etherparse::err::packet::SliceError;
+    match &sliced.stop_err {
+        Some((SliceError::Len(l), _)) => {
+            truncated(layer, base + l.layer_start_offset, l.required_len, l.len)
+        }
+        Some((e, _)) => WireError::new(layer, base, WireErrorKind::BadBody(e.to_string())),
+        None => truncated(layer, base, 20, have),
+    }
+}
+
+/// The 24-byte header of a classic pcap file with nanosecond timestamps (magic
+/// 0xa1b23c4d), written in this host's byte order as libpcap does.
+pub fn pcap_file_header(snaplen: u32, link_type: u32) -> [u8; 24] {
+    let mut h = [0u8; 24];
+    h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_ne_bytes());
+    h[4..6].copy_from_slice(&2u16.to_ne_bytes());
+    h[6..8].copy_from_slice(&4u16.to_ne_bytes());
+    // thiszone and sigfigs stay 0.
+    h[16..20].copy_from_slice(&snaplen.to_ne_bytes());
+    h[20..24].copy_from_slice(&link_type.to_ne_bytes());
+    h
+}
+
+/// The 16-byte record header that precedes each packet in a nanosecond pcap file.
+pub fn pcap_record_header(ts_ns: u64, caplen: u32, orig_len: u32) -> [u8; 16] {
+    let mut h = [0u8; 16];
+    let secs = u32::try_from(ts_ns / 1_000_000_000).unwrap_or(u32::MAX);
+    let nanos = (ts_ns % 1_000_000_000) as u32;
+    h[0..4].copy_from_slice(&secs.to_ne_bytes());
+    h[4..8].copy_from_slice(&nanos.to_ne_bytes());
+    h[8..12].copy_from_slice(&caplen.to_ne_bytes());
+    h[12..16].copy_from_slice(&orig_len.to_ne_bytes());
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ethernet + IPv4 + TCP SYN with MSS, SACK-permitted, timestamps, window scale.
+    fn syn_frame() -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 0x08, 0x00]);
+        let tcp_opts: [u8; 20] = [
+            2, 4, 0x05, 0xb4, // MSS 1460
+            4, 2, // SACK permitted
+            8, 10, 0, 0, 0, 1, 0, 0, 0, 0, // TS 1, 0
+            1, // NOP
+            3, 3, 7, // WS 7
+        ];
+        let tcp_len = 20 + tcp_opts.len();
+        let total = 20 + tcp_len;
+        f.extend_from_slice(&[
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            0,
+            0x40,
+            0,
+            64,
+            6,
+        ]);
+        f.extend_from_slice(&[0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend_from_slice(&[0x9c, 0x40, 0x14, 0xb5]); // ports 40000 -> 5301
+        f.extend_from_slice(&1000u32.to_be_bytes());
+        f.extend_from_slice(&0u32.to_be_bytes());
+        f.extend_from_slice(&[((tcp_len / 4) as u8) << 4, 0x02, 0xfa, 0xf0, 0, 0, 0, 0]);
+        f.extend_from_slice(&tcp_opts);
+        f
+    }
+
+    #[test]
+    fn decodes_a_tcp_syn_with_options() {
+        let p = decode(LINKTYPE_ETHERNET, &syn_frame()).unwrap().unwrap();
+        assert_eq!(p.src, "10.0.0.1".parse::<IpAddr>().unwrap());
+        assert_eq!(p.dst, "10.0.0.2".parse::<IpAddr>().unwrap());
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!((t.src_port, t.dst_port, t.seq), (40000, 5301, 1000));
+        assert!(t.has(tcp_flags::SYN) && !t.has(tcp_flags::ACK));
+        assert_eq!(t.window, 0xfaf0);
+        assert_eq!(t.payload_len, 0);
+        assert_eq!(t.options.mss, Some(1460));
+        assert_eq!(t.options.window_scale, Some(7));
+        assert!(t.options.sack_permitted);
+        assert_eq!(t.options.timestamp, Some((1, 0)));
+    }
+
+    #[test]
+    fn payload_length_comes_from_the_ip_header_when_the_capture_is_cut_short() {
+        let mut f = syn_frame();
+        // Claim 1000 bytes of payload that the capture did not keep.
+        let total = 20 + 40 + 1000;
+        f[16] = (total >> 8) as u8;
+        f[17] = total as u8;
+        let p = decode(LINKTYPE_ETHERNET, &f).unwrap().unwrap();
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!(t.payload_len, 1000);
+        assert_eq!(p.ip_len, 1060);
+    }
+
+    #[test]
+    fn a_cut_tcp_header_is_an_error_that_says_where() {
+        let f = syn_frame();
+        let e = decode(LINKTYPE_ETHERNET, &f[..14 + 20 + 10]).unwrap_err();
+        assert_eq!(e.layer, "TCP header");
+        assert!(e.to_string().contains("TCP header"), "{e}");
+    }
+
+    #[test]
+    fn cooked_and_raw_link_types_reach_the_same_packet() {
+        let f = syn_frame();
+        let ip = &f[14..];
+        let want = decode(LINKTYPE_ETHERNET, &f).unwrap();
+        assert_eq!(decode(LINKTYPE_RAW, ip).unwrap(), want);
+        assert_eq!(decode(LINKTYPE_IPV4, ip).unwrap(), want);
+        let mut sll = vec![0, 0, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0, 0x08, 0x00];
+        sll.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_LINUX_SLL, &sll).unwrap(), want);
+        let mut sll2 = vec![
+            0x08, 0x00, 0, 0, 0, 0, 0, 2, 0, 1, 0, 6, 1, 2, 3, 4, 5, 6, 0, 0,
+        ];
+        sll2.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_LINUX_SLL2, &sll2).unwrap(), want);
+        let mut null = 2u32.to_le_bytes().to_vec();
+        null.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_NULL, &null).unwrap(), want);
+        let mut vlan = f[..12].to_vec();
+        vlan.extend_from_slice(&[0x81, 0x00, 0x00, 0x05, 0x08, 0x00]);
+        vlan.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_ETHERNET, &vlan).unwrap(), want);
+    }
+
+    #[test]
+    fn non_ip_frames_are_skipped_and_unknown_link_types_refused() {
+        let arp = [0xffu8; 14 + 28];
+        let mut arp = arp.to_vec();
+        arp[12] = 0x08;
+        arp[13] = 0x06;
+        assert_eq!(decode(LINKTYPE_ETHERNET, &arp).unwrap(), None);
+        assert!(decode(147, &[0u8; 40]).is_err());
+        assert!(decode(LINKTYPE_ETHERNET, &[]).is_err());
+        assert!(decode(LINKTYPE_LINUX_SLL2, &[0u8; 5]).is_err());
+    }
+
+    #[test]
+    fn pcap_headers_have_the_documented_layout() {
+        let h = pcap_file_header(128, LINKTYPE_LINUX_SLL2);
+        assert_eq!(u32::from_ne_bytes([h[0], h[1], h[2], h[3]]), 0xa1b2_3c4d);
+        assert_eq!(u32::from_ne_bytes([h[20], h[21], h[22], h[23]]), 276);
+        let r = pcap_record_header(3_000_000_123, 60, 1514);
+        assert_eq!(u32::from_ne_bytes([r[0], r[1], r[2], r[3]]), 3);
+        assert_eq!(u32::from_ne_bytes([r[4], r[5], r[6], r[7]]), 123);
+        assert_eq!(u32::from_ne_bytes([r[12], r[13], r[14], r[15]]), 1514);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decode_never_panics(lt in proptest::sample::select(vec![0u32, 1, 12, 101, 108, 113, 228, 229, 276, 9999]),
+                               bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = decode(lt, &bytes);
+        }
+
+        #[test]
+        fn decode_never_panics_on_mutated_frames(idx in 0usize..74, val in proptest::prelude::any::<u8>(), cut in 0usize..75) {
+            let mut f = syn_frame();
+            f[idx] = val;
+            f.truncate(cut);
+            let _ = decode(LINKTYPE_ETHERNET, &f);
+        }
+    }
+}

@@ -1,0 +1,448 @@
+//! Packet-trace analysis (`linerate analyze`, and the capture a test takes with
+//! `--capture`): per-connection TCP figures and detectors, UDP flows.
+//!
+//! The analysis is a pure function of the packets fed to [`Analyzer::packet`] in capture
+//! order: no I/O, no clock. [`read`] turns a pcap or pcapng stream into those packets without
+//! loading the file; [`record`] is the result, rendered by `export::analyze` (table, CSV) and
+//! `export::tsg` (time-sequence graphs as SVG).
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use linerate_wire::capture::{Packet, Transport};
+
+pub mod read;
+pub mod record;
+mod tcp;
+#[cfg(test)]
+mod tests;
+
+use record::{AnalysisRecord, Endpoint, UdpFlow};
+
+/// Most connections and flows tracked at once; packets of further ones are counted as
+/// other and a warning says so (a hostile file cannot make the analysis allocate without
+/// bound).
+pub const MAX_FLOWS: usize = 1_000_000;
+/// A UDP flow that pauses longer than this counts a gap, ns.
+const UDP_GAP_NS: u64 = 10_000_000;
+
+/// What the analysis needs besides the packets.
+#[derive(Debug, Clone, Default)]
+pub struct AnalyzeOptions {
+    /// The path's bottleneck rate, for RFC 6349's metrics.
+    pub link_rate_bps: Option<u64>,
+    /// The path MTU for RFC 6349's ideal rate (default: from the MSS seen, else 1500).
+    pub mtu: Option<u32>,
+    /// Keep what the time-sequence graphs need.
+    pub graphs: bool,
+}
+
+/// One thing drawn on a time-sequence graph, in a direction's relative sequence space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphEvent {
+    /// Capture time, ns.
+    pub t_ns: u64,
+    /// What it is.
+    pub kind: GraphKind,
+    /// Data: first byte; ACK: acknowledged up to; SACK: left edge.
+    pub a: u64,
+    /// Data: end; ACK: right edge of the window; SACK: right edge.
+    pub b: u64,
+}
+
+/// Kinds of [`GraphEvent`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphKind {
+    /// A data segment.
+    Data,
+    /// A retransmitted data segment.
+    Retransmission,
+    /// An ACK (with the window's right edge).
+    Ack,
+    /// A duplicate ACK.
+    DupAck,
+    /// A SACK block.
+    Sack,
+}
+
+/// A stretch of time a detector marked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Period {
+    /// What held the sender.
+    pub kind: PeriodKind,
+    /// Start, capture time ns.
+    pub start_ns: u64,
+    /// End, capture time ns.
+    pub end_ns: u64,
+}
+
+/// Kinds of [`Period`] (and the states of a direction's transfer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeriodKind {
+    /// Waiting for a delayed ACK.
+    DelayedAck,
+    /// Data in flight filled the advertised window.
+    ReceiveWindow,
+    /// Nothing in flight.
+    ApplicationLimited,
+    /// Recovering from a loss.
+    LossRecovery,
+    /// Sending within the window.
+    Sending,
+}
+
+/// What a graph of one direction needs.
+#[derive(Debug, Clone)]
+pub struct DirectionGraph {
+    /// Connection number.
+    pub connection: u32,
+    /// "a_to_b" or "b_to_a".
+    pub direction: &'static str,
+    /// "10.0.0.1:40000 -> 10.0.0.2:5301".
+    pub title: String,
+    /// Capture time of the connection's first packet, ns.
+    pub start_ns: u64,
+    /// Events in capture order.
+    pub events: Vec<GraphEvent>,
+    /// Detector periods.
+    pub periods: Vec<Period>,
+    /// Events were dropped at the cap.
+    pub truncated: bool,
+}
+
+/// The analysis of one capture, fed packet by packet.
+pub struct Analyzer {
+    opts: AnalyzeOptions,
+    first_ns: Option<u64>,
+    last_ns: u64,
+    packets: u64,
+    analysed: u64,
+    other: u64,
+    undecodable: u64,
+    tcp_index: HashMap<FlowKey, usize>,
+    tcp: Vec<tcp::Conn>,
+    finished_tcp: Vec<(record::TcpConnection, Option<[DirectionGraph; 2]>)>,
+    udp_index: HashMap<(IpAddr, u16, IpAddr, u16), usize>,
+    udp: Vec<UdpState>,
+    flows_capped: bool,
+    large_segments: u64,
+    undecodable_example: Option<String>,
+    time_went_back: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct FlowKey(IpAddr, u16, IpAddr, u16);
+
+impl FlowKey {
+    /// The same key for both directions; the bool says whether (src, dst) is (lo, hi).
+    fn of(src: IpAddr, sp: u16, dst: IpAddr, dp: u16) -> (FlowKey, bool) {
+        if (src, sp) <= (dst, dp) {
+            (FlowKey(src, sp, dst, dp), true)
+        } else {
+            (FlowKey(dst, dp, src, sp), false)
+        }
+    }
+}
+
+#[derive(Debug)]
+struct UdpState {
+    flow: UdpFlow,
+    first_ns: u64,
+    last_ns: u64,
+    max_gap_ns: u64,
+}
+
+pub(crate) fn endpoint(e: (IpAddr, u16)) -> Endpoint {
+    Endpoint {
+        addr: e.0.to_string(),
+        port: e.1,
+    }
+}
+
+impl Analyzer {
+    /// A new analysis.
+    pub fn new(opts: AnalyzeOptions) -> Analyzer {
+        Analyzer {
+            opts,
+            first_ns: None,
+            last_ns: 0,
+            packets: 0,
+            analysed: 0,
+            other: 0,
+            undecodable: 0,
+            tcp_index: HashMap::new(),
+            tcp: Vec::new(),
+            finished_tcp: Vec::new(),
+            udp_index: HashMap::new(),
+            udp: Vec::new(),
+            flows_capped: false,
+            large_segments: 0,
+            undecodable_example: None,
+            time_went_back: 0,
+        }
+    }
+
+    /// A record that was not TCP or UDP over IP.
+    pub fn other(&mut self, t_ns: u64) {
+        self.tick(t_ns);
+        self.other += 1;
+    }
+
+    /// A record whose headers could not be decoded.
+    pub fn undecodable(&mut self, t_ns: u64, why: &str) {
+        self.tick(t_ns);
+        self.undecodable += 1;
+        if self.undecodable_example.is_none() {
+            self.undecodable_example = Some(format!("packet {}: {why}", self.packets));
+        }
+    }
+
+    fn tick(&mut self, t_ns: u64) {
+        self.packets += 1;
+        if self.first_ns.is_none() {
+            self.first_ns = Some(t_ns);
+        }
+        if t_ns < self.last_ns {
+            self.time_went_back += 1;
+        }
+        self.last_ns = self.last_ns.max(t_ns);
+    }
+
+    /// One decoded packet captured at `t_ns`.
+    pub fn packet(&mut self, t_ns: u64, p: &Packet) {
+        self.tick(t_ns);
+        match &p.transport {
+            Transport::Tcp(seg) => {
+                let (key, src_lo) = FlowKey::of(p.src, seg.src_port, p.dst, seg.dst_port);
+                let i = match self.tcp_index.get(&key) {
+                    Some(&i) => {
+                        let c = &self.tcp[i];
+                        let from_a = c.a == (p.src, seg.src_port);
+                        if c.is_new_syn(from_a, seg) {
+                            // Ports reused by a new connection: the old one is complete.
+                            let old = self.tcp.swap_remove(i);
+                            if let Some(moved) = self.tcp.get(i) {
+                                let k = FlowKey::of(moved.a.0, moved.a.1, moved.b.0, moved.b.1).0;
+                                self.tcp_index.insert(k, i);
+                            }
+                            self.tcp_index.remove(&key);
+                            self.finish_conn(old);
+                            self.new_conn(key, p, seg)
+                        } else {
+                            Some(i)
+                        }
+                    }
+                    None => self.new_conn(key, p, seg),
+                };
+                let _ = src_lo;
+                match i {
+                    Some(i) => {
+                        self.analysed += 1;
+                        let c = &mut self.tcp[i];
+                        let from_a = c.a == (p.src, seg.src_port);
+                        c.packet(t_ns, from_a, seg);
+                    }
+                    None => self.other += 1,
+                }
+            }
+            Transport::Udp(d) => {
+                let key = (p.src, d.src_port, p.dst, d.dst_port);
+                let i = match self.udp_index.get(&key) {
+                    Some(&i) => Some(i),
+                    None if self.flow_count() < MAX_FLOWS => {
+                        let index = self.udp.len() as u32 + 1;
+                        self.udp.push(UdpState {
+                            flow: UdpFlow {
+                                index,
+                                src: endpoint((p.src, d.src_port)),
+                                dst: endpoint((p.dst, d.dst_port)),
+                                ..UdpFlow::default()
+                            },
+                            first_ns: t_ns,
+                            last_ns: t_ns,
+                            max_gap_ns: 0,
+                        });
+                        self.udp_index.insert(key, self.udp.len() - 1);
+                        Some(self.udp.len() - 1)
+                    }
+                    None => {
+                        self.flows_capped = true;
+                        None
+                    }
+                };
+                match i {
+                    Some(i) => {
+                        self.analysed += 1;
+                        let u = &mut self.udp[i];
+                        let t = t_ns.max(u.last_ns);
+                        let gap = t - u.last_ns;
+                        if u.flow.packets > 0 {
+                            u.max_gap_ns = u.max_gap_ns.max(gap);
+                            if gap > UDP_GAP_NS {
+                                u.flow.gaps_over_10ms += 1;
+                            }
+                        }
+                        u.last_ns = t;
+                        u.flow.packets += 1;
+                        u.flow.bytes += u64::from(d.payload_len);
+                    }
+                    None => self.other += 1,
+                }
+            }
+        }
+    }
+
+    fn flow_count(&self) -> usize {
+        self.tcp.len() + self.finished_tcp.len() + self.udp.len()
+    }
+
+    fn new_conn(
+        &mut self,
+        key: FlowKey,
+        p: &Packet,
+        seg: &linerate_wire::capture::TcpSegment,
+    ) -> Option<usize> {
+        if self.flow_count() >= MAX_FLOWS {
+            self.flows_capped = true;
+            return None;
+        }
+        let src = (p.src, seg.src_port);
+        let dst = (p.dst, seg.dst_port);
+        // The opener is `a`: the sender of a SYN, or of a SYN/ACK's peer; else the first
+        // packet's sender.
+        let (a, b) = if seg.has(linerate_wire::capture::tcp_flags::SYN)
+            && seg.has(linerate_wire::capture::tcp_flags::ACK)
+        {
+            (dst, src)
+        } else {
+            (src, dst)
+        };
+        let index = (self.tcp.len() + self.finished_tcp.len()) as u32 + 1;
+        self.tcp
+            .push(tcp::Conn::new(index, a, b, self.last_ns, self.opts.graphs));
+        self.tcp_index.insert(key, self.tcp.len() - 1);
+        Some(self.tcp.len() - 1)
+    }
+
+    fn finish_conn(&mut self, c: tcp::Conn) {
+        self.large_segments += c.large_segments();
+        let v6 = c.a.0.is_ipv6();
+        let start = self.first_ns.unwrap_or(0);
+        let title = format!("{} -> {}", endpoint(c.a), endpoint(c.b));
+        let rtitle = format!("{} -> {}", endpoint(c.b), endpoint(c.a));
+        let graphs = self.opts.graphs;
+        let (rec, dirs) = c.finish(start, &self.opts, v6);
+        let g = graphs.then(|| {
+            let [d0, d1] = dirs;
+            let mk = |d: tcp::Dir, direction: &'static str, title: String| DirectionGraph {
+                connection: rec.index,
+                direction,
+                title,
+                start_ns: start,
+                truncated: d.graph_truncated(),
+                events: d.graph,
+                periods: d.periods,
+            };
+            [mk(d0, "a_to_b", title), mk(d1, "b_to_a", rtitle)]
+        });
+        self.finished_tcp.push((rec, g));
+    }
+
+    /// Ends the analysis: the record, and the graphs' data when asked for.
+    pub fn finish(mut self, file: &str, format: &str) -> (AnalysisRecord, Vec<DirectionGraph>) {
+        let conns = std::mem::take(&mut self.tcp);
+        for c in conns {
+            self.finish_conn(c);
+        }
+        let mut finished = std::mem::take(&mut self.finished_tcp);
+        finished.sort_by_key(|(r, _)| r.index);
+        let start = self.first_ns.unwrap_or(0);
+        let mut warnings = Vec::new();
+        if self.packets == 0 {
+            warnings.push("the capture holds no packets".to_string());
+        }
+        if self.undecodable > 0 {
+            warnings.push(format!(
+                "{} packets could not be decoded and were left out (first: {}); a snap length of at least 128 bytes keeps every header",
+                self.undecodable,
+                self.undecodable_example.as_deref().unwrap_or("?")
+            ));
+        }
+        if self.flows_capped {
+            warnings.push(format!(
+                "more than {MAX_FLOWS} connections and flows: packets of further ones were counted as other"
+            ));
+        }
+        if self.time_went_back > 0 {
+            warnings.push(format!(
+                "{} packets have an earlier time than the packet before them (merged or reordered capture); times were taken as equal",
+                self.time_went_back
+            ));
+        }
+        if self.large_segments > 0 {
+            warnings.push(format!(
+                "{} TCP segments are larger than the MSS: the capture was taken above segmentation offload (TSO/GSO on a sender, GRO on a receiver), so packet counts are of those larger units, not of frames on the wire",
+                self.large_segments
+            ));
+        }
+        let lost: u64 = finished
+            .iter()
+            .map(|(r, _)| r.a_to_b.lost_segments + r.b_to_a.lost_segments)
+            .sum();
+        if lost > 0 {
+            warnings.push(format!(
+                "the capture missed packets ({lost} segments came after data it never saw): counts and RTTs near those gaps are uncertain"
+            ));
+        }
+        let mut graphs = Vec::new();
+        let mut tcp = Vec::new();
+        for (r, g) in finished {
+            tcp.push(r);
+            if let Some(g) = g {
+                graphs.extend(g);
+            }
+        }
+        if graphs.iter().any(|g| g.truncated) {
+            warnings.push(format!(
+                "graphs show the first {} events of each direction",
+                tcp::GRAPH_EVENTS_CAP
+            ));
+        }
+        let udp = self
+            .udp
+            .into_iter()
+            .map(|u| {
+                let mut f = u.flow;
+                let dur = u.last_ns - u.first_ns;
+                f.start_s = u.first_ns.saturating_sub(start) as f64 / 1e9;
+                f.duration_s = dur as f64 / 1e9;
+                if dur > 0 {
+                    f.throughput_bps = Some(f.bytes as f64 * 8.0 / f.duration_s);
+                    f.packets_per_s = Some(f.packets as f64 / f.duration_s);
+                }
+                if f.packets > 1 {
+                    f.max_gap_ms = Some(u.max_gap_ns as f64 / 1e6);
+                }
+                f
+            })
+            .collect();
+        let rec = AnalysisRecord {
+            schema_version: record::SCHEMA_VERSION,
+            software: crate::software(),
+            file: file.to_string(),
+            format: format.to_string(),
+            packets: self.packets,
+            packets_analysed: self.analysed,
+            packets_other: self.other,
+            packets_undecodable: self.undecodable,
+            duration_s: self
+                .first_ns
+                .map(|f| self.last_ns.saturating_sub(f) as f64 / 1e9),
+            link_rate_bps: self.opts.link_rate_bps,
+            tcp,
+            udp,
+            warnings,
+        };
+        (rec, graphs)
+    }
+}

@@ -1,0 +1,297 @@
+//! `linerate analyze` as a table and as CSV: pure functions of the
+//! [`AnalysisRecord`], fixed decimals, "-" where a figure could not be measured.
+
+use std::fmt::Write as _;
+
+use crate::analyze::record::{AnalysisRecord, TcpConnection, TcpDirection};
+use crate::export::units::{format_bps, format_bytes};
+
+fn opt(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))
+}
+
+/// The human-readable report.
+pub fn table(rec: &AnalysisRecord) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {}, {} packets ({} TCP/UDP, {} other, {} undecodable) over {} s",
+        rec.file,
+        rec.format,
+        rec.packets,
+        rec.packets_analysed,
+        rec.packets_other,
+        rec.packets_undecodable,
+        opt(rec.duration_s, 3)
+    );
+    for c in &rec.tcp {
+        connection(&mut out, c);
+    }
+    if !rec.udp.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nUDP flows\n  {:>3}  {:<44} {:>9} {:>10} {:>12} {:>12} {:>10} {:>6}",
+            "#", "flow", "packets", "bytes", "throughput", "packets/s", "max gap", "gaps"
+        );
+        for u in &rec.udp {
+            let _ = writeln!(
+                out,
+                "  {:>3}  {:<44} {:>9} {:>10} {:>12} {:>12} {:>10} {:>6}",
+                u.index,
+                format!("{} -> {}", u.src, u.dst),
+                u.packets,
+                format_bytes(u.bytes),
+                u.throughput_bps.map_or_else(|| "-".into(), format_bps),
+                opt(u.packets_per_s, 1),
+                u.max_gap_ms
+                    .map_or_else(|| "-".into(), |g| format!("{g:.3} ms")),
+                u.gaps_over_10ms
+            );
+        }
+    }
+    if !rec.warnings.is_empty() {
+        out.push_str("\nwarnings:\n");
+        for w in &rec.warnings {
+            let _ = writeln!(out, "  {w}");
+        }
+    }
+    out
+}
+
+fn connection(out: &mut String, c: &TcpConnection) {
+    let state = match (c.handshake_seen, c.closed, c.reset) {
+        (_, _, true) => "reset",
+        (true, true, _) => "complete",
+        (true, false, _) => "open at the end",
+        (false, true, _) => "closed, opened before the capture",
+        (false, false, _) => "opened before the capture",
+    };
+    let _ = writeln!(
+        out,
+        "\nTCP {}  {} -> {}  start {:.3} s, {:.3} s, {}; handshake RTT {} ms, longest idle {} ms",
+        c.index,
+        c.a,
+        c.b,
+        c.start_s,
+        c.duration_s,
+        state,
+        opt(c.handshake_rtt_ms, 3),
+        opt(c.idle_max_ms, 3)
+    );
+    let _ = writeln!(
+        out,
+        "  {:<5} {:>8} {:>8} {:>10} {:>10} {:>6} {:>5} {:>5} {:>5} {:>7} {:>6} {:>5} {:>26} {:>12}",
+        "dir",
+        "packets",
+        "data",
+        "bytes",
+        "unique",
+        "rexmt",
+        "fast",
+        "spur",
+        "ooo",
+        "dupack",
+        "sack",
+        "zwin",
+        "RTT min/avg/max ms (n)",
+        "throughput"
+    );
+    for (name, d) in [("a->b", &c.a_to_b), ("b->a", &c.b_to_a)] {
+        let rtt = d.rtt.as_ref().filter(|r| r.samples > 0).map_or_else(
+            || "-".to_string(),
+            |r| {
+                format!(
+                    "{:.3}/{:.3}/{:.3} ({})",
+                    r.min_ms, r.avg_ms, r.max_ms, r.samples
+                )
+            },
+        );
+        let _ = writeln!(
+            out,
+            "  {:<5} {:>8} {:>8} {:>10} {:>10} {:>6} {:>5} {:>5} {:>5} {:>7} {:>6} {:>5} {:>26} {:>12}",
+            name,
+            d.packets,
+            d.data_packets,
+            format_bytes(d.bytes),
+            format_bytes(d.unique_bytes),
+            d.retransmissions,
+            d.fast_retransmissions,
+            d.spurious_retransmissions,
+            d.out_of_order,
+            d.duplicate_acks,
+            d.sack_blocks,
+            d.zero_windows,
+            rtt,
+            d.throughput_bps.map_or_else(|| "-".into(), format_bps)
+        );
+    }
+    for (name, d) in [("a->b", &c.a_to_b), ("b->a", &c.b_to_a)] {
+        direction_details(out, name, d);
+    }
+    for f in &c.findings {
+        let dir = if f.direction == "a_to_b" {
+            "a->b"
+        } else {
+            "b->a"
+        };
+        let _ = writeln!(out, "  finding {dir}: {}", f.message);
+    }
+}
+
+fn direction_details(out: &mut String, name: &str, d: &TcpDirection) {
+    if let Some(t) = &d.time {
+        if d.unique_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "  time {name} ({:.3} s): receive window {:.1}%, application {:.1}%, loss recovery {:.1}%, sending {:.1}%; delayed-ACK stalls {:.1}%",
+                t.total_s,
+                t.receive_window_limited_percent,
+                t.application_limited_percent,
+                t.loss_recovery_percent,
+                t.sending_percent,
+                t.delayed_ack_stall_percent
+            );
+        }
+    }
+    if let Some(a) = &d.ack_delay {
+        if d.unique_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "  ACK delay {name} (beyond min RTT, {} ACKs of everything outstanding): p50 {:.3} ms, p90 {:.3} ms, max {:.3} ms",
+                a.samples, a.p50_ms, a.p90_ms, a.max_ms
+            );
+        }
+    }
+    if let Some(r) = &d.rfc6349 {
+        let _ = writeln!(
+            out,
+            "  RFC 6349 {name} at {} (MTU {}, ideal {}): transfer time ratio {}, TCP efficiency {}%, buffer delay {}%",
+            format_bps(r.bottleneck_bps as f64),
+            r.mtu,
+            format_bps(r.ideal_bps),
+            opt(r.transfer_time_ratio, 3),
+            opt(r.tcp_efficiency_percent, 2),
+            opt(r.buffer_delay_percent, 1)
+        );
+    }
+}
+
+/// CSV: a header, one row per TCP direction and one per UDP flow.
+pub fn csv(rec: &AnalysisRecord) -> String {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    let header = [
+        "proto",
+        "index",
+        "direction",
+        "src",
+        "dst",
+        "start_s",
+        "duration_s",
+        "packets",
+        "data_packets",
+        "bytes",
+        "unique_bytes",
+        "retransmissions",
+        "fast_retransmissions",
+        "spurious_retransmissions",
+        "retransmitted_bytes",
+        "out_of_order",
+        "lost_segments",
+        "duplicate_acks",
+        "sack_blocks",
+        "zero_windows",
+        "window_probes",
+        "rtt_samples",
+        "rtt_min_ms",
+        "rtt_avg_ms",
+        "rtt_max_ms",
+        "rtt_stddev_ms",
+        "throughput_bps",
+        "receive_window_limited_percent",
+        "application_limited_percent",
+        "loss_recovery_percent",
+        "delayed_ack_stall_percent",
+        "transfer_time_ratio",
+        "tcp_efficiency_percent",
+        "buffer_delay_percent",
+        "packets_per_s",
+        "max_gap_ms",
+        "findings",
+    ];
+    let _ = w.write_record(header);
+    let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:.6}"));
+    for c in &rec.tcp {
+        for (name, d, src, dst) in [
+            ("a_to_b", &c.a_to_b, &c.a, &c.b),
+            ("b_to_a", &c.b_to_a, &c.b, &c.a),
+        ] {
+            let rtt = d.rtt.as_ref().filter(|r| r.samples > 0);
+            let t = d.time.as_ref();
+            let r = d.rfc6349.as_ref();
+            let findings: Vec<&str> = c
+                .findings
+                .iter()
+                .filter(|x| x.direction == name)
+                .map(|x| x.kind.as_str())
+                .collect();
+            let _ = w.write_record([
+                "tcp".to_string(),
+                c.index.to_string(),
+                name.to_string(),
+                src.to_string(),
+                dst.to_string(),
+                format!("{:.6}", c.start_s),
+                format!("{:.6}", c.duration_s),
+                d.packets.to_string(),
+                d.data_packets.to_string(),
+                d.bytes.to_string(),
+                d.unique_bytes.to_string(),
+                d.retransmissions.to_string(),
+                d.fast_retransmissions.to_string(),
+                d.spurious_retransmissions.to_string(),
+                d.retransmitted_bytes.to_string(),
+                d.out_of_order.to_string(),
+                d.lost_segments.to_string(),
+                d.duplicate_acks.to_string(),
+                d.sack_blocks.to_string(),
+                d.zero_windows.to_string(),
+                d.window_probes.to_string(),
+                rtt.map_or(0, |r| r.samples).to_string(),
+                f(rtt.map(|r| r.min_ms)),
+                f(rtt.map(|r| r.avg_ms)),
+                f(rtt.map(|r| r.max_ms)),
+                f(rtt.map(|r| r.stddev_ms)),
+                f(d.throughput_bps),
+                f(t.map(|t| t.receive_window_limited_percent)),
+                f(t.map(|t| t.application_limited_percent)),
+                f(t.map(|t| t.loss_recovery_percent)),
+                f(t.map(|t| t.delayed_ack_stall_percent)),
+                f(r.and_then(|r| r.transfer_time_ratio)),
+                f(r.and_then(|r| r.tcp_efficiency_percent)),
+                f(r.and_then(|r| r.buffer_delay_percent)),
+                String::new(),
+                String::new(),
+                findings.join(";"),
+            ]);
+        }
+    }
+    for u in &rec.udp {
+        let mut row = vec![String::new(); header.len()];
+        row[0] = "udp".into();
+        row[1] = u.index.to_string();
+        row[2] = "a_to_b".into();
+        row[3] = u.src.to_string();
+        row[4] = u.dst.to_string();
+        row[5] = format!("{:.6}", u.start_s);
+        row[6] = format!("{:.6}", u.duration_s);
+        row[7] = u.packets.to_string();
+        row[8] = u.packets.to_string();
+        row[9] = u.bytes.to_string();
+        row[26] = f(u.throughput_bps);
+        row[34] = f(u.packets_per_s);
+        row[35] = f(u.max_gap_ms);
+        let _ = w.write_record(&row);
+    }
+    let bytes = w.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
