@@ -463,8 +463,8 @@ fn lab_diagnose_tiny_socket_buffer_is_window_limited() {
 
 /// TCP_INFO's counts against the client namespace's own SNMP counters (nothing else runs
 /// there): with 1 % of the packets towards `b` dropped, the data connection's
-/// `total_retrans` is the namespace's `Tcp.RetransSegs` (the control connection's few
-/// packets may add a retransmission or two), and its `segs_out` is the namespace's
+/// `total_retrans` is the namespace's `Tcp.RetransSegs` within 3 % (the control connection's
+/// few packets may add a retransmission or two), and its `segs_out` is the namespace's
 /// `Tcp.OutSegs` within 5 %: TCP_INFO covers the connection's life, the host counters the
 /// measured window (its edges miss the handshake, the few milliseconds before the meter's
 /// baseline and the drain after the senders stop; seen: 1.1 %). Both count a GSO packet as
@@ -485,8 +485,11 @@ fn lab_tcp_info_segment_counts_agree_with_the_namespace_snmp() {
         retrans >= 10,
         "1 % loss should cost retransmissions: {info:#}"
     );
+    // The window lies inside the connection's life: the namespace can count more only by
+    // the control connection's few; it counts fewer by what the window's edges leave out
+    // (seen: 0.8 % of 16,483 with bbr retransmitting through the drain).
     assert!(
-        ns_retrans.abs_diff(retrans) <= 5,
+        ns_retrans <= retrans + 5 && retrans - ns_retrans.min(retrans) <= retrans * 3 / 100 + 5,
         "TCP_INFO total_retrans {retrans}, namespace Tcp.RetransSegs {ns_retrans}"
     );
     let (segs, ns_segs) = (n(info, "segs_out"), n(snmp, "Tcp.OutSegs"));
