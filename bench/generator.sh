@@ -11,8 +11,9 @@
 # generators themselves. The script builds its own namespaces (names lrgen-*), and removes them
 # on exit. The machine may be shared: the figures are medians of RUNS interleaved runs.
 #
-# 1. speed: a - b veth pair; b drops every UDP frame at its netdev ingress hook (nftables), so
-#    the receiving side costs almost nothing. Each sender runs unpaced on CPU 0 for 4 s; the
+# 1. speed: a - b veth pair; b drops every 64-byte UDP test frame (UDP length 26) at its netdev
+#    ingress hook (nftables), so the receiving side costs almost nothing; the streams' 24-byte
+#    hellos (protocol 1.3) still reach the server. Each sender runs unpaced on CPU 0 for 4 s; the
 #    rate is b's rx_packets over the middle 2 s. linerate: `linerate udp B -l 18 --raw-frames
 #    -A 0` (64-byte frames: 18-byte payloads); trafgen: the same 64-byte UDP frame from a
 #    TX ring (`trafgen -P 1`, qdisc bypass, pinned to CPU 0).
@@ -105,7 +106,7 @@ ip netns exec "$NB" "$LR" serve --bind "$B" -q >/dev/null 2>&1 &
 SERVER_PIDS+=($!)
 ip netns exec "$NB" nft -f - <<EOF
 table netdev lrgen {
-  chain in { type filter hook ingress device "$IB" priority 0; udp dport { 5301, 9 } drop; }
+  chain in { type filter hook ingress device "$IB" priority 0; udp dport { 5301, 9 } udp length 26 drop; }
 }
 EOF
 sleep 0.5
