@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, integration and lab (network namespace) tests.
 # Run as root on Debian: the lab tests create and remove their own namespaces. Installs the
-# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core, tshark, tcptrace, tcpdump) when they are missing.
+# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core, tshark, tcptrace,
+# tcpdump) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
