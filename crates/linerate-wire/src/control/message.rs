@@ -31,7 +31,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::version::ProtocolVersion;
+use super::version::{Features, ProtocolVersion};
 use crate::report::{IntervalReport, SideReport};
 
 /// A control message, the body of one frame.
@@ -116,6 +116,13 @@ pub struct Hello {
     pub features: Vec<String>,
 }
 
+impl Hello {
+    /// The features of [`Hello::features`] this build knows.
+    pub fn feature_set(&self) -> Features {
+        Features::from_names(&self.features)
+    }
+}
+
 /// Server limits, sent so a client can explain a refusal before asking.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerLimits {
@@ -152,6 +159,13 @@ pub struct Welcome {
     /// client must answer with `auth` before anything else.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthChallenge>,
+}
+
+impl Welcome {
+    /// The features of [`Welcome::features`] this build knows: what the session may use.
+    pub fn feature_set(&self) -> Features {
+        Features::from_names(&self.features)
+    }
 }
 
 /// The server's authentication challenge, in `welcome`.

@@ -11,4 +11,6 @@ pub mod version;
 
 pub use frame::{decode_body, encode, FrameHeader, FRAME_HEADER_LEN, MAX_CONTROL_FRAME};
 pub use message::*;
-pub use version::{negotiate, ProtocolVersion, FEATURES, PROTOCOL_MAJOR, PROTOCOL_MINOR};
+pub use version::{
+    negotiate, Feature, Features, ProtocolVersion, FEATURES, PROTOCOL_MAJOR, PROTOCOL_MINOR,
+};

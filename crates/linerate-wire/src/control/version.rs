@@ -14,23 +14,143 @@ pub const PROTOCOL_MAJOR: u16 = 1;
 /// Minor version of the control protocol this build speaks.
 pub const PROTOCOL_MINOR: u16 = 3;
 
-/// Optional capabilities this build offers. A session uses the intersection of both lists.
-pub const FEATURES: &[&str] = &[
-    "tcp_stream",
-    "udp_stream",
-    "bidir",
-    "udp_gso",
-    "cpu_pin",
-    "interval_events",
-    "rr",
-    "one_way_delay",
-    "smooth_pacing",
-    "doctor",
-    "auth",
-    "udp_stream_hello",
-    "raw_frames",
-    "capture",
-];
+/// Declares [`Feature`], [`Feature::ALL`] and [`FEATURES`] from one list, so that the enum
+/// and the names on the wire cannot drift apart.
+macro_rules! features {
+    ($( $(#[$doc:meta])* $variant:ident = $name:literal, )*) => {
+        /// An optional capability of the control protocol, listed in `hello` and `welcome`.
+        ///
+        /// On the wire a feature is its name (`"tcp_stream"`, ...): [`Feature::name`], and
+        /// serde gives the same string. The lists in [`crate::control::Hello::features`] and
+        /// [`crate::control::Welcome::features`] stay strings, so a name this build does not
+        /// know (from a newer peer) is kept and ignored; [`Features`] is the set this build
+        /// understands.
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+            JsonSchema,
+        )]
+        pub enum Feature {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant, )*
+        }
+
+        impl Feature {
+            /// Every feature this build offers, in the order it lists them.
+            pub const ALL: &'static [Feature] = &[$(Feature::$variant,)*];
+
+            /// The feature's name on the wire.
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(Feature::$variant => $name,)*
+                }
+            }
+
+            /// The feature called `name`, if this build knows it.
+            pub fn from_name(name: &str) -> Option<Feature> {
+                match name {
+                    $($name => Some(Feature::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+
+        /// The names of [`Feature::ALL`], as a client lists them in `hello`.
+        pub const FEATURES: &[&str] = &[$($name,)*];
+    };
+}
+
+features! {
+    /// TCP stream tests (1.0).
+    TcpStream = "tcp_stream",
+    /// UDP stream tests (1.0).
+    UdpStream = "udp_stream",
+    /// Both directions at once (1.0).
+    Bidir = "bidir",
+    /// UDP GSO/GRO (1.0).
+    UdpGso = "udp_gso",
+    /// Pinning the server's data threads to a CPU (1.0).
+    CpuPin = "cpu_pin",
+    /// The server streams its intervals as `interval` messages during the test (1.0).
+    IntervalEvents = "interval_events",
+    /// Request/response tests (1.1).
+    Rr = "rr",
+    /// One-way delay of UDP datagrams (1.1).
+    OneWayDelay = "one_way_delay",
+    /// Paced UDP senders that skip ahead instead of bursting (1.1).
+    SmoothPacing = "smooth_pacing",
+    /// `doctor_request` / `doctor_report` (1.1).
+    Doctor = "doctor",
+    /// Authentication of clients by the server (1.2).
+    Auth = "auth",
+    /// Each UDP stream's client port proves the test's token before the start (1.3).
+    UdpStreamHello = "udp_stream_hello",
+    /// UDP senders write complete Ethernet frames (1.3).
+    RawFrames = "raw_frames",
+    /// The server captures a test's packets and returns them with its results (1.3).
+    Capture = "capture",
+}
+
+impl std::fmt::Display for Feature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of [`Feature`]s: what one end offers, or what both offer in a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Features(u32);
+
+impl Features {
+    /// No feature.
+    pub const NONE: Features = Features(0);
+
+    /// Every feature this build offers.
+    pub fn all() -> Features {
+        Feature::ALL.iter().copied().collect()
+    }
+
+    /// The features named in a peer's list; names this build does not know are ignored.
+    pub fn from_names<S: AsRef<str>>(names: &[S]) -> Features {
+        names
+            .iter()
+            .filter_map(|n| Feature::from_name(n.as_ref()))
+            .collect()
+    }
+
+    fn bit(f: Feature) -> u32 {
+        1 << (f as u32)
+    }
+
+    /// Whether `f` is in the set.
+    pub fn has(self, f: Feature) -> bool {
+        self.0 & Self::bit(f) != 0
+    }
+
+    /// The set with `f` added.
+    pub fn with(self, f: Feature) -> Features {
+        Features(self.0 | Self::bit(f))
+    }
+
+    /// The features in both sets.
+    pub fn intersection(self, other: Features) -> Features {
+        Features(self.0 & other.0)
+    }
+
+    /// The features in the set, in [`Feature::ALL`]'s order.
+    pub fn iter(self) -> impl Iterator<Item = Feature> {
+        Feature::ALL.iter().copied().filter(move |f| self.has(*f))
+    }
+
+    /// The names of the features in the set, as a `hello` or `welcome` lists them.
+    pub fn names(self) -> Vec<String> {
+        self.iter().map(|f| f.name().to_string()).collect()
+    }
+}
+
+impl FromIterator<Feature> for Features {
+    fn from_iter<I: IntoIterator<Item = Feature>>(iter: I) -> Features {
+        iter.into_iter().fold(Features::NONE, Features::with)
+    }
+}
 
 /// A `major.minor` protocol version.
 #[derive(
@@ -67,11 +187,9 @@ pub fn negotiate(ours: ProtocolVersion, theirs: ProtocolVersion) -> Option<Proto
 
 /// The features both sides listed, in our order.
 pub fn common_features(theirs: &[String]) -> Vec<String> {
-    FEATURES
-        .iter()
-        .filter(|f| theirs.iter().any(|t| t == *f))
-        .map(|f| (*f).to_string())
-        .collect()
+    Features::all()
+        .intersection(Features::from_names(theirs))
+        .names()
 }
 
 #[cfg(test)]
@@ -91,6 +209,51 @@ mod tests {
         let a = ProtocolVersion { major: 1, minor: 0 };
         let b = ProtocolVersion { major: 2, minor: 0 };
         assert_eq!(negotiate(a, b), None);
+    }
+
+    #[test]
+    fn feature_names_are_the_wire_strings() {
+        assert_eq!(Feature::ALL.len(), FEATURES.len());
+        for (f, name) in Feature::ALL.iter().zip(FEATURES) {
+            assert_eq!(f.name(), *name);
+            assert_eq!(Feature::from_name(name), Some(*f));
+            // serde writes and reads the same string.
+            assert_eq!(serde_json::to_string(f).unwrap(), format!("\"{name}\""));
+            let back: Feature = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(back, *f);
+        }
+        assert_eq!(Feature::from_name("teleport"), None);
+        // Version 1.3 offers exactly these, in this order (what a hello lists).
+        assert_eq!(
+            FEATURES,
+            [
+                "tcp_stream",
+                "udp_stream",
+                "bidir",
+                "udp_gso",
+                "cpu_pin",
+                "interval_events",
+                "rr",
+                "one_way_delay",
+                "smooth_pacing",
+                "doctor",
+                "auth",
+                "udp_stream_hello",
+                "raw_frames",
+                "capture",
+            ]
+        );
+    }
+
+    #[test]
+    fn feature_sets() {
+        let all = Features::all();
+        assert_eq!(all.names(), FEATURES);
+        let theirs = Features::from_names(&["rr", "teleport", "auth"]);
+        assert!(theirs.has(Feature::Rr) && theirs.has(Feature::Auth));
+        assert!(!theirs.has(Feature::Doctor));
+        assert_eq!(all.intersection(theirs).names(), vec!["rr", "auth"]);
+        assert_eq!(Features::NONE.names(), Vec::<String>::new());
     }
 
     #[test]

@@ -7,9 +7,7 @@ use linerate_wire::control::{Direction, TestSpec, Transport};
 
 use super::args::{OutputArgs, StreamArgs};
 use crate::export::Format;
-use crate::session::client::StreamPlan;
-use crate::session::conn::Debug;
-use crate::session::sockets::SockOpts;
+use crate::model::plan::{Debug, SockOpts, StreamPlan};
 
 /// A usage error: one line that says how to fix it (exit code 2).
 #[derive(Debug, thiserror::Error)]

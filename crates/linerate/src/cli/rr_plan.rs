@@ -7,9 +7,7 @@ use linerate_wire::control::{Direction, RrSpec, Transport};
 use super::plan::UsageError;
 use super::rr_args::{RepeatArgs, RrArgs};
 use crate::export::Format;
-use crate::session::client::StreamPlan;
-use crate::session::conn::Debug;
-use crate::session::sockets::SockOpts;
+use crate::model::plan::{Debug, SockOpts, StreamPlan};
 
 /// How often to run a test.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -86,11 +84,11 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
             )));
         }
     }
-    if a.burst == 0 || a.burst > crate::rr::session::MAX_BURST {
+    if a.burst == 0 || a.burst > crate::session::limits::MAX_BURST {
         return Err(UsageError(format!(
             "--burst {}: use 1 to {}",
             a.burst,
-            crate::rr::session::MAX_BURST
+            crate::session::limits::MAX_BURST
         )));
     }
     if u64::from(req.max(resp)) * u64::from(a.burst) > 16 << 20 {
@@ -110,7 +108,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         return err("-i must be at least 10ms");
     }
     let timeout_ms = ms(a.timeout);
-    if a.udp && !(1..=crate::rr::session::MAX_TIMEOUT_MS).contains(&timeout_ms) {
+    if a.udp && !(1..=crate::session::limits::MAX_TIMEOUT_MS).contains(&timeout_ms) {
         return err("--timeout must be between 1ms and 60s");
     }
     if let Some(f) = &a.output.format {

@@ -3,11 +3,12 @@
 //!
 //! * [`checks`] holds the rules (pure: values in, [`Finding`]s out), [`read`] the reading
 //!   of sysctls, cpufreq, interface facts, IRQ affinity and the path MTU.
-//! * With HOST, the client opens a control session, measures the RTT on it (TCP_INFO of
-//!   the control connection after hello/welcome), and — when the server lists the `doctor`
-//!   feature — sends `doctor_request` instead of a test; the server answers `doctor_report`
-//!   with its own findings (checked toward the client) and `done`. A server without the
-//!   feature is reported in a warning; this host's findings are still printed.
+//! * With HOST, the client opens a control session by the connect path every test uses
+//!   (`session::client::connect`), measures the RTT on it (TCP_INFO of the control
+//!   connection after hello/welcome), and — when the server lists the `doctor` feature —
+//!   sends `doctor_request` instead of a test; the server answers `doctor_report` with its
+//!   own findings (checked toward the client, `session::server`) and `done`. A server
+//!   without the feature is reported in a warning; this host's findings are still printed.
 //! * The RTT and each end's link speed give the bandwidth-delay product that `tcp_rmem`
 //!   and `tcp_wmem` are checked against.
 
@@ -16,20 +17,20 @@ pub mod read;
 #[cfg(test)]
 mod tests;
 
-use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::AsFd;
+use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
-use linerate_wire::control::{self, Done, Hello, Message, ProtocolVersion};
-use linerate_wire::doctor::{DoctorReport, DoctorRequest, Finding, Severity, MAX_FINDINGS};
+use anyhow::anyhow;
+use linerate_wire::control::Feature;
+use linerate_wire::doctor::{DoctorReport, DoctorRequest, Severity};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::cli::units;
-use crate::session::conn::{self, ControlWriter, Debug};
-use crate::session::sockets::{self, SockOpts};
+use crate::model::plan::{Debug, UDP_DEFAULT_RCVBUF};
+use crate::session::client;
+use crate::sys::sockets;
 
 /// `linerate doctor` arguments.
 #[derive(Debug, Clone, clap::Args)]
@@ -85,51 +86,8 @@ pub fn local_report(peer: Option<IpAddr>, target: &checks::Target) -> (DoctorRep
     (report, warnings)
 }
 
-/// Server side: answers a `doctor_request` from `peer` with this host's findings and
-/// `done`. Returns the log line, or why it failed.
-pub fn answer(w: &mut ControlWriter, peer: IpAddr, req: &DoctorRequest) -> Result<String, String> {
-    let target = checks::Target {
-        buffer_bytes: req.buffer_bytes.unwrap_or(sockets::UDP_DEFAULT_RCVBUF),
-        rtt_us: req.rtt_us,
-    };
-    let (mut report, warnings) = local_report(Some(sockets::canonical(peer)), &target);
-    // What the server could not read travels as findings: the client prints findings only.
-    report
-        .findings
-        .extend(warnings.into_iter().map(|w| Finding {
-            severity: Severity::Info,
-            check: "doctor.unreadable".into(),
-            what: w,
-            value: None,
-            fix: None,
-        }));
-    report.findings.truncate(MAX_FINDINGS);
-    let n = report.findings.len();
-    w.send(&Message::DoctorReport(report))
-        .map_err(|e| format!("write failed: {e}"))?;
-    let _ = w.send(&Message::Done(Done {}));
-    Ok(format!("doctor: {n} findings sent"))
-}
-
-fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
-    (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve '{host}': check the host name"))?
-        .next()
-        .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
-}
-
-fn next_message(stream: &mut TcpStream, what: &str) -> anyhow::Result<Message> {
-    match conn::read_frame(stream, control::MAX_CONTROL_FRAME) {
-        Ok(Some(Message::Error(e))) => bail!("the server refused: {}", e.message),
-        Ok(Some(m)) => Ok(m),
-        Ok(None) => bail!("the server closed the connection before sending {what}"),
-        Err(e) => bail!("no {what} from the server: {e}"),
-    }
-}
-
 /// Client side: the server's findings (`None` with a warning when it does not offer them)
-/// and the control connection's RTT.
+/// and the control connection's RTT, over the connect path every test uses.
 pub fn remote(
     addr: SocketAddr,
     buffer_bytes: Option<u32>,
@@ -137,55 +95,39 @@ pub fn remote(
     auth: Option<&crate::session::auth::Credentials>,
     warnings: &mut Vec<String>,
 ) -> anyhow::Result<(Option<DoctorReport>, Option<u32>)> {
-    let mut stream = sockets::connect_tcp(addr, &SockOpts::default(), timeout).map_err(|e| {
-        anyhow!("cannot reach a linerate server at {addr} ({e}): check that `linerate serve` runs there and that port {}/tcp is open", addr.port())
-    })?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let mut w = ControlWriter::new(stream.try_clone()?, "client", Debug(false))?;
-    w.send(&Message::Hello(Hello {
-        protocol: ProtocolVersion::CURRENT,
-        software: crate::software(),
-        features: control::FEATURES.iter().map(|f| f.to_string()).collect(),
-    }))?;
-    let welcome = match next_message(&mut stream, "welcome")? {
-        Message::Welcome(wl) => wl,
-        Message::Reject(r) => bail!("the server refused the session: {}", r.message),
-        other => bail!("protocol error: expected welcome, got {}", other.name()),
+    let target = client::Target {
+        addr,
+        server: addr.to_string(),
+        connect_timeout: timeout,
+        debug: Debug(false),
+        auth: auth.cloned(),
     };
-    crate::session::auth::client_handshake(
-        auth,
-        &welcome,
-        &addr.to_string(),
-        &mut |m| w.send(m).map_err(Into::into),
-        &mut |what| next_message(&mut stream, what),
-        warnings,
-    )?;
-    let rtt_us = crate::sys::tcp_info::read_tcp_info(stream.as_fd())
-        .ok()
-        .map(|i| i.rtt_us)
-        .filter(|&r| r > 0);
-    if !welcome.features.iter().any(|f| f == "doctor") {
+    let c = client::connect(&target).map_err(refused)?;
+    warnings.extend(c.warnings().iter().cloned());
+    let rtt_us = c.rtt_us();
+    if !c.features().has(Feature::Doctor) {
+        let software = c.welcome().map_or("", |w| w.software.as_str());
         warnings.push(format!(
-            "the server at {addr} ({}) does not offer doctor: only this host was checked (upgrade linerate there)",
-            welcome.software
+            "the server at {addr} ({software}) does not offer doctor: only this host was checked (upgrade linerate there)"
         ));
-        w.close();
         return Ok((None, rtt_us));
     }
-    w.send(&Message::DoctorRequest(DoctorRequest {
+    let req = DoctorRequest {
         buffer_bytes,
         rtt_us,
-    }))?;
-    let mut report = match next_message(&mut stream, "doctor_report")? {
-        Message::DoctorReport(r) => r,
-        other => bail!(
-            "protocol error: expected doctor_report, got {}",
-            other.name()
-        ),
     };
-    report.findings.truncate(MAX_FINDINGS);
-    w.close();
+    let report = c.doctor(req).map_err(refused)?;
     Ok((Some(report), rtt_us))
+}
+
+/// The server's `error` as doctor words it: it refused the session, not a test.
+fn refused(e: anyhow::Error) -> anyhow::Error {
+    match e.downcast_ref::<client::ClientError>() {
+        Some(client::ClientError::Server { message, .. }) => {
+            anyhow!("the server refused: {message}")
+        }
+        _ => e,
+    }
 }
 
 /// Runs `linerate doctor`.
@@ -196,7 +138,7 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let mut peer = None;
     let mut server_address = None;
     if let Some(host) = &a.host {
-        let addr = resolve(host, a.port)?;
+        let addr = client::resolve(host, a.port)?;
         peer = Some(sockets::canonical(addr.ip()));
         server_address = Some(format!("{host}:{}", a.port));
         let creds = a.auth.credentials()?;
@@ -211,7 +153,7 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         rtt_us = rtt;
     }
     let target = checks::Target {
-        buffer_bytes: a.window.unwrap_or(sockets::UDP_DEFAULT_RCVBUF),
+        buffer_bytes: a.window.unwrap_or(UDP_DEFAULT_RCVBUF),
         rtt_us,
     };
     let (local, w) = local_report(peer, &target);

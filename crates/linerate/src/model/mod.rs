@@ -4,6 +4,7 @@
 //! from it. Units live in field names. A value that could not be measured is absent and the
 //! reason is in `warnings`; nothing is ever a fake zero.
 
+pub mod plan;
 pub mod rr;
 mod summary;
 pub mod trials;

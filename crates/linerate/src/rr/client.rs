@@ -28,7 +28,7 @@ use linerate_wire::stream_hello::StreamHello;
 use super::io::{is_timeout, pattern, read_n, write_all};
 use super::latency::new_histogram;
 use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
-use crate::session::sockets;
+use crate::sys::sockets;
 
 /// Latency histograms of one stream.
 struct Recorder {

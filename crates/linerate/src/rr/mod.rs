@@ -19,7 +19,6 @@ pub mod client;
 pub mod io;
 pub mod latency;
 pub mod server;
-pub mod session;
 mod summary;
 
 pub use summary::{kind, summarize};
@@ -41,7 +40,7 @@ use linerate_wire::report::{
 use crate::engine::meter::{self, Meter, SampleSource, ThreadCpu, Window};
 use crate::engine::pacing::{self, Pacer};
 use crate::engine::socket_bufs;
-use crate::session::sockets::SockOpts;
+use crate::model::plan::SockOpts;
 use crate::sys;
 
 /// How often a blocked loop wakes to look at its stop flag.
@@ -411,7 +410,7 @@ impl RrEngine {
                 rate_tps: cfg
                     .spec
                     .target_tps
-                    .map(|t| crate::session::split(t, n, k as u16).max(1)),
+                    .map(|t| crate::model::plan::split(t, n, k as u16).max(1)),
             };
             let mut queue = None;
             if matches!(socket, RrSocket::Accept) {

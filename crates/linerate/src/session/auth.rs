@@ -21,13 +21,12 @@
 //! secrets), as ssh does for private keys.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 
-use anyhow::{anyhow, bail};
 use hmac::{Hmac, Mac};
-use linerate_wire::control::{AuthResponse, Message, Welcome};
 use sha2::{Digest, Sha256};
+
+pub use crate::model::plan::{Credentials, Key};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -44,16 +43,6 @@ pub const MAX_USERS_FILE: u64 = 1 << 20;
 
 const CLIENT_LABEL: &[u8] = b"linerate-auth-v1 client";
 const SERVER_LABEL: &[u8] = b"linerate-auth-v1 server";
-
-/// A user's 32-byte key. Never printed.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Key([u8; 32]);
-
-impl fmt::Debug for Key {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Key(..)")
-    }
-}
 
 impl Key {
     /// The key of `user` with `secret`: SHA-256 of `linerate-auth-v1:user:secret`.
@@ -133,15 +122,6 @@ impl Prover {
     }
 }
 
-/// What a client authenticates with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Credentials {
-    /// The user name.
-    pub user: String,
-    /// The user's key.
-    pub key: Key,
-}
-
 impl Credentials {
     /// Credentials from a user name and a secret.
     pub fn new(user: &str, secret: &str) -> Result<Credentials, String> {
@@ -181,69 +161,6 @@ impl Credentials {
         };
         Credentials::new(user, &secret).map(Some)
     }
-}
-
-/// Client side, right after `welcome`: answers the server's challenge with `creds` and checks
-/// the server's proof. `send` writes a message; `recv(what)` waits for the next one (an
-/// `error` from the server comes back as `Err`). Without a challenge, credentials given are
-/// unused and a warning says so.
-pub fn client_handshake(
-    creds: Option<&Credentials>,
-    welcome: &Welcome,
-    server: &str,
-    send: &mut dyn FnMut(&Message) -> anyhow::Result<()>,
-    recv: &mut dyn FnMut(&str) -> anyhow::Result<Message>,
-    warnings: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    let Some(challenge) = &welcome.auth else {
-        if creds.is_some() {
-            warnings.push(format!(
-                "the server at {server} does not ask for authentication: --auth-user was not used"
-            ));
-        }
-        return Ok(());
-    };
-    if challenge.method != METHOD {
-        bail!(
-            "the server at {server} asks for authentication by {:?}, which this linerate does not know: use the same linerate version on both ends",
-            challenge.method
-        );
-    }
-    let Some(creds) = creds else {
-        bail!(
-            "the server at {server} requires authentication: pass --auth-user NAME and --auth-secret-file FILE (or set LINERATE_AUTH_SECRET)"
-        );
-    };
-    let server_nonce = unhex(&challenge.nonce)
-        .filter(|n| n.len() == NONCE_LEN)
-        .ok_or_else(|| {
-            anyhow!("protocol error: the server's nonce is not {NONCE_LEN} bytes of hex")
-        })?;
-    let client_nonce = nonce()?;
-    send(&Message::Auth(AuthResponse {
-        user: creds.user.clone(),
-        nonce: hex(&client_nonce),
-        mac: creds
-            .key
-            .proof(Prover::Client, &server_nonce, &client_nonce, &creds.user),
-    }))?;
-    let ok = match recv("auth_ok")? {
-        Message::AuthOk(ok) => ok,
-        other => bail!("protocol error: expected auth_ok, got {}", other.name()),
-    };
-    if !creds.key.verify(
-        Prover::Server,
-        &server_nonce,
-        &client_nonce,
-        &creds.user,
-        &ok.mac,
-    ) {
-        bail!(
-            "the server at {server} accepted user {} but could not prove it knows the same secret: it may not be the server you meant (check the address and its --auth-users file)",
-            creds.user
-        );
-    }
-    Ok(())
 }
 
 fn check_user(user: &str) -> Result<(), String> {

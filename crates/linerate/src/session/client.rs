@@ -1,48 +1,35 @@
-//! The client side of a stream test: connect, negotiate, open data streams, run, exchange
-//! results, and build the [`RunRecord`].
+//! The client's driver: the one connect path (connect, hello, welcome, version check,
+//! authentication) that stream and RR tests, RFC 2544 trials and `linerate doctor` share,
+//! and the run of a test, both through the [`ClientMachine`]. This file does the socket
+//! work: it performs the machine's actions, waits for the next control message, engine
+//! interval or deadline, and feeds it; the protocol's decisions are the machine's.
 
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use linerate_wire::control::{
-    self, ErrorCode, Hello, Message, ProtocolVersion, StreamsReady, TestRequest, TestSpec,
-    Transport,
-};
+use linerate_wire::control::{self, Features, TestSpec, Transport, Welcome};
+use linerate_wire::doctor::{DoctorReport, DoctorRequest};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
 use super::conn::{self, ControlWriter, Debug, Incoming};
-use super::sockets::{self, SockOpts};
-use super::{split, stream_layout};
+use super::engine_select::{CrrTarget, Running, StartLinks};
+use super::machine::client::{Action, ClientConfig, ClientMachine, EngineStatus, Input, Phase};
+use super::machine::earliest;
 use crate::engine::{DataSocket, StreamSetup};
+use crate::model::plan::{stream_slots, Credentials, SockOpts};
 use crate::model::{self, PlanRecord, RunRecord};
-use crate::rr::session::{CrrTarget, Running, StartLinks};
+use crate::rr::RrClientData;
+use crate::sys::sockets;
 
-/// Everything the client needs to run one stream test.
-#[derive(Debug, Clone)]
-pub struct StreamPlan {
-    /// Server host name or address.
-    pub host: String,
-    /// Server port.
-    pub port: u16,
-    /// What to ask the server for.
-    pub spec: TestSpec,
-    /// The client's own socket options.
-    pub local: SockOpts,
-    /// CPU for the client's data threads.
-    pub client_cpu: Option<u32>,
-    /// Connection time-out.
-    pub connect_timeout: Duration,
-    /// Log control frames.
-    pub debug: Debug,
-    /// Credentials for a server that requires authentication (`--auth-user`).
-    pub auth: Option<super::auth::Credentials>,
-}
+pub use super::machine::client::ClientError;
+/// The plan type's home is [`crate::model::plan`]; kept here for the callers of `run`.
+pub use crate::model::plan::StreamPlan;
 
 /// Receives live events while a test runs (console printer, JSON stream, tests).
 pub trait Observer {
@@ -58,26 +45,42 @@ impl Observer for Quiet {
     fn interval(&mut self, _: Role, _: &IntervalReport) {}
 }
 
+/// What the client's control thread waits on: the control connection and its engine.
 enum Event {
     Ctl(Incoming),
     Interval(IntervalReport),
 }
 
-fn ctl(i: Incoming) -> Event {
-    Event::Ctl(i)
+/// A server to connect to, and as whom.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Its address.
+    pub addr: SocketAddr,
+    /// How the user named it ("host:port"), for messages.
+    pub server: String,
+    /// Time to connect.
+    pub connect_timeout: Duration,
+    /// Log control frames.
+    pub debug: Debug,
+    /// Credentials, for a server that asks for them.
+    pub auth: Option<Credentials>,
 }
 
-/// Error from the server, shown as one line.
-#[derive(Debug, thiserror::Error)]
-#[error("server refused the test: {message}")]
-pub struct ServerError {
-    /// The server's code.
-    pub code: ErrorCode,
-    /// The server's words.
-    pub message: String,
+impl Target {
+    /// The server of `plan`, resolved.
+    pub fn of(plan: &StreamPlan) -> anyhow::Result<Target> {
+        Ok(Target {
+            addr: resolve(&plan.host, plan.port)?,
+            server: format!("{}:{}", plan.host, plan.port),
+            connect_timeout: plan.connect_timeout,
+            debug: plan.debug,
+            auth: plan.auth.clone(),
+        })
+    }
 }
 
-fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
+/// The first address of `host`, with a one-line error that says what to check.
+pub fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
     (host, port)
         .to_socket_addrs()
         .with_context(|| format!("cannot resolve '{host}': check the host name"))?
@@ -85,447 +88,391 @@ fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
         .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
 }
 
-impl StreamPlan {
-    /// The plan as recorded in results.
-    pub fn record(&self) -> PlanRecord {
-        let s = &self.spec;
-        PlanRecord {
-            server: format!("{}:{}", self.host, self.port),
-            transport: s.transport,
-            direction: s.direction,
-            streams: s.streams,
-            duration_ms: s.duration_ms,
-            bytes: s.bytes,
-            write_size: s.write_size,
-            local_sndbuf: self.local.sndbuf,
-            local_rcvbuf: self.local.rcvbuf,
-            remote_sndbuf: s.server_sndbuf,
-            remote_rcvbuf: s.server_rcvbuf,
-            nodelay: s.nodelay,
-            mss: s.mss,
-            congestion: s.congestion.clone(),
-            tos: s.tos,
-            rate_bps: s.rate_bps,
-            interval_ms: s.interval_ms,
-            omit_ms: s.omit_ms,
-            client_cpu: self.client_cpu,
-            server_cpu: s.server_cpu,
-            udp_offload: s.udp_offload,
-            link_rate_bps: None,
-        }
+/// An open control session (after `welcome` and, if asked, authentication).
+pub struct Connection {
+    addr: SocketAddr,
+    stream: TcpStream,
+    writer: ControlWriter,
+    rx: Receiver<Event>,
+    tx: Sender<Event>,
+    machine: ClientMachine,
+}
+
+/// What the link between the driver and what it runs offers to the second.
+struct Link<'a> {
+    addr: SocketAddr,
+    stream: &'a TcpStream,
+    rx: &'a Receiver<Event>,
+    tx: &'a Sender<Event>,
+}
+
+/// The part of the driver that depends on what runs over the session: the actions beyond
+/// sending and closing, the engine's intervals, and what the engine says while it runs.
+trait Runner {
+    fn perform(&mut self, link: &Link<'_>, a: Action) -> anyhow::Result<Option<Input>>;
+    fn interval(&mut self, _iv: IntervalReport) {}
+    /// Inputs from the running engine and the user, fed after every wake-up.
+    fn poll(&mut self) -> Vec<Input> {
+        Vec::new()
+    }
+    /// How often to wake up without an event (while an engine runs).
+    fn tick(&self) -> Option<Duration> {
+        None
     }
 }
 
-fn expect(rx: &Receiver<Event>, what: &str, deadline: Instant) -> anyhow::Result<Message> {
-    match next_message(rx, what, deadline)? {
-        Some(m) => Ok(m),
-        None => {
-            bail!("the server sent no {what} in time: is it overloaded or not a linerate server?")
-        }
+/// The connect path alone performs nothing but sends and closes.
+struct Handshake;
+impl Runner for Handshake {
+    fn perform(&mut self, _: &Link<'_>, a: Action) -> anyhow::Result<Option<Input>> {
+        bail!("internal error: the client machine asked for {a:?} before a test")
     }
 }
 
-/// The next control message before `deadline` (`None` at the deadline); an `error`, a close
-/// or a bad frame is an error.
-fn next_message(
-    rx: &Receiver<Event>,
-    what: &str,
-    deadline: Instant,
-) -> anyhow::Result<Option<Message>> {
-    loop {
-        match conn::recv_until(rx, deadline) {
-            None => return Ok(None),
-            Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
-                return Err(ServerError {
-                    code: e.code,
-                    message: e.message,
+/// Connects, says hello, checks the version and authenticates: the session is open.
+pub fn connect(t: &Target) -> anyhow::Result<Connection> {
+    let stream = sockets::connect_tcp(t.addr, &SockOpts::default(), t.connect_timeout)
+        .map_err(|e| {
+            anyhow!(
+                "cannot reach a linerate server at {} ({e}): check that `linerate serve` runs there and that port {}/tcp is open",
+                t.server,
+                t.addr.port()
+            )
+        })?;
+    let (tx, rx) = mpsc::channel();
+    let reader = stream.try_clone()?;
+    let max = control::MAX_CONTROL_FRAME;
+    conn::spawn_reader(reader, max, t.debug, "client", tx.clone(), Event::Ctl)?;
+    let writer = ControlWriter::new(stream.try_clone()?, "client", t.debug)?;
+    let cfg = ClientConfig {
+        server: t.server.clone(),
+        credentials: t.auth.clone(),
+        client_nonce: super::auth::nonce()?,
+        software: crate::software(),
+    };
+    let mut c = Connection {
+        addr: t.addr,
+        stream,
+        writer,
+        rx,
+        tx,
+        machine: ClientMachine::new(cfg, Instant::now()),
+    };
+    c.drive(&mut Handshake, |p| *p == Phase::Connected)?;
+    Ok(c)
+}
+
+impl Connection {
+    /// The server's `welcome`.
+    pub fn welcome(&self) -> Option<&Welcome> {
+        self.machine.welcome()
+    }
+
+    /// The features both ends offer.
+    pub fn features(&self) -> Features {
+        self.machine.features()
+    }
+
+    /// What the connect path noticed (e.g. credentials the server did not ask for).
+    pub fn warnings(&self) -> &[String] {
+        self.machine.warnings()
+    }
+
+    /// The control connection's smoothed RTT from TCP_INFO, microseconds.
+    pub fn rtt_us(&self) -> Option<u32> {
+        crate::sys::tcp_info::read_tcp_info(self.stream.as_fd())
+            .ok()
+            .map(|i| i.rtt_us)
+            .filter(|&r| r > 0)
+    }
+
+    /// Asks for the server's settings (feature `doctor`) and ends the session.
+    pub fn doctor(mut self, req: DoctorRequest) -> anyhow::Result<DoctorReport> {
+        self.machine.request_doctor(Instant::now(), req);
+        self.drive(&mut Handshake, |p| *p == Phase::Closed)?;
+        self.machine
+            .take_doctor_report()
+            .ok_or_else(|| anyhow!("protocol error: no doctor_report"))
+    }
+
+    /// Performs the machine's actions and feeds it until `done(phase)`; a failure of the
+    /// session is the error.
+    fn drive(&mut self, r: &mut dyn Runner, done: fn(&Phase) -> bool) -> anyhow::Result<()> {
+        loop {
+            self.pump(r)?;
+            if let Some(e) = self.machine.error() {
+                return Err(e.clone().into());
+            }
+            if done(self.machine.phase()) {
+                return Ok(());
+            }
+            self.wait(r);
+        }
+    }
+
+    fn pump(&mut self, r: &mut dyn Runner) -> anyhow::Result<()> {
+        while let Some(a) = self.machine.poll_action() {
+            let input = match a {
+                Action::Send(m) => self.writer.send(&m).err().map(|e| Input::SendFailed {
+                    message: m.name(),
+                    error: e.to_string(),
+                }),
+                Action::Close => {
+                    self.writer.close();
+                    None
                 }
-                .into())
+                a => {
+                    let link = Link {
+                        addr: self.addr,
+                        stream: &self.stream,
+                        rx: &self.rx,
+                        tx: &self.tx,
+                    };
+                    r.perform(&link, a)?
+                }
+            };
+            if let Some(i) = input {
+                self.machine.handle(Instant::now(), i);
             }
-            Some(Event::Ctl(Incoming::Msg(m))) => return Ok(Some(m)),
-            Some(Event::Ctl(Incoming::Closed)) => {
-                bail!("the server closed the connection while we waited for {what}")
-            }
-            Some(Event::Ctl(Incoming::Broken(e))) => {
-                bail!("bad control frame from the server while waiting for {what}: {e}")
-            }
-            Some(Event::Interval(_)) => {}
         }
+        Ok(())
+    }
+
+    /// Waits for the next event, the next deadline or the runner's tick, and feeds it.
+    fn wait(&mut self, r: &mut dyn Runner) {
+        let now = Instant::now();
+        let tick = r.tick().map(|t| now + t);
+        let until = earliest(self.machine.poll_timeout(), tick).unwrap_or(now + TICK);
+        match conn::recv_until(&self.rx, until) {
+            Some(Event::Ctl(i)) => self.machine.handle(Instant::now(), Input::Received(i)),
+            Some(Event::Interval(iv)) => r.interval(iv),
+            None => {}
+        }
+        let now = Instant::now();
+        for i in r.poll() {
+            self.machine.handle(now, i);
+        }
+        self.machine.handle_timeout(now);
     }
 }
 
-/// Waits for the server's `start`, sending each UDP stream's hello (protocol 1.3) every 10 ms
-/// meanwhile: the first ones may arrive before the server's sockets exist, and UDP may lose
-/// some.
-fn await_start(
-    rx: &Receiver<Event>,
-    hellos: &[(Arc<std::net::UdpSocket>, [u8; stream_hello::LEN])],
-    deadline: Instant,
-) -> anyhow::Result<Message> {
-    if hellos.is_empty() {
-        return expect(rx, "start", deadline);
-    }
-    loop {
-        for (u, h) in hellos {
-            // An error here is an ICMP report from an earlier one; the next try will tell.
-            let _ = u.send(h);
-        }
-        let step = (Instant::now() + Duration::from_millis(10)).min(deadline);
-        if let Some(m) = next_message(rx, "start", step)? {
-            return Ok(m);
-        }
-        if Instant::now() >= deadline {
-            return expect(rx, "start", deadline);
-        }
+impl Drop for Connection {
+    /// Closes the connection, which also ends the reader thread.
+    fn drop(&mut self) {
+        self.writer.close();
     }
 }
 
-/// Runs one stream test against a server. `interrupt` (set by Ctrl-C) ends the test early;
-/// what was measured is still returned.
+/// How often a running test looks at its engine and at Ctrl-C.
+const TICK: Duration = Duration::from_millis(20);
+
+/// Runs one stream or RR test against a server. `interrupt` (set by Ctrl-C) ends the test
+/// early; what was measured is still returned.
 pub fn run(
     plan: &StreamPlan,
     observer: &mut dyn Observer,
     interrupt: &AtomicBool,
 ) -> anyhow::Result<RunRecord> {
-    let addr = resolve(&plan.host, plan.port)?;
+    let target = Target::of(plan)?;
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let stream = sockets::connect_tcp(addr, &SockOpts::default(), plan.connect_timeout)
-        .map_err(|e| {
-            anyhow!(
-                "cannot reach a linerate server at {}:{} ({e}): check that `linerate serve` runs there and that port {}/tcp is open",
-                plan.host,
-                plan.port,
-                plan.port
-            )
-        })?;
-    let (tx, rx) = mpsc::channel();
-    conn::spawn_reader(
-        stream.try_clone()?,
-        control::MAX_CONTROL_FRAME,
-        plan.debug,
-        "client",
-        tx.clone(),
-        ctl,
-    )?;
-    let mut w = ControlWriter::new(stream.try_clone()?, "client", plan.debug)?;
-    let hs = Duration::from_secs(10);
-    w.send(&Message::Hello(Hello {
-        protocol: ProtocolVersion::CURRENT,
-        software: crate::software(),
-        features: control::FEATURES.iter().map(|f| f.to_string()).collect(),
-    }))?;
-    let welcome = match expect(&rx, "welcome", Instant::now() + hs)? {
-        Message::Welcome(wl) => wl,
-        Message::Reject(r) => bail!(
-            "the server at {}:{} speaks protocol {} and this client {}: {}",
-            plan.host,
-            plan.port,
-            r.server_protocol,
-            ProtocolVersion::CURRENT,
-            r.message
-        ),
-        other => bail!("protocol error: expected welcome, got {}", other.name()),
-    };
-    if plan.spec.rr.is_some() && !welcome.features.iter().any(|f| f == "rr") {
-        bail!(
-            "the server at {}:{} does not offer request/response tests (protocol {}, no 'rr' feature): upgrade linerate on the server",
-            plan.host,
-            plan.port,
-            welcome.protocol
-        );
-    }
-    let mut early_warnings = Vec::new();
-    super::auth::client_handshake(
-        plan.auth.as_ref(),
-        &welcome,
-        &format!("{}:{}", plan.host, plan.port),
-        &mut |m| w.send(m).map_err(Into::into),
-        &mut |what| expect(&rx, what, Instant::now() + hs),
-        &mut early_warnings,
-    )?;
-    // One-way delay needs a server that stamps CLOCK_MONOTONIC (protocol 1.1).
-    let mut request_spec = plan.spec.clone();
-    if request_spec.one_way_delay.is_some()
-        && !welcome.features.iter().any(|f| f == "one_way_delay")
-    {
-        request_spec.one_way_delay = None;
-        early_warnings.push(
-            "one-way delay not measured: the server does not offer it (upgrade it to linerate with protocol 1.1)".to_string(),
-        );
-    }
-    if request_spec.smooth_pacing && !welcome.features.iter().any(|f| f == "smooth_pacing") {
-        request_spec.smooth_pacing = false;
-        early_warnings.push(
-            "the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string(),
-        );
-    }
-    // Raw frames (protocol 1.3): this end sends them whatever the server offers; a server
-    // without the feature sends datagrams, and says so in its stream reports' absence of
-    // `tx_path` (the caller states the deviation).
-    if request_spec.raw_frames && !welcome.features.iter().any(|f| f == "raw_frames") {
-        request_spec.raw_frames = false;
-        if request_spec.direction.client_receives() {
-            early_warnings.push(
-                "the server sends datagrams, not raw frames: it does not offer them (upgrade it to linerate with protocol 1.3)".to_string(),
-            );
-        }
-    }
-    if request_spec.capture_snaplen.is_some() && !welcome.features.iter().any(|f| f == "capture") {
-        request_spec.capture_snaplen = None;
-        early_warnings.push(
-            "--capture: the server does not offer captures (upgrade it to linerate with protocol 1.3); only this end's packets were captured".to_string(),
-        );
-    }
-    w.send(&Message::TestRequest(TestRequest {
-        spec: request_spec.clone(),
-    }))?;
-    let accept = match expect(&rx, "accept", Instant::now() + hs)? {
-        Message::Accept(a) => a,
-        other => bail!("protocol error: expected accept, got {}", other.name()),
-    };
-    let token = stream_hello::token_from_hex(&accept.token)
-        .ok_or_else(|| anyhow!("protocol error: the server's token is not 32 hex digits"))?;
-    let setups = open_streams(plan, addr, &stream, token)?;
-    // A raw-frame test whose server sends: take this end's host counters now, before the
-    // server can start (it starts at `streams_ready`), so that every frame received falls in
-    // the interface counters' window (RFC 2544's cross-check).
-    let early_host = (plan.spec.raw_frames
-        && plan.spec.transport == Transport::Udp
-        && plan.spec.direction.client_receives())
-    .then(|| {
-        let iface = crate::sys::iface::route_interface(addr.ip()).ok();
-        crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0
-    });
-    let udp_ports: Vec<u16> = setups
-        .iter()
-        .filter_map(|s| match &s.socket {
-            DataSocket::Udp(u) => u.local_addr().ok().map(|a| a.port()),
-            DataSocket::Tcp(_) => None,
-        })
-        .collect();
-    w.send(&Message::StreamsReady(StreamsReady { udp_ports }))?;
-    // Protocol 1.3: each UDP socket proves that it belongs to this test, until the start.
-    let udp_hellos: Vec<(Arc<std::net::UdpSocket>, [u8; stream_hello::LEN])> =
-        if welcome.features.iter().any(|f| f == "udp_stream_hello") {
-            setups
-                .iter()
-                .filter_map(|s| match &s.socket {
-                    DataSocket::Udp(u) => Some((
-                        u.clone(),
-                        StreamHello {
-                            token,
-                            stream_index: s.index,
-                        }
-                        .to_bytes(),
-                    )),
-                    DataSocket::Tcp(_) => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-    match await_start(&rx, &udp_hellos, Instant::now() + hs)? {
-        Message::Start(_) => {}
-        other => bail!("protocol error: expected start, got {}", other.name()),
-    }
-    let record_plan = plan.record();
-    observer.started(&record_plan, &started_at);
-    let spec = &plan.spec;
-    let crr = CrrTarget {
-        addr,
-        token,
-        opts: plan.local.clone(),
-        timeout: plan.connect_timeout,
-    };
-    let itx = tx.clone();
-    let sink = move |iv| {
-        let _ = itx.send(Event::Interval(iv));
-    };
-    let engine_spec = TestSpec {
-        raw_frames: plan.spec.raw_frames,
-        ..request_spec.clone()
-    };
-    let mut engine = Running::start(
-        Role::Client,
-        &engine_spec,
-        plan.client_cpu,
-        setups,
-        StartLinks {
-            crr: Some(crr),
-            control: Some(Arc::new(stream.try_clone()?)),
-            early_host,
-        },
-        sink,
-    )?;
-    let mut warnings = early_warnings;
-    let mut client_intervals = Vec::new();
-    // The server's intervals as they arrive; since protocol 1.3 its results leave them out.
-    let mut server_intervals = Vec::new();
-    let begun = Instant::now();
-    let deadline = spec.duration_ms.map(|d| begun + Duration::from_millis(d));
-    let mut server_finished = false;
-    let mut interrupted = false;
-    let mut server_report: Option<SideReport> = None;
-    let mut server_capture: Option<control::ReturnedCapture> = None;
-    let mut early_server_error: Option<String> = None;
-    // Run until the time is up, the bytes are through, Ctrl-C, or the server ends the test.
-    loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(Event::Interval(iv)) => {
-                observer.interval(Role::Client, &iv);
-                client_intervals.push(iv);
-            }
-            Ok(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
-                observer.interval(Role::Server, &m.interval);
-                server_intervals.push(m.interval);
-            }
-            Ok(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => server_finished = true,
-            Ok(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
-                early_server_error = Some(e.message);
-                interrupted = true;
-                break;
-            }
-            Ok(Event::Ctl(Incoming::Msg(other))) => {
-                early_server_error = Some(format!(
-                    "protocol error: unexpected {} during the test",
-                    other.name()
-                ));
-                interrupted = true;
-                break;
-            }
-            Ok(Event::Ctl(Incoming::Closed)) | Ok(Event::Ctl(Incoming::Broken(_))) => {
-                early_server_error =
-                    Some("the server closed the control connection during the test".into());
-                interrupted = true;
-                break;
-            }
-            Err(_) => {}
-        }
-        if interrupt.load(SeqCst) {
-            interrupted = true;
-            break;
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break;
-        }
-        if spec.bytes.is_some() {
-            let mine = !engine.has_senders() || engine.senders_done();
-            let theirs = !spec.direction.client_receives() || server_finished;
-            // The client's receivers see the server's last byte shortly after `finished`.
-            if mine
-                && theirs
-                && (!spec.direction.client_receives()
-                    || engine.receivers_done()
-                    || spec.transport == Transport::Udp)
-            {
-                break;
-            }
-        }
-    }
-    engine.stop_senders();
-    if let Some(e) = &early_server_error {
-        warnings.push(format!("the test ended early: {e}"));
-    } else {
-        let _ = w.send(&Message::Stop(control::Stop { interrupted }));
-        // The server drains its receivers, then reports.
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            match conn::recv_until(&rx, deadline) {
-                Some(Event::Interval(iv)) => {
-                    observer.interval(Role::Client, &iv);
-                    client_intervals.push(iv);
-                }
-                Some(Event::Ctl(Incoming::Msg(Message::Results(r)))) => {
-                    let r = *r;
-                    server_capture = r.capture;
-                    let mut report = r.report;
-                    if r.intervals_streamed {
-                        report.intervals = std::mem::take(&mut server_intervals);
-                    }
-                    server_report = Some(report);
-                    break;
-                }
-                Some(Event::Ctl(Incoming::Msg(Message::Interval(m)))) => {
-                    observer.interval(Role::Server, &m.interval);
-                    server_intervals.push(m.interval);
-                }
-                Some(Event::Ctl(Incoming::Msg(Message::Finished(_)))) => {}
-                Some(Event::Ctl(Incoming::Msg(Message::Error(e)))) => {
-                    warnings.push(format!(
-                        "the server reported an error instead of results: {}",
-                        e.message
-                    ));
-                    break;
-                }
-                Some(Event::Ctl(Incoming::Msg(other))) => {
-                    warnings.push(format!(
-                        "protocol error: expected results, got {}",
-                        other.name()
-                    ));
-                    break;
-                }
-                Some(Event::Ctl(_)) => {
-                    warnings
-                        .push("the server closed the connection before sending its results".into());
-                    break;
-                }
-                None => {
-                    warnings.push("the server sent no results within 15 s".into());
-                    break;
-                }
-            }
-        }
-    }
-    let (mut report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
-    while let Ok(ev) = rx.try_recv() {
-        if let Event::Interval(iv) = ev {
-            observer.interval(Role::Client, &iv);
-            client_intervals.push(iv);
-        }
-    }
-    if server_report.is_some() {
-        // Without the intervals: the server does not use them, and a long test's would not
-        // fit one frame.
-        let _ = w.send(&Message::Results(Box::new(control::Results {
-            capture: None,
-            report: report.clone(),
-            intervals_streamed: false,
-        })));
-        let _ = conn::recv_until(&rx, Instant::now() + Duration::from_secs(2));
-    }
-    report.intervals = client_intervals;
-    w.close();
-    if interrupted && early_server_error.is_none() {
-        warnings.push("interrupted: the totals cover the part of the test that ran".into());
-    }
-    if server_report.is_none() {
-        warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
-    }
-    if plan.spec.rr.is_none() && !interrupted {
-        warnings.extend(idle_senders_warning(&report, server_report.as_ref()));
-    }
-    let mut rec = build_record(
-        record_plan,
+    let mut c = connect(&target)?;
+    c.machine.request_test(Instant::now(), plan.spec.clone());
+    let mut t = TestRun {
+        plan,
+        observer,
+        interrupt,
         started_at,
-        Some(welcome.protocol),
-        interrupted,
-        report,
-        server_report,
-        warnings,
-    );
-    if let (Some(rr), Some(data)) = (&plan.spec.rr, rr_data) {
-        crate::rr::session::attach(&mut rec, rr, &data);
-        rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+        token: [0; 16],
+        setups: Vec::new(),
+        hellos: Vec::new(),
+        early_host: None,
+        engine: None,
+        client_intervals: Vec::new(),
+        report: None,
+        rr_data: None,
+    };
+    c.drive(&mut t, |p| *p == Phase::Closed)?;
+    let outcome = c.machine.outcome();
+    t.record(outcome)
+}
+
+/// The client's side of one test while it runs.
+struct TestRun<'a> {
+    plan: &'a StreamPlan,
+    observer: &'a mut dyn Observer,
+    interrupt: &'a AtomicBool,
+    started_at: String,
+    token: [u8; 16],
+    setups: Vec<StreamSetup>,
+    /// Each UDP stream's socket and stream hello (protocol 1.3).
+    hellos: Vec<(Arc<UdpSocket>, [u8; stream_hello::LEN])>,
+    early_host: Option<crate::sys::hostsnap::HostSnapshot>,
+    engine: Option<Running>,
+    client_intervals: Vec<IntervalReport>,
+    report: Option<SideReport>,
+    rr_data: Option<RrClientData>,
+}
+
+impl Runner for TestRun<'_> {
+    fn perform(&mut self, link: &Link<'_>, a: Action) -> anyhow::Result<Option<Input>> {
+        Ok(match a {
+            Action::OpenStreams { token } => Some(self.open_streams(link, token)?),
+            Action::SendUdpHellos => {
+                for (u, h) in &self.hellos {
+                    // An error here is an ICMP report from an earlier one; the next try
+                    // will tell.
+                    let _ = u.send(h);
+                }
+                None
+            }
+            Action::StartEngine(spec) => Some(self.start_engine(link, &spec)?),
+            Action::ServerInterval(iv) => {
+                self.observer.interval(Role::Server, &iv);
+                None
+            }
+            Action::StopSenders => {
+                if let Some(e) = &mut self.engine {
+                    e.stop_senders();
+                }
+                None
+            }
+            Action::FinishEngine => Some(self.finish_engine(link)?),
+            Action::Send(_) | Action::Close => None,
+        })
     }
-    rec.server_capture = server_capture;
-    Ok(rec)
+
+    fn interval(&mut self, iv: IntervalReport) {
+        self.observer.interval(Role::Client, &iv);
+        self.client_intervals.push(iv);
+    }
+
+    fn poll(&mut self) -> Vec<Input> {
+        let Some(e) = &self.engine else {
+            return Vec::new();
+        };
+        let mut v = Vec::with_capacity(2);
+        if self.interrupt.load(SeqCst) {
+            v.push(Input::Interrupt);
+        }
+        v.push(Input::Engine(EngineStatus {
+            has_senders: e.has_senders(),
+            senders_done: e.senders_done(),
+            receivers_done: e.receivers_done(),
+        }));
+        v
+    }
+
+    fn tick(&self) -> Option<Duration> {
+        self.engine.as_ref().map(|_| TICK)
+    }
+}
+
+impl TestRun<'_> {
+    fn open_streams(&mut self, link: &Link<'_>, token: [u8; 16]) -> anyhow::Result<Input> {
+        self.token = token;
+        self.setups = open_streams(self.plan, link.addr, link.stream, token)?;
+        let spec = &self.plan.spec;
+        // A raw-frame test whose server sends: take this end's host counters now, before
+        // the server can start (it starts at `streams_ready`), so that every frame received
+        // falls in the interface counters' window (RFC 2544's cross-check).
+        if spec.raw_frames && spec.transport == Transport::Udp && spec.direction.client_receives() {
+            let iface = crate::sys::iface::route_interface(link.addr.ip()).ok();
+            self.early_host = Some(crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0);
+        }
+        let mut udp_ports = Vec::new();
+        for s in &self.setups {
+            if let DataSocket::Udp(u) = &s.socket {
+                udp_ports.push(u.local_addr()?.port());
+                let stream_index = s.index;
+                self.hellos.push((
+                    u.clone(),
+                    StreamHello {
+                        token,
+                        stream_index,
+                    }
+                    .to_bytes(),
+                ));
+            }
+        }
+        Ok(Input::StreamsOpened { udp_ports })
+    }
+
+    fn start_engine(&mut self, link: &Link<'_>, spec: &TestSpec) -> anyhow::Result<Input> {
+        let plan = self.plan;
+        self.observer.started(&plan.record(), &self.started_at);
+        let crr = CrrTarget {
+            addr: link.addr,
+            token: self.token,
+            opts: plan.local.clone(),
+            timeout: plan.connect_timeout,
+        };
+        let tx = link.tx.clone();
+        let sink = move |iv| {
+            let _ = tx.send(Event::Interval(iv));
+        };
+        let links = StartLinks {
+            crr: Some(crr),
+            control: Some(Arc::new(link.stream.try_clone()?)),
+            early_host: self.early_host.take(),
+        };
+        let setups = std::mem::take(&mut self.setups);
+        let engine = Running::start(Role::Client, spec, plan.client_cpu, setups, links, sink)?;
+        self.engine = Some(engine);
+        Ok(Input::EngineStarted)
+    }
+
+    fn finish_engine(&mut self, link: &Link<'_>) -> anyhow::Result<Input> {
+        let Some(engine) = self.engine.take() else {
+            bail!("internal error: no engine to finish");
+        };
+        let (report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
+        // The last intervals; control messages that come meanwhile are late.
+        while let Ok(ev) = link.rx.try_recv() {
+            if let Event::Interval(iv) = ev {
+                self.interval(iv);
+            }
+        }
+        self.rr_data = rr_data;
+        self.report = Some(report.clone());
+        Ok(Input::EngineFinished(Box::new(report)))
+    }
+
+    /// The record of the test: both ends' reports, the warnings, the diagnosis.
+    fn record(self, o: super::machine::client::TestOutcome) -> anyhow::Result<RunRecord> {
+        let Some(mut report) = self.report else {
+            bail!("internal error: the test ended without a report");
+        };
+        report.intervals = self.client_intervals;
+        let mut warnings = o.warnings;
+        if self.plan.spec.rr.is_none() && !o.interrupted {
+            warnings.extend(idle_senders_warning(&report, o.server_report.as_ref()));
+        }
+        let mut rec = build_record(
+            self.plan.record(),
+            self.started_at,
+            o.protocol,
+            o.interrupted,
+            report,
+            o.server_report,
+            warnings,
+        );
+        if let (Some(rr), Some(data)) = (&self.plan.spec.rr, self.rr_data) {
+            let (summary, w) = crate::rr::summarize(rr, &data, &rec.client, rec.server.as_ref());
+            rec.summary.flows.clear();
+            rec.warnings.extend(w);
+            rec.rr = Some(summary);
+            rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+        }
+        rec.server_capture = o.server_capture;
+        Ok(rec)
+    }
 }
 
 /// Assembles the record and collects both ends' warnings.
 pub fn build_record(
     plan: PlanRecord,
     started_at: String,
-    protocol: Option<ProtocolVersion>,
+    protocol: Option<control::ProtocolVersion>,
     interrupted: bool,
     client: SideReport,
     server: Option<SideReport>,
@@ -585,6 +532,8 @@ fn idle_senders_warning(client: &SideReport, server: Option<&SideReport>) -> Opt
     })
 }
 
+/// Opens the test's data streams (none for TCP_CRR): a TCP connection per stream that
+/// starts with the stream hello, or a connected UDP socket per stream.
 fn open_streams(
     plan: &StreamPlan,
     addr: SocketAddr,
@@ -592,21 +541,11 @@ fn open_streams(
     token: [u8; 16],
 ) -> anyhow::Result<Vec<StreamSetup>> {
     let spec = &plan.spec;
-    if spec.rr.as_ref().is_some_and(|r| r.connect_per_transaction) {
-        // TCP_CRR: every transaction opens its own connection once the test runs.
-        return Ok(Vec::new());
-    }
-    let layout = stream_layout(spec.direction, spec.streams);
-    let mut local = plan.local.clone();
-    if spec.transport == Transport::Udp
-        && spec.direction.client_receives()
-        && local.rcvbuf.is_none()
-    {
-        local.rcvbuf = Some(sockets::UDP_DEFAULT_RCVBUF);
-    }
+    let local = plan.client_sock_opts();
     let local_ip = sockets::canonical(control_conn.local_addr()?.ip());
-    let mut out = Vec::with_capacity(layout.len());
-    for (index, client_sends) in layout {
+    let mut out = Vec::new();
+    for slot in stream_slots(spec, Role::Client) {
+        let index = slot.index;
         let socket = match spec.transport {
             Transport::Tcp => {
                 let mut s = sockets::connect_tcp(addr, &local, plan.connect_timeout)
@@ -624,44 +563,10 @@ fn open_streams(
             Transport::Udp => {
                 let u = sockets::udp_socket(SocketAddr::new(local_ip, 0), addr, &local, false)
                     .with_context(|| format!("opening UDP socket {index} to {addr}"))?;
-                let _ = u.as_fd();
                 DataSocket::Udp(Arc::new(u))
             }
         };
-        let n = spec.streams;
-        let k = index % n;
-        let role = if client_sends {
-            StreamRole::Tx
-        } else {
-            StreamRole::Rx
-        };
-        // Raw frames: opened now, before `streams_ready`, because resolving the next hop
-        // takes tens of milliseconds and the server starts sending at `start`: frames
-        // arriving before this end's engine starts would be in the receiver's count but not
-        // in its interface counters' window.
-        let raw = match (&socket, client_sends && spec.raw_frames) {
-            (DataSocket::Udp(u), true) => Some(crate::engine::rawgen::RawSender::open(
-                u,
-                (spec.write_size as usize).max(linerate_wire::probe::LEN),
-            )),
-            _ => None,
-        };
-        out.push(StreamSetup {
-            index,
-            role,
-            socket,
-            quota: if client_sends {
-                spec.bytes.map(|b| split(b, n, k))
-            } else {
-                None
-            },
-            rate_bps: if client_sends {
-                spec.rate_bps.map(|r| split(r, n, k))
-            } else {
-                None
-            },
-            raw,
-        });
+        out.push(super::streams::setup(slot, socket, spec));
     }
     Ok(out)
 }

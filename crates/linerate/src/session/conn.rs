@@ -13,20 +13,8 @@ use std::time::{Duration, Instant};
 
 use linerate_wire::control::{self, FrameHeader, Message, FRAME_HEADER_LEN};
 
-/// Something the reader thread saw.
-#[derive(Debug)]
-pub enum Incoming {
-    /// A well-formed message.
-    Msg(Message),
-    /// The peer closed the connection cleanly.
-    Closed,
-    /// A malformed frame or an I/O error; the connection is unusable.
-    Broken(String),
-}
-
-/// Logs every frame to stderr when `--debug-protocol` is on.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Debug(pub bool);
+pub use super::machine::Incoming;
+pub use crate::model::plan::Debug;
 
 /// The writing half of a control connection.
 pub struct ControlWriter {

@@ -34,6 +34,7 @@ pub mod pmtu;
 pub mod qdisc;
 pub mod rusage;
 pub mod snmp;
+pub mod sockets;
 pub mod softirqs;
 pub mod softnet;
 pub mod tcp_info;

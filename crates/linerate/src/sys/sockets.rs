@@ -11,26 +11,7 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-/// Options for one end's data sockets.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct SockOpts {
-    /// SO_SNDBUF request.
-    pub sndbuf: Option<u32>,
-    /// SO_RCVBUF request.
-    pub rcvbuf: Option<u32>,
-    /// TCP_NODELAY.
-    pub nodelay: bool,
-    /// TCP_MAXSEG.
-    pub mss: Option<u32>,
-    /// TCP_CONGESTION.
-    pub congestion: Option<String>,
-    /// IP_TOS / IPV6_TCLASS.
-    pub tos: Option<u8>,
-}
-
-/// Default receive buffer requested for UDP receivers when the user asked for none, so that
-/// the receiving socket is not what limits a UDP test (the kernel caps it at rmem_max).
-pub const UDP_DEFAULT_RCVBUF: u32 = 4 * 1024 * 1024;
+pub use crate::model::plan::{SockOpts, UDP_DEFAULT_RCVBUF};
 
 /// Applies `opts` to a socket. An option the kernel refuses is an error naming the option.
 pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Result<()> {

@@ -1,0 +1,753 @@
+//! The client's side of the control protocol, without I/O.
+//!
+//! ```text
+//! AwaitWelcome ─► [AwaitAuthOk] ─► Connected ─┬─► AwaitAccept ─► OpenStreams ─► AwaitStart
+//!                                              │        ─► Running ─► AwaitResults ─► FinishEngine
+//!                                              │        ─► [AwaitDone] ─► Closed
+//!                                              └─► AwaitDoctorReport ─► Closed
+//! any phase ─► Failed
+//! ```
+//!
+//! The connect path (hello, welcome, version check, authentication) ends in `Connected`;
+//! the caller then asks for a test ([`ClientMachine::request_test`]) or for the server's
+//! settings ([`ClientMachine::request_doctor`]). A test that the server ends early, or
+//! whose results do not come, still finishes with what was measured: those become
+//! warnings, not failures.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use linerate_wire::control::{
+    AuthResponse, ErrorCode, Feature, Features, Hello, Message, ProtocolVersion, Results,
+    ReturnedCapture, Stop, StreamsReady, TestRequest, TestSpec, Transport, Welcome,
+};
+use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
+use linerate_wire::report::{IntervalReport, SideReport};
+use linerate_wire::stream_hello;
+
+use super::{Incoming, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, UDP_HELLO_PERIOD};
+use crate::model::plan::Credentials;
+use crate::session::auth::{self, Prover, NONCE_LEN};
+
+/// What the client machine needs besides the messages.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// The server as the user named it ("host:port"), for messages.
+    pub server: String,
+    /// Credentials for a server that asks for authentication.
+    pub credentials: Option<Credentials>,
+    /// This session's 32 random bytes for the authentication proof.
+    pub client_nonce: [u8; NONCE_LEN],
+    /// "linerate x.y.z", sent in `hello`.
+    pub software: String,
+}
+
+/// Where the client is in the protocol.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Phase {
+    /// `hello` sent; waiting for `welcome` or `reject`.
+    AwaitWelcome {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// `auth` sent; waiting for the server's proof.
+    AwaitAuthOk {
+        /// When to give up.
+        deadline: Instant,
+        /// The server's nonce from `welcome`.
+        server_nonce: Vec<u8>,
+    },
+    /// The session is open; the caller asks for a test or for the server's settings.
+    Connected,
+    /// `test_request` sent; waiting for `accept`.
+    AwaitAccept {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// The driver opens the data streams ([`Action::OpenStreams`]).
+    OpenStreams,
+    /// `streams_ready` sent; waiting for `start`.
+    AwaitStart {
+        /// When to give up.
+        deadline: Instant,
+        /// When to send the UDP stream hellos again (protocol 1.3), if there are any.
+        next_hello: Option<Instant>,
+    },
+    /// Both engines run.
+    Running {
+        /// When a timed test ends; set once the engine has started.
+        end: Option<Instant>,
+    },
+    /// `stop` sent; waiting for the server's results.
+    AwaitResults {
+        /// When to give up on them.
+        deadline: Instant,
+    },
+    /// The driver finishes the engine ([`Action::FinishEngine`]).
+    FinishEngine,
+    /// Our results sent; waiting for `done`.
+    AwaitDone {
+        /// When to stop waiting.
+        deadline: Instant,
+    },
+    /// `doctor_request` sent; waiting for the report.
+    AwaitDoctorReport {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// The session ended as the protocol says.
+    Closed,
+    /// The session failed ([`ClientMachine::error`]).
+    Failed,
+}
+
+/// What the driver must do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send this message.
+    Send(Message),
+    /// Open the data streams with this token; then feed [`Input::StreamsOpened`].
+    OpenStreams {
+        /// The test's token.
+        token: [u8; 16],
+    },
+    /// Send every UDP stream's hello datagram once.
+    SendUdpHellos,
+    /// Start the engine with this spec; then feed [`Input::EngineStarted`].
+    StartEngine(Box<TestSpec>),
+    /// One of the server's intervals, for the observer.
+    ServerInterval(IntervalReport),
+    /// Stop this end's senders: the measured window ends.
+    StopSenders,
+    /// Finish the engine; then feed [`Input::EngineFinished`].
+    FinishEngine,
+    /// Close the control connection.
+    Close,
+}
+
+/// What the driver feeds in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Input {
+    /// From the control connection.
+    Received(Incoming),
+    /// The data streams are open; the client's UDP port of each UDP stream, by index.
+    StreamsOpened {
+        /// Ports for `streams_ready`.
+        udp_ports: Vec<u16>,
+    },
+    /// The engine runs.
+    EngineStarted,
+    /// The engine's state, fed while the test runs.
+    Engine(EngineStatus),
+    /// Ctrl-C.
+    Interrupt,
+    /// The engine's report (intervals left out).
+    EngineFinished(Box<SideReport>),
+    /// Sending a message failed.
+    SendFailed {
+        /// The message's type name.
+        message: &'static str,
+        /// The error.
+        error: String,
+    },
+}
+
+/// The engine's state as the stop rule of a fixed-size test needs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStatus {
+    /// This end has sending streams.
+    pub has_senders: bool,
+    /// All of them ended by themselves.
+    pub senders_done: bool,
+    /// All receivers saw the end of their data.
+    pub receivers_done: bool,
+}
+
+/// Why a client session failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered `error`.
+    #[error("server refused the test: {message}")]
+    Server {
+        /// The server's code.
+        code: ErrorCode,
+        /// The server's words.
+        message: String,
+    },
+    /// Anything else, as one line.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// What a finished test leaves besides the engine's report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestOutcome {
+    /// The version the session ran at.
+    pub protocol: Option<ProtocolVersion>,
+    /// Cut short (Ctrl-C, or the server ended the test).
+    pub interrupted: bool,
+    /// The server's report, with its streamed intervals put back.
+    pub server_report: Option<SideReport>,
+    /// The server's capture (`--capture`).
+    pub server_capture: Option<ReturnedCapture>,
+    /// What the session noticed, in the order it did.
+    pub warnings: Vec<String>,
+}
+
+/// The client's protocol state.
+#[derive(Debug)]
+pub struct ClientMachine {
+    cfg: ClientConfig,
+    phase: Phase,
+    actions: VecDeque<Action>,
+    welcome: Option<Welcome>,
+    features: Features,
+    warnings: Vec<String>,
+    /// The spec as the plan asked for it, and as requested after the feature checks.
+    asked: Option<TestSpec>,
+    requested: Option<TestSpec>,
+    interrupted: bool,
+    early_error: Option<String>,
+    server_finished: bool,
+    server_intervals: Vec<IntervalReport>,
+    server_report: Option<SideReport>,
+    server_capture: Option<ReturnedCapture>,
+    doctor_report: Option<DoctorReport>,
+    error: Option<ClientError>,
+}
+
+impl ClientMachine {
+    /// A session that sends `hello` now.
+    pub fn new(cfg: ClientConfig, now: Instant) -> ClientMachine {
+        let hello = Message::Hello(Hello {
+            protocol: ProtocolVersion::CURRENT,
+            software: cfg.software.clone(),
+            features: Features::all().names(),
+        });
+        ClientMachine {
+            cfg,
+            phase: Phase::AwaitWelcome {
+                deadline: now + CLIENT_HANDSHAKE,
+            },
+            actions: VecDeque::from([Action::Send(hello)]),
+            welcome: None,
+            features: Features::NONE,
+            warnings: Vec::new(),
+            asked: None,
+            requested: None,
+            interrupted: false,
+            early_error: None,
+            server_finished: false,
+            server_intervals: Vec::new(),
+            server_report: None,
+            server_capture: None,
+            doctor_report: None,
+            error: None,
+        }
+    }
+
+    /// The current phase.
+    pub fn phase(&self) -> &Phase {
+        &self.phase
+    }
+
+    /// The next action, in order.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// The next deadline, if the phase has one.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.phase {
+            Phase::AwaitWelcome { deadline }
+            | Phase::AwaitAuthOk { deadline, .. }
+            | Phase::AwaitAccept { deadline }
+            | Phase::AwaitResults { deadline }
+            | Phase::AwaitDone { deadline }
+            | Phase::AwaitDoctorReport { deadline } => Some(*deadline),
+            Phase::AwaitStart {
+                deadline,
+                next_hello,
+            } => Some(next_hello.map_or(*deadline, |h| h.min(*deadline))),
+            Phase::Running { end } => *end,
+            _ => None,
+        }
+    }
+
+    /// The server's `welcome`, once it came.
+    pub fn welcome(&self) -> Option<&Welcome> {
+        self.welcome.as_ref()
+    }
+
+    /// The features both ends offer.
+    pub fn features(&self) -> Features {
+        self.features
+    }
+
+    /// Why the session failed, once it did.
+    pub fn error(&self) -> Option<&ClientError> {
+        self.error.as_ref()
+    }
+
+    /// The warnings so far (the connect path's, e.g. unused credentials).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The server's findings, after `doctor_report`.
+    pub fn take_doctor_report(&mut self) -> Option<DoctorReport> {
+        self.doctor_report.take()
+    }
+
+    fn push(&mut self, a: Action) {
+        self.actions.push_back(a);
+    }
+
+    fn fail(&mut self, e: ClientError) {
+        self.actions.clear();
+        self.actions.push_back(Action::Close);
+        self.error = Some(e);
+        self.phase = Phase::Failed;
+    }
+
+    fn failed(&mut self, text: String) {
+        self.fail(ClientError::Failed(text));
+    }
+
+    fn close(&mut self) {
+        self.push(Action::Close);
+        self.phase = Phase::Closed;
+    }
+
+    /// Asks for a test (in `Connected`): checks what the server offers, drops the wishes it
+    /// cannot honour with a warning each, and sends `test_request`.
+    pub fn request_test(&mut self, now: Instant, spec: TestSpec) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        if spec.rr.is_some() && !self.features.has(Feature::Rr) {
+            let v = self.welcome.as_ref().map(|w| w.protocol);
+            let v = v.map_or_else(|| "?".to_string(), |v| v.to_string());
+            return self.failed(format!(
+                "the server at {} does not offer request/response tests (protocol {v}, no 'rr' feature): upgrade linerate on the server",
+                self.cfg.server
+            ));
+        }
+        let (requested, warnings) = downgrade(&spec, self.features);
+        self.warnings.extend(warnings);
+        self.push(Action::Send(Message::TestRequest(TestRequest {
+            spec: requested.clone(),
+        })));
+        self.asked = Some(spec);
+        self.requested = Some(requested);
+        self.phase = Phase::AwaitAccept {
+            deadline: now + CLIENT_HANDSHAKE,
+        };
+    }
+
+    /// Asks for the server's settings (in `Connected`, feature `doctor`).
+    pub fn request_doctor(&mut self, now: Instant, req: DoctorRequest) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        self.push(Action::Send(Message::DoctorRequest(req)));
+        self.phase = Phase::AwaitDoctorReport {
+            deadline: now + CLIENT_HANDSHAKE,
+        };
+    }
+
+    /// Feeds one input.
+    pub fn handle(&mut self, now: Instant, input: Input) {
+        match input {
+            Input::Received(i) => self.on_received(now, i),
+            Input::StreamsOpened { udp_ports } => self.on_streams_opened(now, udp_ports),
+            Input::EngineStarted => self.on_engine_started(now),
+            Input::Engine(status) => self.on_engine_status(now, status),
+            Input::Interrupt => {
+                if matches!(self.phase, Phase::Running { .. }) {
+                    self.stop(now, true);
+                }
+            }
+            Input::EngineFinished(report) => self.on_engine_finished(now, *report),
+            Input::SendFailed { message, error } => {
+                // Only the last messages are fire-and-forget: a missing reply tells.
+                if !matches!(message, "stop" | "results") {
+                    self.failed(error);
+                }
+            }
+        }
+    }
+
+    /// Acts on the phase's deadline, if it has passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.poll_timeout().is_none_or(|t| now < t) {
+            return;
+        }
+        match self.phase.clone() {
+            Phase::AwaitStart {
+                deadline,
+                next_hello: Some(_),
+            } if now < deadline => {
+                self.push(Action::SendUdpHellos);
+                self.phase = Phase::AwaitStart {
+                    deadline,
+                    next_hello: Some(now + UDP_HELLO_PERIOD),
+                };
+            }
+            Phase::Running { .. } => self.stop(now, false),
+            Phase::AwaitResults { .. } => {
+                self.warnings
+                    .push("the server sent no results within 15 s".into());
+                self.finish_engine();
+            }
+            Phase::AwaitDone { .. } => self.close(),
+            phase => {
+                let what = awaited(&phase).unwrap_or("answer");
+                self.failed(format!(
+                    "the server sent no {what} in time: is it overloaded or not a linerate server?"
+                ));
+            }
+        }
+    }
+
+    fn on_received(&mut self, now: Instant, i: Incoming) {
+        match self.phase {
+            Phase::Running { .. } => return self.on_running(now, i),
+            Phase::AwaitResults { .. } => return self.on_results(i),
+            Phase::AwaitDone { .. } => return self.close(),
+            // Late messages while the engine finishes: the results are in or given up.
+            Phase::FinishEngine | Phase::Closed | Phase::Failed => return,
+            _ => {}
+        }
+        let what = awaited(&self.phase).unwrap_or("nothing");
+        let m = match i {
+            Incoming::Msg(Message::Error(e)) => {
+                return self.fail(ClientError::Server {
+                    code: e.code,
+                    message: e.message,
+                })
+            }
+            Incoming::Msg(m) => m,
+            Incoming::Closed => {
+                return self.failed(format!(
+                    "the server closed the connection while we waited for {what}"
+                ))
+            }
+            Incoming::Broken(e) => {
+                return self.failed(format!(
+                    "bad control frame from the server while waiting for {what}: {e}"
+                ))
+            }
+        };
+        match (self.phase.clone(), m) {
+            (Phase::AwaitWelcome { .. }, Message::Welcome(w)) => self.on_welcome(now, w),
+            (Phase::AwaitWelcome { .. }, Message::Reject(r)) => self.failed(format!(
+                "the server at {} speaks protocol {} and this client {}: {}",
+                self.cfg.server,
+                r.server_protocol,
+                ProtocolVersion::CURRENT,
+                r.message
+            )),
+            (Phase::AwaitAuthOk { server_nonce, .. }, Message::AuthOk(ok)) => {
+                self.on_auth_ok(&server_nonce, &ok.mac)
+            }
+            (Phase::AwaitAccept { .. }, Message::Accept(a)) => {
+                match stream_hello::token_from_hex(&a.token) {
+                    Some(token) => {
+                        self.push(Action::OpenStreams { token });
+                        self.phase = Phase::OpenStreams;
+                    }
+                    None => self
+                        .failed("protocol error: the server's token is not 32 hex digits".into()),
+                }
+            }
+            (Phase::AwaitStart { .. }, Message::Start(_)) => self.on_start(),
+            (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {
+                r.findings.truncate(MAX_FINDINGS);
+                self.doctor_report = Some(r);
+                self.close();
+            }
+            (_, m) => self.failed(format!("protocol error: expected {what}, got {}", m.name())),
+        }
+    }
+
+    fn on_welcome(&mut self, now: Instant, w: Welcome) {
+        self.features = w.feature_set();
+        let challenge = w.auth.clone();
+        self.welcome = Some(w);
+        let server = self.cfg.server.clone();
+        let Some(ch) = challenge else {
+            if self.cfg.credentials.is_some() {
+                self.warnings.push(format!(
+                    "the server at {server} does not ask for authentication: --auth-user was not used"
+                ));
+            }
+            self.phase = Phase::Connected;
+            return;
+        };
+        if ch.method != auth::METHOD {
+            return self.failed(format!(
+                "the server at {server} asks for authentication by {:?}, which this linerate does not know: use the same linerate version on both ends",
+                ch.method
+            ));
+        }
+        let Some(creds) = self.cfg.credentials.clone() else {
+            return self.failed(format!(
+                "the server at {server} requires authentication: pass --auth-user NAME and --auth-secret-file FILE (or set LINERATE_AUTH_SECRET)"
+            ));
+        };
+        let Some(server_nonce) = auth::unhex(&ch.nonce).filter(|n| n.len() == NONCE_LEN) else {
+            return self.failed(format!(
+                "protocol error: the server's nonce is not {NONCE_LEN} bytes of hex"
+            ));
+        };
+        let cn = self.cfg.client_nonce;
+        self.push(Action::Send(Message::Auth(AuthResponse {
+            user: creds.user.clone(),
+            nonce: auth::hex(&cn),
+            mac: creds
+                .key
+                .proof(Prover::Client, &server_nonce, &cn, &creds.user),
+        })));
+        self.phase = Phase::AwaitAuthOk {
+            deadline: now + CLIENT_HANDSHAKE,
+            server_nonce,
+        };
+    }
+
+    fn on_auth_ok(&mut self, server_nonce: &[u8], mac: &str) {
+        let Some(creds) = &self.cfg.credentials else {
+            return self.failed("protocol error: auth_ok without a challenge".into());
+        };
+        let cn = self.cfg.client_nonce;
+        if creds
+            .key
+            .verify(Prover::Server, server_nonce, &cn, &creds.user, mac)
+        {
+            self.phase = Phase::Connected;
+        } else {
+            let e = format!(
+                "the server at {} accepted user {} but could not prove it knows the same secret: it may not be the server you meant (check the address and its --auth-users file)",
+                self.cfg.server, creds.user
+            );
+            self.failed(e);
+        }
+    }
+
+    fn on_streams_opened(&mut self, now: Instant, udp_ports: Vec<u16>) {
+        if self.phase != Phase::OpenStreams {
+            return;
+        }
+        // Protocol 1.3: each UDP socket proves that it belongs to this test, until `start`.
+        let hellos = self.features.has(Feature::UdpStreamHello) && !udp_ports.is_empty();
+        self.push(Action::Send(Message::StreamsReady(StreamsReady {
+            udp_ports,
+        })));
+        if hellos {
+            self.push(Action::SendUdpHellos);
+        }
+        self.phase = Phase::AwaitStart {
+            deadline: now + CLIENT_HANDSHAKE,
+            next_hello: hellos.then(|| now + UDP_HELLO_PERIOD),
+        };
+    }
+
+    fn on_start(&mut self) {
+        let (Some(asked), Some(requested)) = (&self.asked, &self.requested) else {
+            return self.failed("protocol error: start without a test".into());
+        };
+        // This end sends raw frames whatever the server offers.
+        let engine = TestSpec {
+            raw_frames: asked.raw_frames,
+            ..requested.clone()
+        };
+        self.push(Action::StartEngine(Box::new(engine)));
+        self.phase = Phase::Running { end: None };
+    }
+
+    fn on_engine_started(&mut self, now: Instant) {
+        let duration = self.requested.as_ref().and_then(|s| s.duration_ms);
+        if let Phase::Running { end: None } = self.phase {
+            let end = duration.map(|d| now + std::time::Duration::from_millis(d));
+            self.phase = Phase::Running { end };
+        }
+    }
+
+    fn on_engine_status(&mut self, now: Instant, e: EngineStatus) {
+        let Some(spec) = &self.requested else {
+            return;
+        };
+        if !matches!(self.phase, Phase::Running { .. }) || spec.bytes.is_none() {
+            return;
+        }
+        let receives = spec.direction.client_receives();
+        let mine = !e.has_senders || e.senders_done;
+        let theirs = !receives || self.server_finished;
+        // The client's receivers see the server's last byte shortly after `finished`.
+        let drained = !receives || e.receivers_done || spec.transport == Transport::Udp;
+        if mine && theirs && drained {
+            self.stop(now, false);
+        }
+    }
+
+    fn on_running(&mut self, now: Instant, i: Incoming) {
+        let early = match i {
+            Incoming::Msg(Message::Interval(m)) => {
+                self.server_intervals.push(m.interval.clone());
+                return self.push(Action::ServerInterval(m.interval));
+            }
+            Incoming::Msg(Message::Finished(_)) => {
+                self.server_finished = true;
+                return;
+            }
+            Incoming::Msg(Message::Error(e)) => e.message,
+            Incoming::Msg(other) => {
+                format!(
+                    "protocol error: unexpected {} during the test",
+                    other.name()
+                )
+            }
+            Incoming::Closed | Incoming::Broken(_) => {
+                "the server closed the control connection during the test".into()
+            }
+        };
+        self.early_error = Some(early);
+        self.stop(now, true);
+    }
+
+    /// Ends the measured window: stops this end's senders and, unless the server already
+    /// ended the test, tells it to stop and waits for its results.
+    fn stop(&mut self, now: Instant, interrupted: bool) {
+        self.interrupted |= interrupted;
+        self.push(Action::StopSenders);
+        if let Some(e) = &self.early_error {
+            self.warnings.push(format!("the test ended early: {e}"));
+            return self.finish_engine();
+        }
+        self.push(Action::Send(Message::Stop(Stop {
+            interrupted: self.interrupted,
+        })));
+        self.phase = Phase::AwaitResults {
+            deadline: now + CLIENT_RESULTS,
+        };
+    }
+
+    fn on_results(&mut self, i: Incoming) {
+        let warning = match i {
+            Incoming::Msg(Message::Results(r)) => {
+                let r = *r;
+                let mut report = r.report;
+                if r.intervals_streamed {
+                    report.intervals = std::mem::take(&mut self.server_intervals);
+                }
+                self.server_capture = r.capture;
+                self.server_report = Some(report);
+                return self.finish_engine();
+            }
+            Incoming::Msg(Message::Interval(m)) => {
+                self.server_intervals.push(m.interval.clone());
+                return self.push(Action::ServerInterval(m.interval));
+            }
+            Incoming::Msg(Message::Finished(_)) => return,
+            Incoming::Msg(Message::Error(e)) => format!(
+                "the server reported an error instead of results: {}",
+                e.message
+            ),
+            Incoming::Msg(other) => {
+                format!("protocol error: expected results, got {}", other.name())
+            }
+            Incoming::Closed | Incoming::Broken(_) => {
+                "the server closed the connection before sending its results".into()
+            }
+        };
+        self.warnings.push(warning);
+        self.finish_engine();
+    }
+
+    fn finish_engine(&mut self) {
+        self.push(Action::FinishEngine);
+        self.phase = Phase::FinishEngine;
+    }
+
+    fn on_engine_finished(&mut self, now: Instant, report: SideReport) {
+        if self.phase != Phase::FinishEngine {
+            return;
+        }
+        if self.server_report.is_none() {
+            return self.close();
+        }
+        // Without the intervals: the server does not use them, and a long test's would
+        // not fit one frame.
+        let mut report = report;
+        report.intervals = Vec::new();
+        self.push(Action::Send(Message::Results(Box::new(Results {
+            report,
+            intervals_streamed: false,
+            capture: None,
+        }))));
+        self.phase = Phase::AwaitDone {
+            deadline: now + CLIENT_DONE,
+        };
+    }
+
+    /// What the test leaves, with the session's closing warnings; call it in `Closed`.
+    pub fn outcome(&mut self) -> TestOutcome {
+        let mut warnings = std::mem::take(&mut self.warnings);
+        if self.interrupted && self.early_error.is_none() {
+            warnings.push("interrupted: the totals cover the part of the test that ran".into());
+        }
+        if self.server_report.is_none() {
+            warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
+        }
+        TestOutcome {
+            protocol: self.welcome.as_ref().map(|w| w.protocol),
+            interrupted: self.interrupted,
+            server_report: self.server_report.take(),
+            server_capture: self.server_capture.take(),
+            warnings,
+        }
+    }
+}
+
+/// The message a phase waits for, as errors name it.
+fn awaited(phase: &Phase) -> Option<&'static str> {
+    Some(match phase {
+        Phase::AwaitWelcome { .. } => "welcome",
+        Phase::AwaitAuthOk { .. } => "auth_ok",
+        Phase::AwaitAccept { .. } => "accept",
+        Phase::AwaitStart { .. } => "start",
+        Phase::AwaitResults { .. } => "results",
+        Phase::AwaitDoctorReport { .. } => "doctor_report",
+        _ => return None,
+    })
+}
+
+/// The spec to request from a server with `features`: what it does not offer is dropped,
+/// with a warning that says what that means and how to get it.
+pub fn downgrade(spec: &TestSpec, features: Features) -> (TestSpec, Vec<String>) {
+    let mut s = spec.clone();
+    let mut w = Vec::new();
+    // One-way delay needs a server that stamps CLOCK_MONOTONIC (protocol 1.1).
+    if s.one_way_delay.is_some() && !features.has(Feature::OneWayDelay) {
+        s.one_way_delay = None;
+        w.push("one-way delay not measured: the server does not offer it (upgrade it to linerate with protocol 1.1)".to_string());
+    }
+    if s.smooth_pacing && !features.has(Feature::SmoothPacing) {
+        s.smooth_pacing = false;
+        w.push("the server's senders may burst to catch up after a stall: it does not offer smooth pacing (upgrade it to linerate with protocol 1.1)".to_string());
+    }
+    // Raw frames (protocol 1.3): this end sends them whatever the server offers; a server
+    // without the feature sends datagrams, and says so in its stream reports' absence of
+    // `tx_path` (the caller states the deviation).
+    if s.raw_frames && !features.has(Feature::RawFrames) {
+        s.raw_frames = false;
+        if s.direction.client_receives() {
+            w.push("the server sends datagrams, not raw frames: it does not offer them (upgrade it to linerate with protocol 1.3)".to_string());
+        }
+    }
+    if s.capture_snaplen.is_some() && !features.has(Feature::Capture) {
+        s.capture_snaplen = None;
+        w.push("--capture: the server does not offer captures (upgrade it to linerate with protocol 1.3); only this end's packets were captured".to_string());
+    }
+    (s, w)
+}

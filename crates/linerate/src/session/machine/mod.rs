@@ -1,0 +1,68 @@
+//! The control protocol as state machines without I/O, in the manner of quinn-proto and
+//! smoltcp: a [`client::ClientMachine`] and a [`server::ServerMachine`], each an enum of
+//! phases fed what the connection delivered ([`Incoming`]), what its driver did, and the
+//! current time (an [`Instant`] passed in), returning actions (send this message, open the
+//! data streams, start the engine, stop, finish, fail with a code and a text) and the next
+//! deadline (`poll_timeout`).
+//!
+//! No socket, thread, clock or sleep lives here: the drivers (`session::client` and
+//! `session::server::session`) read the sockets, run the engines, wait until the next event
+//! or deadline, and feed the machine. So every phase, time-out and out-of-order message is
+//! tested here with fake instants (`client_tests.rs`, `server_tests.rs`), and the driver is
+//! a loop of "perform the actions, wait, feed".
+//!
+//! Conventions both machines share:
+//! * `handle(now, input)` feeds one input; `handle_timeout(now)` is called at or after
+//!   `poll_timeout()` (calling it early does nothing);
+//! * `poll_action()` returns the actions in order; the driver performs each before it feeds
+//!   the next input, and reports a failed send with `SendFailed`;
+//! * a failure clears the actions not yet taken (they belong to a session that is over) and
+//!   queues what ending needs: the `error` message where the protocol sends one, `Close`,
+//!   and the engine's end if one was started.
+
+pub mod client;
+pub mod server;
+
+#[cfg(test)]
+mod client_tests;
+#[cfg(test)]
+mod server_tests;
+
+use std::time::{Duration, Instant};
+
+use linerate_wire::control::Message;
+
+/// Something the control connection delivered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A well-formed message.
+    Msg(Message),
+    /// The peer closed the connection cleanly.
+    Closed,
+    /// A malformed frame or an I/O error; the connection is unusable.
+    Broken(String),
+}
+
+/// How long the client waits for each answer of the handshake (welcome, auth_ok, accept,
+/// start, doctor_report).
+pub const CLIENT_HANDSHAKE: Duration = Duration::from_secs(10);
+/// How long the client waits for the server's results after `stop` (it drains first).
+pub const CLIENT_RESULTS: Duration = Duration::from_secs(15);
+/// How long the client waits for `done` after its own results.
+pub const CLIENT_DONE: Duration = Duration::from_secs(2);
+/// How often the client repeats each UDP stream's hello until `start` (protocol 1.3).
+pub const UDP_HELLO_PERIOD: Duration = Duration::from_millis(10);
+/// How long the server waits for the client's results after its own.
+pub const SERVER_RESULTS: Duration = Duration::from_secs(10);
+/// Pause before a server answers a failed authentication, so that guessing is slow.
+pub const AUTH_FAIL_DELAY: Duration = Duration::from_millis(500);
+/// A test may run this much past the server's `--max-duration` before the server ends it.
+pub const HARD_STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// The earlier of two optional deadlines.
+pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}

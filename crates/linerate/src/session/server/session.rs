@@ -1,0 +1,438 @@
+//! One control session at the server: the driver of the
+//! [`ServerMachine`](crate::session::machine::server::ServerMachine). It performs the
+//! machine's actions (sends, the test's admission into the server's registry, data sockets,
+//! UDP hellos, the engine, the capture, the doctor's findings), waits for the next control
+//! message, data connection, engine interval or deadline, and feeds it. Every wait has a
+//! deadline, so no peer can make it wait forever.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::sync::atomic::Ordering::SeqCst;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use linerate_wire::control::ErrorCode;
+use linerate_wire::doctor::{DoctorReport, DoctorRequest, Finding, Severity, MAX_FINDINGS};
+use linerate_wire::report::{IntervalReport, Role};
+
+use super::capture::{self, ServerCapture};
+use super::streams::{self, Ends};
+use super::{log, Ctx, Route};
+use crate::engine::{DataSocket, StreamSetup};
+use crate::session::auth;
+use crate::session::conn::{self, ControlWriter, Incoming};
+use crate::session::engine_select::{Running, StartLinks};
+use crate::session::machine::earliest;
+use crate::session::machine::server::{Action, EngineStatus, Input, ServerMachine, ServerSettings};
+use crate::sys::{self, sockets};
+
+/// What a session's thread waits on.
+pub(super) enum Event {
+    /// The control connection.
+    Ctl(Incoming),
+    /// A data connection routed here by its token, for stream `index`.
+    Data(u16, TcpStream),
+    /// An interval of this session's engine.
+    Interval(IntervalReport),
+}
+
+/// How often a session looks at its engine and at the shutdown flag.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs the control session on `stream` from `peer` to its end, then frees what the test
+/// held and logs one line.
+pub(super) fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
+    let (tx, rx) = mpsc::channel();
+    let Ok(reader) = stream.try_clone() else {
+        return;
+    };
+    let _ = reader.set_read_timeout(None);
+    let cfg = &ctx.cfg;
+    if conn::spawn_reader(
+        reader,
+        cfg.max_frame,
+        cfg.debug,
+        "server",
+        tx.clone(),
+        Event::Ctl,
+    )
+    .is_err()
+    {
+        return;
+    }
+    let Ok(w) = ControlWriter::new(stream, "server", cfg.debug) else {
+        return;
+    };
+    let mut id = [0u8; 4];
+    let _ = getrandom::getrandom(&mut id);
+    let id = linerate_wire::hex::encode(&id);
+    let settings = settings(ctx, peer, &id);
+    let mut s = Session {
+        ctx,
+        peer,
+        id,
+        w: w.with_max_frame(cfg.max_frame),
+        rx,
+        tx,
+        machine: ServerMachine::new(settings, Instant::now()),
+        arrived: None,
+        tcp: HashMap::new(),
+        setups: Vec::new(),
+        early_host: None,
+        engine: None,
+        token: None,
+        counted: false,
+        capture: None,
+    };
+    s.run();
+    s.end();
+}
+
+fn settings(ctx: &Ctx, peer: SocketAddr, id: &str) -> ServerSettings {
+    let cfg = &ctx.cfg;
+    ServerSettings {
+        limits: cfg.limits.clone(),
+        handshake_timeout: cfg.handshake_timeout,
+        idle_timeout: cfg.idle_timeout,
+        port: ctx.port,
+        cpu_count: sys::host::cpu_count(),
+        session_id: id.to_string(),
+        software: crate::software(),
+        max_frame: cfg.max_frame,
+        peer_ip: sockets::canonical(peer.ip()),
+        users: cfg.users.clone(),
+        nonce: match cfg.users {
+            Some(_) => auth::nonce().map_err(|e| e.to_string()),
+            None => Err("no authentication".into()),
+        },
+    }
+}
+
+struct Session<'a> {
+    ctx: &'a Arc<Ctx>,
+    peer: SocketAddr,
+    id: String,
+    w: ControlWriter,
+    rx: Receiver<Event>,
+    tx: Sender<Event>,
+    machine: ServerMachine,
+    /// The data connection just fed, until the machine says what to do with it.
+    arrived: Option<TcpStream>,
+    /// The test's TCP data connections, by stream index, until the sockets are set up.
+    tcp: HashMap<u16, TcpStream>,
+    setups: Vec<StreamSetup>,
+    early_host: Option<sys::hostsnap::HostSnapshot>,
+    engine: Option<Running>,
+    /// The token registered for the test, and whether it counts against `--max-tests`.
+    token: Option<[u8; 16]>,
+    counted: bool,
+    capture: Option<ServerCapture>,
+}
+
+impl Session<'_> {
+    fn run(&mut self) {
+        loop {
+            self.pump();
+            if self.machine.is_over() {
+                return;
+            }
+            self.wait();
+        }
+    }
+
+    fn feed(&mut self, input: Input) {
+        self.machine.handle(Instant::now(), input);
+    }
+
+    fn pump(&mut self) {
+        while let Some(a) = self.machine.poll_action() {
+            self.perform(a);
+        }
+        // A data connection the machine did not keep is closed here.
+        self.arrived = None;
+    }
+
+    fn perform(&mut self, a: Action) {
+        match a {
+            Action::Send(m) => {
+                if let Err(e) = self.w.send(&m) {
+                    let (message, error) = (m.name(), e.to_string());
+                    self.feed(Input::SendFailed { message, error });
+                }
+            }
+            Action::Close => self.w.close(),
+            Action::Admit => self.admit(),
+            Action::AnswerDoctor(req) => {
+                let report = doctor_report(self.peer.ip(), &req);
+                self.feed(Input::DoctorAnswered(report));
+            }
+            Action::StoreConnection(i) => {
+                if let Some(st) = self.arrived.take() {
+                    self.tcp.insert(i, st);
+                }
+            }
+            Action::AddConnection(i) => {
+                if let (Some(st), Some(e)) = (self.arrived.take(), &self.engine) {
+                    e.add_connection(i, st);
+                }
+            }
+            Action::SetUpStreams { udp_ports } => match self.set_up_streams(&udp_ports) {
+                Ok(()) => self.feed(Input::StreamsSetUp),
+                Err((code, msg)) => self.machine.fail(code, msg),
+            },
+            Action::TakeEarlyHost => self.take_early_host(),
+            Action::StartEngine => self.start_engine(),
+            Action::FinishEngine { quiet, max_drain } => self.finish_engine(quiet, max_drain),
+        }
+    }
+
+    /// Waits for the next event or deadline and feeds it; while the UDP hellos are awaited,
+    /// reads the stream's socket instead.
+    fn wait(&mut self) {
+        if let Some((pos, _)) = self.machine.awaited_udp_hello() {
+            self.read_udp_hello(pos);
+        } else {
+            let now = Instant::now();
+            let until = earliest(self.machine.poll_timeout(), Some(now + TICK));
+            if let Some(ev) = conn::recv_until(&self.rx, until.unwrap_or(now + TICK)) {
+                self.on_event(ev);
+            }
+        }
+        if let Some(e) = &self.engine {
+            let status = EngineStatus {
+                has_senders: e.has_senders(),
+                senders_done: e.senders_done(),
+            };
+            if self.ctx.shutdown.load(SeqCst) {
+                self.feed(Input::ShuttingDown);
+            }
+            self.feed(Input::EngineStatus(status));
+        }
+        self.machine.handle_timeout(Instant::now());
+    }
+
+    fn on_event(&mut self, ev: Event) {
+        match ev {
+            Event::Ctl(i) => self.feed(Input::Received(i)),
+            Event::Data(i, st) => {
+                self.arrived = Some(st);
+                self.feed(Input::DataConnection(i));
+                self.pump();
+            }
+            Event::Interval(iv) => self.feed(Input::EngineInterval(iv)),
+        }
+    }
+
+    /// Reads the socket of the UDP stream at `pos` for up to one tick and feeds what came,
+    /// then whatever the control connection delivered meanwhile.
+    fn read_udp_hello(&mut self, pos: usize) {
+        let Some(DataSocket::Udp(u)) = self.setups.get(pos).map(|s| &s.socket) else {
+            return self
+                .machine
+                .fail(ErrorCode::Internal, "UDP stream missing".into());
+        };
+        let u = u.clone();
+        let left = self
+            .machine
+            .poll_timeout()
+            .map(|d| d.saturating_duration_since(Instant::now()));
+        let wait = left.unwrap_or(TICK).clamp(Duration::from_millis(1), TICK);
+        if u.set_read_timeout(Some(wait)).is_err() {
+            return self
+                .machine
+                .fail(ErrorCode::Internal, "UDP socket time-out".into());
+        }
+        let mut buf = [0u8; 2048];
+        match u.recv_from(&mut buf) {
+            Ok((n, src)) => {
+                let src = SocketAddr::new(sockets::canonical(src.ip()), src.port());
+                let data = buf[..n].to_vec();
+                self.feed(Input::UdpDatagram { from: src, data });
+            }
+            Err(e) if crate::engine::stream::is_timeout(&e) => {}
+            // An ICMP error from an earlier send: nothing to do with the proof.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+            Err(e) => self
+                .machine
+                .fail(ErrorCode::Internal, format!("UDP socket: {e}")),
+        }
+        while let Ok(ev) = self.rx.try_recv() {
+            self.on_event(ev);
+        }
+    }
+
+    /// Counts the test against `--max-tests`, registers its token, starts its capture.
+    fn admit(&mut self) {
+        let (ctx, cfg) = (self.ctx, &self.ctx.cfg);
+        if ctx.active_tests.fetch_add(1, SeqCst) >= cfg.max_tests {
+            ctx.active_tests.fetch_sub(1, SeqCst);
+            let max = cfg.max_tests;
+            return self.machine.fail(ErrorCode::Busy, format!(
+                "the server runs its maximum of {max} tests at once; retry later (linerate serve --max-tests)"
+            ));
+        }
+        self.counted = true;
+        let mut token = [0u8; 16];
+        if let Err(e) = getrandom::getrandom(&mut token) {
+            let e = format!("no randomness for a token: {e}");
+            return self.machine.fail(ErrorCode::Internal, e);
+        }
+        if let Ok(mut r) = ctx.registry.lock() {
+            let route = Route {
+                session: self.tx.clone(),
+                crr: None,
+            };
+            r.insert(token, route);
+        }
+        self.token = Some(token);
+        if let Some(spec) = self.machine.spec() {
+            // At the server the filter is the client's address and the server's port.
+            let filter = SocketAddr::new(self.peer.ip(), ctx.port);
+            self.capture = capture::start(spec, cfg.allow_capture, filter, &self.id);
+        }
+        self.feed(Input::Admitted { token });
+    }
+
+    fn set_up_streams(&mut self, udp_ports: &[u16]) -> Result<(), (ErrorCode, String)> {
+        let Some(spec) = self.machine.spec().cloned() else {
+            return Err((ErrorCode::Internal, "no test to set up".into()));
+        };
+        let local = self.w.stream().local_addr();
+        let local = local.map_err(|e| (ErrorCode::Internal, e.to_string()))?;
+        let ends = Ends {
+            local: SocketAddr::new(sockets::canonical(local.ip()), self.ctx.port),
+            peer_ip: sockets::canonical(self.peer.ip()),
+        };
+        if spec.transport == linerate_wire::control::Transport::Udp {
+            let token = self.token.unwrap_or_default();
+            streams::claim_udp_peers(self.ctx, ends.peer_ip, udp_ports, &token)?;
+        }
+        self.setups = streams::set_up(&spec, &ends, &mut self.tcp, udp_ports)?;
+        Ok(())
+    }
+
+    fn take_early_host(&mut self) {
+        let peer = self.setups.first().and_then(|st| match &st.socket {
+            DataSocket::Udp(u) => u.peer_addr().ok(),
+            DataSocket::Tcp(t) => t.peer_addr().ok(),
+        });
+        let iface = peer.and_then(|p| sys::iface::route_interface(p.ip()).ok());
+        self.early_host = Some(sys::hostsnap::HostSnapshot::take(iface.as_deref()).0);
+    }
+
+    fn start_engine(&mut self) {
+        let Some(spec) = self.machine.spec().cloned() else {
+            return;
+        };
+        let tx = self.tx.clone();
+        let sink = move |iv| {
+            let _ = tx.send(Event::Interval(iv));
+        };
+        let links = StartLinks {
+            crr: None,
+            control: self.w.stream().try_clone().ok().map(Arc::new),
+            early_host: self.early_host.take(),
+        };
+        let setups = std::mem::take(&mut self.setups);
+        match Running::start(Role::Server, &spec, spec.server_cpu, setups, links, sink) {
+            Ok(e) => {
+                if let (Some(inbox), Some(t)) = (e.crr_inbox(), self.token) {
+                    if let Some(route) = self
+                        .ctx
+                        .registry
+                        .lock()
+                        .ok()
+                        .as_mut()
+                        .and_then(|r| r.get_mut(&t))
+                    {
+                        route.crr = Some(inbox);
+                    }
+                }
+                self.engine = Some(e);
+            }
+            Err(e) => {
+                let e = format!("cannot start threads: {e}");
+                self.machine.fail(ErrorCode::Internal, e);
+            }
+        }
+    }
+
+    /// Stops and finishes the engine, feeds the intervals it left and its report with the
+    /// capture (a session that failed ignores them).
+    fn finish_engine(&mut self, quiet: Duration, max_drain: Duration) {
+        let Some(mut engine) = self.engine.take() else {
+            return;
+        };
+        engine.stop_senders();
+        let (report, _) = engine.finish(quiet, max_drain);
+        // Control messages that came meanwhile are late; data connections are closed.
+        while let Ok(ev) = self.rx.try_recv() {
+            if let Event::Interval(iv) = ev {
+                self.feed(Input::EngineInterval(iv));
+            }
+        }
+        let capture = self.capture.as_mut().map(capture::finish);
+        let report = Box::new(report);
+        self.feed(Input::EngineFinished { report, capture });
+    }
+
+    /// Frees what the test held (token, UDP ports, its place among `--max-tests`, a capture
+    /// it did not get to return), logs the session's line and closes.
+    fn end(mut self) {
+        if let Some(e) = self.engine.take() {
+            let _ = e.finish(Duration::ZERO, Duration::from_millis(200));
+        }
+        if let Some(c) = self.capture.as_mut() {
+            let _ = capture::finish(c);
+        }
+        let ctx = self.ctx;
+        if let Some(t) = self.token {
+            if let Ok(mut r) = ctx.registry.lock() {
+                r.remove(&t);
+            }
+            if let Ok(mut u) = ctx.udp_peers.lock() {
+                u.retain(|_, owner| *owner != t);
+            }
+        }
+        if self.counted {
+            ctx.active_tests.fetch_sub(1, SeqCst);
+            if ctx.cfg.one_off {
+                ctx.shutdown.store(true, SeqCst);
+            }
+        }
+        let who = self
+            .machine
+            .user()
+            .map_or(String::new(), |u| format!(" user {u}"));
+        let (id, peer) = (&self.id, self.peer);
+        match self.machine.outcome() {
+            Some(Ok(line)) => log(ctx, &format!("[{id}] {peer}{who} {line}")),
+            Some(Err(why)) => log(ctx, &format!("[{id}] {peer}{who} ended: {why}")),
+            None => log(ctx, &format!("[{id}] {peer}{who} ended")),
+        }
+        self.w.close();
+    }
+}
+
+/// This host's findings for a client's `doctor_request`, checked toward the client. What
+/// could not be read travels as findings: the client prints findings only.
+fn doctor_report(peer: IpAddr, req: &DoctorRequest) -> DoctorReport {
+    let target = crate::doctor::checks::Target {
+        buffer_bytes: req.buffer_bytes.unwrap_or(sockets::UDP_DEFAULT_RCVBUF),
+        rtt_us: req.rtt_us,
+    };
+    let (mut report, warnings) =
+        crate::doctor::local_report(Some(sockets::canonical(peer)), &target);
+    report
+        .findings
+        .extend(warnings.into_iter().map(|w| Finding {
+            severity: Severity::Info,
+            check: "doctor.unreadable".into(),
+            what: w,
+            value: None,
+            fix: None,
+        }));
+    report.findings.truncate(MAX_FINDINGS);
+    report
+}
