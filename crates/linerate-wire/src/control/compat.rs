@@ -6,7 +6,7 @@
 
 #[cfg(test)]
 mod tests {
-    use crate::control::{Message, TestRequest};
+    use crate::control::{Feature, Features, Hello, Message, ProtocolVersion, TestRequest};
     use crate::report::{StreamReport, StreamRole, TxPath};
 
     /// A 1.1 `test_request` of an RFC 2544 trial (from docs/protocol.md), before 1.3's
@@ -18,6 +18,29 @@ mod tests {
 
     /// A 1.2 stream report of a UDP sender, before 1.3's `tx_path`.
     const STREAM_REPORT_1_2: &str = r#"{"index":0,"role":"tx","bytes":1800,"io_calls":2,"packets":100,"duration_ns":1000000,"sndbuf_bytes":212992,"local_addr":"10.0.0.1:40000","remote_addr":"10.0.1.2:5301"}"#;
+
+    /// A 1.3 `hello` as this build sent it before features were an enum: the bytes must
+    /// not change.
+    const HELLO_1_3: &str = r#"{"type":"hello","data":{"protocol":{"major":1,"minor":3},"software":"linerate 0.1.0","features":["tcp_stream","udp_stream","bidir","udp_gso","cpu_pin","interval_events","rr","one_way_delay","smooth_pacing","doctor","auth","udp_stream_hello","raw_frames","capture"]}}"#;
+
+    /// A 1.0 `hello` (docs/protocol.md's example exchange).
+    const HELLO_1_0: &str = r#"{"type":"hello","data":{"protocol":{"major":1,"minor":0},"software":"linerate 0.1.0","features":["tcp_stream","udp_stream","bidir","udp_gso","cpu_pin","interval_events"]}}"#;
+
+    #[test]
+    fn the_hello_is_byte_identical_with_features_as_an_enum() {
+        let h = Message::Hello(Hello {
+            protocol: ProtocolVersion { major: 1, minor: 3 },
+            software: "linerate 0.1.0".into(),
+            features: Features::all().names(),
+        });
+        assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
+        let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {
+            panic!("not a hello")
+        };
+        let f = old.feature_set();
+        assert!(f.has(Feature::IntervalEvents) && !f.has(Feature::Rr));
+        assert_eq!(f.names(), old.features);
+    }
 
     fn spec(json: &str) -> crate::control::TestSpec {
         match serde_json::from_str::<Message>(json).unwrap() {

@@ -3,7 +3,7 @@
 //! ([`stream_slots`]: index, role, byte quota and paced rate).
 //!
 //! Plain data and pure functions: `cli::plan` builds the plans from the command line, the
-//! sessions (`crate::session`) carry them out, and both ends split a test's byte count and
+//! client and server sessions carry them out, and both ends split a test's byte count and
 //! rate over its streams with the same [`split`], so the shares the server gives its
 //! senders are the ones the client gives its own.
 
@@ -121,8 +121,8 @@ pub const UDP_DEFAULT_RCVBUF: u32 = 4 * 1024 * 1024;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Debug(pub bool);
 
-/// What a client authenticates with (`--auth-user`); `crate::session::auth` derives the key
-/// and computes the proofs.
+/// What a client authenticates with (`--auth-user`); the session's `auth` module derives
+/// the key and computes the proofs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Credentials {
     /// The user name.

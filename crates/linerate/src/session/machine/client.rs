@@ -420,25 +420,23 @@ impl ClientMachine {
             _ => {}
         }
         let what = awaited(&self.phase).unwrap_or("nothing");
-        let m = match i {
-            Incoming::Msg(Message::Error(e)) => {
-                return self.fail(ClientError::Server {
-                    code: e.code,
-                    message: e.message,
-                })
-            }
-            Incoming::Msg(m) => m,
-            Incoming::Closed => {
-                return self.failed(format!(
-                    "the server closed the connection while we waited for {what}"
-                ))
-            }
-            Incoming::Broken(e) => {
-                return self.failed(format!(
-                    "bad control frame from the server while waiting for {what}: {e}"
-                ))
-            }
-        };
+        match i {
+            Incoming::Msg(Message::Error(e)) => self.fail(ClientError::Server {
+                code: e.code,
+                message: e.message,
+            }),
+            Incoming::Msg(m) => self.on_answer(now, m, what),
+            Incoming::Closed => self.failed(format!(
+                "the server closed the connection while we waited for {what}"
+            )),
+            Incoming::Broken(e) => self.failed(format!(
+                "bad control frame from the server while waiting for {what}: {e}"
+            )),
+        }
+    }
+
+    /// The answer the handshake or the doctor exchange waits for (`what`), or a failure.
+    fn on_answer(&mut self, now: Instant, m: Message, what: &str) {
         match (self.phase.clone(), m) {
             (Phase::AwaitWelcome { .. }, Message::Welcome(w)) => self.on_welcome(now, w),
             (Phase::AwaitWelcome { .. }, Message::Reject(r)) => self.failed(format!(
