@@ -370,8 +370,9 @@ impl ClientMachine {
             }
             Input::EngineFinished(report) => self.on_engine_finished(now, *report),
             Input::SendFailed { message, error } => {
-                // Only the last messages are fire-and-forget: a missing reply tells.
-                if !matches!(message, "stop" | "results") {
+                // `stop` and our `results` are fire-and-forget: the missing answer tells.
+                let over = matches!(self.phase, Phase::Closed | Phase::Failed);
+                if !over && !matches!(message, "stop" | "results") {
                     self.failed(error);
                 }
             }

@@ -815,3 +815,78 @@ fn doctor_asks_for_the_servers_findings() {
     m.handle_timeout(t0 + CLIENT_HANDSHAKE);
     assert!(failure(&m).contains("sent no doctor_report in time"));
 }
+
+#[test]
+fn out_of_order_while_waiting_for_start() {
+    let t0 = Instant::now();
+    let waiting = || {
+        let mut m = connected(t0, Features::all());
+        m.request_test(t0, spec());
+        m.handle(t0, msg(accept()));
+        m.handle(t0, Input::StreamsOpened { udp_ports: vec![] });
+        drain(&mut m);
+        m
+    };
+    // Nothing but `start` may come: an interval before it, a second accept, results.
+    for (m2, name) in [
+        (
+            Message::Interval(IntervalMsg {
+                interval: interval(0),
+            }),
+            "interval",
+        ),
+        (accept(), "accept"),
+        (Message::Finished(Finished {}), "finished"),
+    ] {
+        let mut m = waiting();
+        m.handle(t0, msg(m2));
+        assert_eq!(
+            failure(&m),
+            format!("protocol error: expected start, got {name}")
+        );
+    }
+    let mut m = waiting();
+    m.handle(t0, Input::Received(Incoming::Closed));
+    assert!(failure(&m).contains("closed the connection while we waited for start"));
+    // Inputs of later phases change nothing before their time.
+    let mut m = waiting();
+    m.handle(t0, Input::Interrupt);
+    m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+    m.handle(t0, Input::StreamsOpened { udp_ports: vec![] });
+    assert!(drain(&mut m).is_empty());
+    assert!(matches!(m.phase(), Phase::AwaitStart { .. }));
+}
+
+#[test]
+fn any_answer_or_its_absence_ends_the_wait_for_done() {
+    let t0 = Instant::now();
+    for input in [
+        msg(error(ErrorCode::Internal, "x")),
+        Input::Received(Incoming::Closed),
+    ] {
+        let mut m = running(t0, spec(), Features::all());
+        m.handle(t0, Input::Interrupt);
+        m.handle(
+            t0,
+            msg(Message::Results(Box::new(Results {
+                report: report(Role::Server),
+                intervals_streamed: false,
+                capture: None,
+            }))),
+        );
+        m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+        drain(&mut m);
+        m.handle(t0, input);
+        assert_eq!(drain(&mut m), vec![Action::Close]);
+        assert_eq!(*m.phase(), Phase::Closed);
+        assert!(m.outcome().server_report.is_some());
+    }
+}
+
+#[test]
+fn a_message_between_the_handshake_and_a_request_is_out_of_order() {
+    let t0 = Instant::now();
+    let mut m = connected(t0, Features::all());
+    m.handle(t0, msg(Message::Start(Start {})));
+    assert_eq!(failure(&m), "protocol error: expected nothing, got start");
+}

@@ -1002,3 +1002,22 @@ fn features_are_the_intersection() {
     let m = welcomed(t0, &["rr", "auth"]);
     assert_eq!(m.features(), Features::from_names(&["rr", "auth"]));
 }
+
+#[test]
+fn data_connections_before_the_test_or_after_it_are_dropped() {
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, Input::DataConnection(0));
+    assert!(drain(&mut m).is_empty());
+    assert!(matches!(m.phase(), Phase::AwaitRequest { .. }));
+    let mut m = running(t0, tcp(Direction::Send, 1), FEATURES);
+    m.handle(t0, msg(Message::Stop(Stop::default())));
+    drain(&mut m);
+    m.handle(t0, Input::DataConnection(0));
+    assert!(drain(&mut m).is_empty());
+    // Driver answers that come at the wrong time change nothing.
+    m.handle(t0, Input::Admitted { token: [1; 16] });
+    m.handle(t0, Input::StreamsSetUp);
+    assert!(drain(&mut m).is_empty());
+    assert_eq!(m.token(), Some(TOKEN));
+}
