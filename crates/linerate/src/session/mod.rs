@@ -25,7 +25,7 @@ pub mod streams;
 pub use crate::sys::sockets;
 
 pub use crate::model::plan::default_spec;
-pub use limits::{validate_spec, MAX_UDP_PAYLOAD};
+pub use limits::MAX_UDP_PAYLOAD;
 
 /// Documented default port for control and data, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 5301;
