@@ -394,7 +394,7 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::export::fixtures;
+    use crate::model::fixtures;
 
     /// Seed 001 as records: A (GMAC) 663 Mbit/s at 63 % CPU, B (SUNGEM) 588 Mbit/s at
     /// 100 % CPU, on the client, five trials each with small spread.

@@ -10,7 +10,7 @@
 
 use linerate_wire::capture::{tcp_flags as F, TcpSegment};
 
-use super::record::{
+use crate::model::trace::{
     AckDelayStats, Evidence, Finding, Rfc6349, RttStats, TcpConnection, TcpDirection, TimeShares,
     WindowStats,
 };

@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::analyze::read::{read_capture, ReadSummary};
-use crate::analyze::record::AnalysisRecord;
-use crate::analyze::{AnalyzeOptions, Analyzer, DirectionGraph};
+use crate::analyze::{analyze_reader, AnalyzeOptions, DirectionGraph};
+use crate::model::trace::AnalysisRecord;
 use crate::cli::analyze::AnalyzeArgs;
 use crate::cli::plan::UsageError;
 use crate::export;
@@ -62,27 +61,6 @@ pub fn analyze_path(
         )
     };
     result.map_err(|e| UsageError(format!("{name}: {e:#}")).into())
-}
-
-/// Analyses a capture read from `input`.
-pub fn analyze_reader<R: std::io::Read + Send>(
-    input: R,
-    name: &str,
-    opts: &AnalyzeOptions,
-) -> anyhow::Result<(AnalysisRecord, Vec<DirectionGraph>)> {
-    let mut an = Analyzer::new(opts.clone());
-    let summary: ReadSummary = read_capture(input, |frame| {
-        match linerate_wire::capture::decode(frame.link_type, frame.data) {
-            Ok(Some(p)) => an.packet(frame.ts_ns, &p),
-            Ok(None) => an.other(frame.ts_ns),
-            Err(e) => an.undecodable(frame.ts_ns, &e.to_string()),
-        }
-    })?;
-    let (mut rec, graphs) = an.finish(name, summary.format);
-    if let Some(t) = summary.truncated {
-        rec.warnings.insert(0, t);
-    }
-    Ok((rec, graphs))
 }
 
 /// Writes `conn-N-a_to_b.svg` (and b_to_a) for every direction that carried data; returns
@@ -171,7 +149,7 @@ pub(crate) fn with_capture(
                 ));
             }
             let server = server_trace(&mut rec, path, cap.snaplen, &opts);
-            rec.trace = Some(crate::analyze::record::TraceRecord {
+            rec.trace = Some(crate::model::trace::TraceRecord {
                 file: path.display().to_string(),
                 interface: stats.interface,
                 snaplen: cap.snaplen,
@@ -199,7 +177,7 @@ fn server_trace(
     path: &Path,
     snaplen: u32,
     opts: &AnalyzeOptions,
-) -> Option<Box<crate::analyze::record::TraceRecord>> {
+) -> Option<Box<crate::model::trace::TraceRecord>> {
     let returned = rec.server_capture.take()?;
     if let Some(n) = &returned.note {
         rec.warnings.push(format!("--capture at the server: {n}"));
@@ -224,7 +202,7 @@ fn server_trace(
             if !tcp.is_empty() {
                 tcp.remove(0);
             }
-            Some(Box::new(crate::analyze::record::TraceRecord {
+            Some(Box::new(crate::model::trace::TraceRecord {
                 file: spath.display().to_string(),
                 interface: String::new(),
                 snaplen,

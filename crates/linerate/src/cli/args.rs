@@ -65,7 +65,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  linerate doctor                     # this host, the interface of the default route\n  linerate doctor 192.0.2.10          # both ends: asks `linerate serve` there for its findings\n  linerate doctor HOST -w 16M --json  # check limits against 16 MiB socket buffers"
     )]
-    Doctor(crate::doctor::DoctorArgs),
+    Doctor(super::doctor::DoctorArgs),
     /// Analyse a packet capture (pcap or pcapng): per TCP connection retransmissions, RTT,
     /// windows, delayed-ACK stalls, window- and application-limited time, loss recovery;
     /// UDP flows; RFC 6349 metrics with --link-rate.

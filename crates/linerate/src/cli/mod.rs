@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod args;
+pub mod doctor;
 pub mod lab;
 pub mod plan;
 pub mod rfc2544;

@@ -11,7 +11,7 @@ use linerate_wire::report::{
 };
 
 use super::*;
-use crate::export::fixtures;
+use crate::model::fixtures;
 use crate::model::{FlowDirection, PlanRecord, RunRecord};
 
 const SEC: u64 = 1_000_000_000;

@@ -33,18 +33,18 @@ pub fn trials_schema() -> String {
 
 /// JSON Schema of `linerate doctor --json` (`docs/json-schema/doctor-v1.json`).
 pub fn doctor_schema() -> String {
-    pretty(&schemars::schema_for!(crate::doctor::DoctorRecord))
+    pretty(&schemars::schema_for!(crate::model::doctor::DoctorRecord))
 }
 
 /// JSON Schema of `linerate analyze --json` (`docs/json-schema/analyze-v1.json`).
 pub fn analyze_schema() -> String {
     pretty(&schemars::schema_for!(
-        crate::analyze::record::AnalysisRecord
+        crate::model::trace::AnalysisRecord
     ))
 }
 
 /// The analysis record as pretty JSON, with a trailing newline.
-pub fn render_analysis(rec: &crate::analyze::record::AnalysisRecord) -> String {
+pub fn render_analysis(rec: &crate::model::trace::AnalysisRecord) -> String {
     pretty(rec)
 }
 

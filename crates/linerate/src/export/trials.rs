@@ -10,7 +10,7 @@
 //! * ttcp: each trial's ttcp lines.
 
 use super::table::align;
-use super::units::{format_bps, format_duration_ns, format_pps};
+use crate::model::units::{format_bps, format_duration_ns, format_pps};
 use super::Format;
 use crate::model::trials::MetricSummary;
 use crate::model::{StreamEvent, TrialSetRecord};

@@ -4,9 +4,16 @@
 //! from it. Units live in field names. A value that could not be measured is absent and the
 //! reason is in `warnings`; nothing is ever a fake zero.
 
+pub mod diagnosis;
+pub mod doctor;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod labels;
 pub mod rr;
 mod summary;
+pub mod trace;
 pub mod trials;
+pub mod units;
 
 pub use rr::{HistogramBucket, LatencySummary, RrKind, RrSummary};
 pub use summary::{
@@ -54,10 +61,10 @@ pub struct RunRecord {
     /// What limited the test, with the numbers behind each verdict (`crate::diagnose`).
     /// Absent in records written before diagnoses existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    pub diagnosis: Option<diagnosis::Diagnosis>,
     /// What the test's own packet capture showed (`--capture`); the diagnosis uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::analyze::record::TraceRecord>,
+    pub trace: Option<trace::TraceRecord>,
     /// The server's capture as it came back with its results (`--capture`); kept only until
     /// it is written and analysed, never serialized.
     #[serde(skip)]

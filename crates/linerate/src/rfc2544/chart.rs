@@ -20,7 +20,7 @@ use anyhow::Context;
 
 use super::record::Rfc2544Record;
 use super::throughput::ThroughputStatus;
-use crate::export::units::format_bps;
+use crate::model::units::format_bps;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;

@@ -13,7 +13,7 @@ use super::frame_sizes;
 use super::record::{FrameSizeRecord, Rfc2544Record};
 use super::throughput::{Confirmation, GoalResult, ThroughputStatus};
 use super::trial::TrialPurpose;
-use crate::export::units::{format_bps, format_duration_ns};
+use crate::model::units::{format_bps, format_duration_ns};
 
 const DASH: &str = "-";
 

@@ -672,7 +672,7 @@ mod tests {
 
     #[test]
     fn a_sending_stream_that_sent_nothing_is_named() {
-        let rec = crate::export::fixtures::tcp_send();
+        let rec = crate::model::fixtures::tcp_send();
         let mut client = rec.client.clone();
         assert_eq!(idle_senders_warning(&client, rec.server.as_ref()), None);
         let mut idle = client.streams[0].clone();

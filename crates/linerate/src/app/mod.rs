@@ -20,6 +20,7 @@ use crate::session::conn::Debug;
 use crate::session::server::{Server, ServerConfig};
 
 pub(crate) mod analyze;
+mod doctor;
 mod lab;
 pub(crate) mod live;
 mod rfc2544;
@@ -35,7 +36,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Demo(a) => demo(&a),
         Command::Rfc2544(a) => rfc2544::command(&a),
         Command::Lab(a) => lab::run(&a),
-        Command::Doctor(a) => crate::doctor::command(&a),
+        Command::Doctor(a) => doctor::command(&a),
         Command::Analyze(a) => analyze::command(&a),
         Command::Schema { which } => {
             let s = match which.as_str() {
@@ -237,7 +238,7 @@ fn demo_plan(
 
 /// One line of the demo summary; "-" where a figure is missing.
 fn demo_row(name: &str, rec: &RunRecord) -> String {
-    use export::units::{format_bps, format_per_sec};
+    use crate::model::units::{format_bps, format_per_sec};
     let dash = || "-".to_string();
     let f = rec.summary.flows.first();
     let bps = f

@@ -1,4 +1,5 @@
-//! Human-readable numbers with units, used by the table and the live interval lines.
+//! Human-readable numbers with units, used by every rendering (the table, the live interval
+//! lines, charts) and by the diagnosis's and doctor's messages.
 //!
 //! Rates use SI prefixes (1 kbit = 1000 bit) with four significant digits, byte counts use
 //! IEC prefixes (1 KiB = 1024 B) with two decimals. Every function is pure; a non-finite or
