@@ -6,7 +6,6 @@
 pub mod analyze;
 pub mod app;
 pub mod cli;
-pub mod compare;
 pub mod diagnose;
 pub mod doctor;
 pub mod engine;

@@ -355,12 +355,14 @@ fn graph() -> (BTreeSet<String>, Graph) {
                         };
                         for h in heads {
                             if h != top && roots.contains(&h) {
-                                g.entry(top.clone()).or_default().entry(h).or_default().push(
-                                    Site {
+                                g.entry(top.clone())
+                                    .or_default()
+                                    .entry(h)
+                                    .or_default()
+                                    .push(Site {
                                         file: rel.display().to_string(),
                                         line,
-                                    },
-                                );
+                                    });
                             }
                         }
                     }
@@ -390,7 +392,10 @@ fn sites(s: &[Site]) -> String {
 }
 
 /// Strongly connected components with more than one module (Tarjan).
-fn cycles(nodes: &BTreeSet<String>, edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+fn cycles(
+    nodes: &BTreeSet<String>,
+    edges: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<Vec<String>> {
     struct St<'a> {
         edges: &'a BTreeMap<String, BTreeSet<String>>,
         index: BTreeMap<String, usize>,
@@ -457,7 +462,11 @@ fn cycles(nodes: &BTreeSet<String>, edges: &BTreeMap<String, BTreeSet<String>>) 
 }
 
 /// A shortest cycle through `start` inside `comp` (breadth-first), as module names.
-fn cycle_path(start: &str, comp: &[String], edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+fn cycle_path(
+    start: &str,
+    comp: &[String],
+    edges: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
     let inside: BTreeSet<&str> = comp.iter().map(String::as_str).collect();
     let mut prev: BTreeMap<String, String> = BTreeMap::new();
     let mut queue = std::collections::VecDeque::from([start.to_string()]);
@@ -601,7 +610,12 @@ fn the_parser_finds_imports_and_skips_comments_and_strings() {
             _ => None,
         })
         .collect();
-    for absent in ["doc_only", "block_comment", "in_a_string", "in_a_raw_string"] {
+    for absent in [
+        "doc_only",
+        "block_comment",
+        "in_a_string",
+        "in_a_raw_string",
+    ] {
         assert!(!idents.contains(&absent), "{absent} in {idents:?}");
     }
     assert!(idents.contains(&"sys"));

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use super::read::read_capture;
-use crate::model::trace::AnalysisRecord;
 use super::*;
+use crate::model::trace::AnalysisRecord;
 
 fn fixture(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

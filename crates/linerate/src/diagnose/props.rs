@@ -498,7 +498,7 @@ fn record(p: &Params) -> RunRecord {
     }
     intervals(&mut client, &p.ends.0.intervals);
     intervals(&mut server, &p.ends.1.intervals);
-    crate::session::client::build_record(
+    let mut rec = RunRecord::from_reports(
         plan,
         "2024-05-01T12:00:00Z".into(),
         None,
@@ -506,7 +506,9 @@ fn record(p: &Params) -> RunRecord {
         client,
         p.with_server.then_some(server),
         Vec::new(),
-    )
+    );
+    rec.diagnosis = Some(diagnose(&rec));
+    rec
 }
 
 /// `OP NUMBER` of a threshold, checked against `value`; `Err` says what is wrong.

@@ -29,8 +29,7 @@ fn outputs_are_deterministic_and_json_matches_the_schema() {
     let (r2, g2) = analyze_bytes(&fixture("lossy-bulk.pcap"), opts);
     let json = super::json::render_analysis(&r);
     assert_eq!(json, super::json::render_analysis(&r2));
-    let schema: serde_json::Value =
-        serde_json::from_str(&super::json::analyze_schema()).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&super::json::analyze_schema()).unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert!(compiled.is_valid(&value));

@@ -3,8 +3,8 @@
 //! for old scripts). JSON carries the [`Diagnosis`] itself; CSV has `verdict` and
 //! `verdict_message` columns.
 
-use crate::model::units::{format_bps, format_bytes};
 use crate::model::diagnosis::{confidence_name, place, Diagnosis, Evidence, Verdict};
+use crate::model::units::{format_bps, format_bytes};
 
 /// One evidence figure: "cpu_util_percent 95.2% (>= 90)".
 pub fn evidence_text(e: &Evidence) -> String {

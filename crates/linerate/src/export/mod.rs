@@ -14,22 +14,23 @@
 //! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
 
 pub mod analyze;
+pub mod compare;
 pub mod csv;
 pub mod diagnosis;
 pub mod doctor;
 pub mod json;
 pub mod netperf;
+pub mod repeat;
+pub mod rfc2544;
 pub mod rr;
 pub mod table;
-pub mod trials;
 pub mod tsg;
 pub mod ttcp;
 
-
-#[cfg(test)]
-pub(crate) mod fixtures;
 #[cfg(test)]
 mod analyze_tests;
+#[cfg(test)]
+pub(crate) mod fixtures;
 #[cfg(test)]
 mod tests;
 

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use crate::model::labels::split_host_port;
 use super::table::align;
+use crate::model::labels::split_host_port;
 use crate::model::units::{format_bytes, format_duration_ns};
 use crate::model::{EndSummary, LatencySummary, RrKind, RrSummary, RunRecord};
 use linerate_wire::report::{IntervalReport, Role, SideReport};

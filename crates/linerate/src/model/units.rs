@@ -130,6 +130,23 @@ fn round_to(v: f64, decimals: i32) -> f64 {
     (v * f).round() / f
 }
 
+/// A metric's value with its unit, chosen by the name's suffix.
+pub fn format_metric(name: &str, v: f64) -> String {
+    if name.ends_with("_bps") {
+        format_bps(v)
+    } else if name.ends_with("_pps") {
+        format_pps(v)
+    } else if name.ends_with("_ns") {
+        format_duration_ns(v.max(0.0).round() as u64)
+    } else if name.ends_with("_percent") {
+        format!("{v:.2}%")
+    } else if name.ends_with("per_sec") {
+        format!("{v:.1}/s")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +225,13 @@ mod tests {
         assert_eq!(format_duration_ns(999_600_000), "1.00 s");
         // 999.7 us rounds to 1000 us: shown in milliseconds.
         assert_eq!(format_duration_ns(999_700), "1.00 ms");
+    }
+
+    #[test]
+    fn metric_units() {
+        assert_eq!(format_metric("throughput_bps", 1.5e9), "1.500 Gbit/s");
+        assert_eq!(format_metric("latency_p99_ns", 30_000.0), "30.0 us");
+        assert_eq!(format_metric("client_cpu_percent", 12.345), "12.35%");
+        assert_eq!(format_metric("transactions_per_sec", 5.0), "5.0/s");
     }
 }

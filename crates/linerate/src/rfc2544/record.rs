@@ -115,7 +115,7 @@ pub struct Rfc2544PlanRecord {
     /// How frames were asked to be written (`--generator`); absent in records from before
     /// it existed, which used GSO unless `--no-offload`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<super::net::Generator>,
+    pub generator: Option<Generator>,
 }
 
 /// Everything measured for one frame size.
@@ -206,4 +206,29 @@ pub fn to_json(rec: &Rfc2544Record) -> String {
         .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
     text.push('\n');
     text
+}
+/// How the tester (and, with `--bidir`, the server) writes frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// Raw Ethernet frames through an AF_PACKET ring where the end can (CAP_NET_RAW, an
+    /// Ethernet interface, a resolved next hop); otherwise one datagram per `sendmmsg`
+    /// message, stated as a deviation.
+    Auto,
+    /// One datagram per `sendmmsg` message at both ends.
+    Sendmmsg,
+    /// UDP GSO: up to 64 datagrams per send call. On virtual links and Linux forwarding
+    /// paths they stay one super-packet, so the device does a fraction of the per-frame work.
+    Gso,
+}
+
+impl Generator {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::Auto => "auto",
+            Generator::Sendmmsg => "sendmmsg",
+            Generator::Gso => "gso",
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use linerate::cli::args::{Args, Command as Cmd};
-use linerate::model::{RrKind, RunRecord, TrialSetRecord};
+use linerate::model::{RrKind, RunRecord, RunSetRecord};
 use linerate::session::client;
 use linerate_lab::{Lab, LabOptions};
 
@@ -21,7 +21,7 @@ fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
     let Cmd::Rr(a) = Args::try_parse_from(&argv).expect("args").command else {
         unreachable!()
     };
-    let plan = linerate::cli::rr_plan::rr_plan(&a).expect("plan");
+    let plan = linerate::cli::rr::rr_plan(&a).expect("plan");
     let never = AtomicBool::new(false);
     client::run(&plan, &mut client::Quiet, &never).expect("rr run")
 }
@@ -196,13 +196,13 @@ fn repeat_and_confidence_report_every_trial() {
         "rr",
         &["-t", "0.3", "--rate", "2k", "--repeat", "3", "--json"],
     );
-    let set: TrialSetRecord = serde_json::from_str(&out).expect("trial set");
-    assert_eq!(set.trials.len(), 3);
+    let set: RunSetRecord = serde_json::from_str(&out).expect("trial set");
+    assert_eq!(set.runs.len(), 3);
     assert_eq!(set.primary_metric, "transactions_per_sec");
     let m = &set.metrics[0];
     assert_eq!((m.name.as_str(), m.n), ("transactions_per_sec", 3));
     let vals: Vec<f64> = set
-        .trials
+        .runs
         .iter()
         .map(|t| t.rr.as_ref().unwrap().transactions_per_sec.unwrap())
         .collect();

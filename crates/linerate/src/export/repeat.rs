@@ -1,39 +1,25 @@
-//! Output of repeated runs ([`TrialSetRecord`]): every trial, then mean, standard deviation
+//! Output of repeated runs ([`RunSetRecord`]): every run, then mean, standard deviation
 //! and the confidence interval per metric, then the warnings.
 //!
-//! * table: one line per trial with the headline metrics, then the statistics rows;
+//! * table: one line per run with the headline metrics, then the statistics rows;
 //! * json: the whole set (schema `docs/json-schema/trials-v1.json`);
-//! * json-stream: each trial's `end` event, one line each;
-//! * csv: the per-run CSV rows of every trial under one header, with a leading `trial`
+//! * json-stream: each run's `end` event, one line each;
+//! * csv: the per-run CSV rows of every run under one header, with a leading `trial`
 //!   column;
-//! * netperf: each trial's netperf table, then the interval as netperf's confidence lines;
-//! * ttcp: each trial's ttcp lines.
+//! * netperf: each run's netperf table, then the interval as netperf's confidence lines;
+//! * ttcp: each run's ttcp lines.
+//!
+//! The printed words ("3 trials of tcp", the `trial` column) are the published output
+//! format and stay as they are.
 
 use super::table::align;
-use crate::model::units::{format_bps, format_duration_ns, format_pps};
 use super::Format;
-use crate::model::trials::MetricSummary;
-use crate::model::{StreamEvent, TrialSetRecord};
-
-/// A metric's value with its unit, chosen by the name's suffix.
-pub fn format_metric(name: &str, v: f64) -> String {
-    if name.ends_with("_bps") {
-        format_bps(v)
-    } else if name.ends_with("_pps") {
-        format_pps(v)
-    } else if name.ends_with("_ns") {
-        format_duration_ns(v.max(0.0).round() as u64)
-    } else if name.ends_with("_percent") {
-        format!("{v:.2}%")
-    } else if name.ends_with("per_sec") {
-        format!("{v:.1}/s")
-    } else {
-        format!("{v:.3}")
-    }
-}
+use crate::model::repeat::MetricSummary;
+use crate::model::units::format_metric;
+use crate::model::{RunSetRecord, StreamEvent};
 
 /// Renders a set in `format`.
-pub fn render(format: Format, set: &TrialSetRecord) -> String {
+pub fn render(format: Format, set: &RunSetRecord) -> String {
     match format {
         Format::Json => {
             let mut t = serde_json::to_string_pretty(set).unwrap_or_else(|e| {
@@ -43,7 +29,7 @@ pub fn render(format: Format, set: &TrialSetRecord) -> String {
             t
         }
         Format::JsonStream => set
-            .trials
+            .runs
             .iter()
             .map(|t| {
                 super::json::event_line(&StreamEvent::End {
@@ -53,7 +39,7 @@ pub fn render(format: Format, set: &TrialSetRecord) -> String {
             .collect(),
         Format::Csv => csv(set),
         Format::Netperf => netperf(set),
-        Format::Ttcp => set.trials.iter().map(super::ttcp::render).collect(),
+        Format::Ttcp => set.runs.iter().map(super::ttcp::render).collect(),
         Format::Table => table(set),
     }
 }
@@ -69,15 +55,15 @@ fn stat_row(
 }
 
 /// The human table.
-pub fn table(set: &TrialSetRecord) -> String {
-    let first = set.trials.first();
+pub fn table(set: &RunSetRecord) -> String {
+    let first = set.runs.first();
     let what = first.map_or("test".to_string(), |t| match &t.rr {
         Some(rr) => rr.kind.netperf_name().to_string(),
         None => format!("{:?}", t.plan.transport).to_lowercase(),
     });
     let mut out = format!(
         "{} trials of {what} with {}{}\n\n",
-        set.trials.len(),
+        set.runs.len(),
         first.map_or("-", |t| t.plan.server.as_str()),
         match (
             set.repeat.confidence_level_percent,
@@ -86,20 +72,20 @@ pub fn table(set: &TrialSetRecord) -> String {
             (Some(l), Some(w)) => format!(
                 ", until the {l}% interval is within ±{:.1}% ({} to {} trials)",
                 w / 2.0,
-                set.repeat.min_trials,
-                set.repeat.max_trials
+                set.repeat.min_runs,
+                set.repeat.max_runs
             ),
             _ => String::new(),
         }
     );
     let metrics: Vec<&MetricSummary> = set.metrics.iter().collect();
     let mut rows = vec![stat_row("trial", &metrics, |m| m.name.clone())];
-    for (k, t) in set.trials.iter().enumerate() {
-        let vals = crate::model::trials::metrics_of(t);
+    for (k, t) in set.runs.iter().enumerate() {
+        let vals = crate::model::repeat::metrics_of(t);
         let mut row = vec![(k + 1).to_string()];
         for m in &metrics {
             let v = vals.iter().find(|(d, _)| d.name == m.name).map(|(_, v)| *v);
-            let mark = if m.outlier_trials.contains(&(k as u32 + 1)) {
+            let mark = if m.outlier_runs.contains(&(k as u32 + 1)) {
                 " *"
             } else {
                 ""
@@ -142,7 +128,7 @@ pub fn table(set: &TrialSetRecord) -> String {
             }
         ));
     }
-    if set.metrics.iter().any(|m| !m.outlier_trials.is_empty()) {
+    if set.metrics.iter().any(|m| !m.outlier_runs.is_empty()) {
         out.push_str("\n* outlier (modified Z-score above 3.5)\n");
     }
     if !set.warnings.is_empty() {
@@ -156,9 +142,9 @@ pub fn table(set: &TrialSetRecord) -> String {
     out
 }
 
-fn csv(set: &TrialSetRecord) -> String {
+fn csv(set: &RunSetRecord) -> String {
     let mut out = String::new();
-    for (k, t) in set.trials.iter().enumerate() {
+    for (k, t) in set.runs.iter().enumerate() {
         let text = super::csv::render(t);
         for (i, line) in text.lines().enumerate() {
             if i == 0 {
@@ -175,9 +161,9 @@ fn csv(set: &TrialSetRecord) -> String {
     out
 }
 
-fn netperf(set: &TrialSetRecord) -> String {
+fn netperf(set: &RunSetRecord) -> String {
     let mut out = String::new();
-    for t in &set.trials {
+    for t in &set.runs {
         out.push_str(&super::netperf::render(t));
     }
     if let Some(m) = set.metrics.first() {
@@ -199,34 +185,34 @@ fn netperf(set: &TrialSetRecord) -> String {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::model::trials::{summarize_metrics, RepeatRecord, TRIALS_SCHEMA_VERSION};
+    use crate::model::repeat::{summarize_metrics, RepeatRecord, TRIALS_SCHEMA_VERSION};
 
-    pub(crate) fn set() -> TrialSetRecord {
-        let mut trials = Vec::new();
+    pub(crate) fn set() -> RunSetRecord {
+        let mut runs = Vec::new();
         for bps in [290e6, 292e6, 294e6] {
             let mut t = fixtures::tcp_send();
             t.summary.flows[0].receiver_bps = Some(bps);
-            trials.push(t);
+            runs.push(t);
         }
-        TrialSetRecord {
+        RunSetRecord {
             schema_version: TRIALS_SCHEMA_VERSION,
             tool_version: "linerate 0.1.0".into(),
             repeat: RepeatRecord {
-                min_trials: 3,
-                max_trials: 3,
+                min_runs: 3,
+                max_runs: 3,
                 confidence_level_percent: None,
                 width_percent: None,
             },
             primary_metric: "throughput_bps".into(),
             converged: None,
-            metrics: summarize_metrics(&trials, 0.95),
-            trials,
+            metrics: summarize_metrics(&runs, 0.95),
+            runs,
             warnings: vec![],
         }
     }
 
     #[test]
-    fn table_lists_trials_then_statistics() {
+    fn table_lists_runs_then_statistics() {
         // 290, 292, 294 Mbit/s: mean 292, s = 2; t(0.975, 2) = 4.302653 → half 4.9683 Mbit/s
         // = ±1.70 % of the mean.
         let out = table(&set());
@@ -248,13 +234,5 @@ mod tests {
         assert_eq!(out.lines().count(), 4);
         assert!(out.starts_with("trial,started_at,"));
         assert!(out.lines().nth(3).unwrap().starts_with("3,"));
-    }
-
-    #[test]
-    fn metric_units() {
-        assert_eq!(format_metric("throughput_bps", 1.5e9), "1.500 Gbit/s");
-        assert_eq!(format_metric("latency_p99_ns", 30_000.0), "30.0 us");
-        assert_eq!(format_metric("client_cpu_percent", 12.345), "12.35%");
-        assert_eq!(format_metric("transactions_per_sec", 5.0), "5.0/s");
     }
 }

@@ -1,5 +1,10 @@
-//! Repeated runs: every trial's [`RunRecord`] plus, per metric, mean, standard deviation,
-//! a Student-t confidence interval, the coefficient of variation and outlying trials.
+//! Repeated runs (`--repeat`, `--confidence`): every run's [`RunRecord`] plus, per metric,
+//! mean, standard deviation, a Student-t confidence interval, the coefficient of variation
+//! and outlying runs.
+//!
+//! The JSON keeps the names it was published with (schema `trials`, fields `trials`,
+//! `min_trials`, `max_trials`, `outlier_trials`): "trial" now means only an RFC 2544 trial,
+//! and a run of a repeated test is a run.
 //!
 //! * The metrics of one record are listed by [`metrics_of`]; the same list drives
 //!   `linerate compare`.
@@ -16,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{FlowDirection, RunRecord};
 
-/// Layout version of [`TrialSetRecord`].
+/// Layout version of [`RunSetRecord`] (the published schema `trials`).
 pub const TRIALS_SCHEMA_VERSION: u32 = 1;
 
 /// Coefficient of variation of the primary metric above which a set is called unstable.
@@ -143,10 +148,9 @@ pub fn primary_metric(rec: &RunRecord) -> MetricDef {
     }
 }
 
-/// The values of metric `name` over `trials`, one per trial that measured it.
-pub fn values(trials: &[RunRecord], name: &str) -> Vec<f64> {
-    trials
-        .iter()
+/// The values of metric `name` over `runs`, one per run that measured it.
+pub fn values(runs: &[RunRecord], name: &str) -> Vec<f64> {
+    runs.iter()
         .filter_map(|t| {
             metrics_of(t)
                 .into_iter()
@@ -187,8 +191,8 @@ pub struct MetricSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_percent: Option<f64>,
     /// Trial numbers (from 1) whose value is an outlier by the modified Z-score.
-    #[serde(default)]
-    pub outlier_trials: Vec<u32>,
+    #[serde(default, rename = "outlier_trials")]
+    pub outlier_runs: Vec<u32>,
 }
 
 impl MetricSummary {
@@ -212,7 +216,7 @@ impl MetricSummary {
             cv_percent: s
                 .stddev
                 .and_then(|sd| (s.mean != 0.0).then(|| sd / s.mean.abs() * 100.0)),
-            outlier_trials: linerate_stats::outliers(values)
+            outlier_runs: linerate_stats::outliers(values)
                 .into_iter()
                 .map(|i| u32::try_from(i + 1).unwrap_or(u32::MAX))
                 .collect(),
@@ -224,9 +228,11 @@ impl MetricSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RepeatRecord {
     /// Fewest trials.
-    pub min_trials: u32,
+    #[serde(rename = "min_trials")]
+    pub min_runs: u32,
     /// Most trials.
-    pub max_trials: u32,
+    #[serde(rename = "max_trials")]
+    pub max_runs: u32,
     /// `--confidence LEVEL`, percent (e.g. 99); absent with a plain `--repeat`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence_level_percent: Option<f64>,
@@ -237,7 +243,8 @@ pub struct RepeatRecord {
 
 /// The result of a repeated test (`--repeat`, `--confidence`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct TrialSetRecord {
+#[schemars(rename = "TrialSetRecord")]
+pub struct RunSetRecord {
     /// Layout version ([`TRIALS_SCHEMA_VERSION`]).
     pub schema_version: u32,
     /// "linerate x.y.z".
@@ -253,19 +260,20 @@ pub struct TrialSetRecord {
     /// Per metric over all trials, primary first.
     pub metrics: Vec<MetricSummary>,
     /// Every trial, in order.
-    pub trials: Vec<RunRecord>,
+    #[serde(rename = "trials")]
+    pub runs: Vec<RunRecord>,
     /// Outliers, unstable runs and what to change, one sentence each.
     pub warnings: Vec<String>,
 }
 
-/// Summaries of every metric the first trial has, at `level`.
-pub fn summarize_metrics(trials: &[RunRecord], level: f64) -> Vec<MetricSummary> {
-    let Some(first) = trials.first() else {
+/// Summaries of every metric the first run has, at `level`.
+pub fn summarize_metrics(runs: &[RunRecord], level: f64) -> Vec<MetricSummary> {
+    let Some(first) = runs.first() else {
         return Vec::new();
     };
     metrics_of(first)
         .iter()
-        .filter_map(|(d, _)| MetricSummary::new(d.name, &values(trials, d.name), level))
+        .filter_map(|(d, _)| MetricSummary::new(d.name, &values(runs, d.name), level))
         .collect()
 }
 
@@ -274,11 +282,11 @@ pub fn ci_half_width_percent(values: &[f64], level: f64) -> Option<f64> {
     MetricSummary::new("x", values, level).and_then(|m| m.ci_half_width_percent)
 }
 
-/// Warnings about outlying trials and unstable sets, with what to change.
-pub fn trial_warnings(metrics: &[MetricSummary], primary: &str) -> Vec<String> {
+/// Warnings about outlying runs and unstable sets, with what to change.
+pub fn run_warnings(metrics: &[MetricSummary], primary: &str) -> Vec<String> {
     let mut out = Vec::new();
     for m in metrics {
-        for t in &m.outlier_trials {
+        for t in &m.outlier_runs {
             out.push(format!(
                 "trial {t} is an outlier in {} (modified Z-score above 3.5): something disturbed that run; rerun it, pin CPUs with -A, or add a warm-up with -O",
                 m.name
@@ -311,7 +319,7 @@ mod tests {
         assert!((m.stddev.unwrap_or(0.0) - 1.581_138_8).abs() < 1e-6);
         assert!((m.ci_half_width_percent.unwrap_or(0.0) - 1.963_243_2).abs() < 1e-5);
         assert!((m.cv_percent.unwrap_or(0.0) - 1.581_138_8).abs() < 1e-6);
-        assert!(m.outlier_trials.is_empty());
+        assert!(m.outlier_runs.is_empty());
     }
 
     #[test]
@@ -320,8 +328,8 @@ mod tests {
         // mean 112, stddev 26.84 → CV 24 % > 5 %.
         let m = MetricSummary::new("throughput_bps", &[100.0, 101.0, 99.0, 100.0, 160.0], 0.95)
             .expect("values");
-        assert_eq!(m.outlier_trials, vec![5]);
-        let w = trial_warnings(&[m], "throughput_bps");
+        assert_eq!(m.outlier_runs, vec![5]);
+        let w = run_warnings(&[m], "throughput_bps");
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].starts_with("trial 5 is an outlier"), "{w:?}");
         assert!(w[1].contains("run longer with -t"), "{w:?}");
@@ -329,7 +337,7 @@ mod tests {
     }
 
     #[test]
-    fn one_trial_has_no_interval() {
+    fn one_run_has_no_interval() {
         let m = MetricSummary::new("x", &[5.0], 0.99).expect("one value");
         assert_eq!(
             (m.stddev, m.ci_low, m.ci_half_width_percent),

@@ -1,5 +1,8 @@
 //! `linerate rfc2544`: the four RFC 2544 benchmarks of a device between this host and a
-//! `linerate serve`, with a progress line, and the table, JSON, CSV and chart outputs.
+//! `linerate serve`, with a progress line, and the table, JSON, CSV and chart outputs. The
+//! search logic is `crate::rfc2544`; [`net`] runs its trials over the network.
+
+pub mod net;
 
 use std::net::{IpAddr, ToSocketAddrs};
 use std::process::ExitCode;
@@ -11,14 +14,14 @@ use anyhow::{anyhow, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{signal_flag, write_out};
-use crate::cli::plan::UsageError;
 use crate::cli::rfc2544::{self as cli, Rfc2544Args};
+use crate::cli::UsageError;
+use crate::export::rfc2544::{self as report, chart, format_fps};
 use crate::rfc2544::frame_sizes::IpVersion;
-use crate::rfc2544::net::{NetTrial, NetTrialConfig};
 use crate::rfc2544::record::{self, Benchmark, Rfc2544Record};
-use crate::rfc2544::report::{self, format_fps};
+use crate::rfc2544::run;
 use crate::rfc2544::trial::{Trial, TrialOutcome};
-use crate::rfc2544::{chart, run};
+use net::{NetTrial, NetTrialConfig};
 
 /// Runs `linerate rfc2544`.
 pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {

@@ -1,30 +1,26 @@
-//! `linerate compare A.json B.json [more]`: results side by side, with a verdict per metric.
+//! The statistics of `linerate compare A.json B.json [more]`: results side by side, with a
+//! verdict per metric (the command is `app::compare`, the table `export::compare`).
 //!
 //! Each file is a single run (`--json` of `tcp`, `udp` or `rr`) or a repeated run
 //! (`--repeat`/`--confidence`); the first is the baseline A and every other file is compared
-//! with it, metric by metric ([`crate::model::trials::metrics_of`]):
+//! with it, metric by metric ([`crate::model::repeat::metrics_of`]):
 //!
 //! * difference `B − A` of the means and ratio `B / A`;
 //! * **Welch's two-sided t-test** (unequal variances, Welch–Satterthwaite degrees of
 //!   freedom; [`linerate_stats::compare`]), significant when p < 0.05, with the 95 % interval
 //!   of the difference and a delta-method interval of the ratio;
-//! * with fewer than two trials on either side there is no variance, so no interval and no
-//!   verdict: "too few trials: use --repeat 5 or more".
+//! * with fewer than two runs on either side there is no variance, so no interval and no
+//!   verdict: "too few trials: use --repeat 5 or more" (the words the table has always
+//!   printed; the JSON's `too_few_trials` and `baseline_trials` keep their names too).
 //!
 //! Then one sentence per comparison in an engineer's words, after seed 001's "11.3 % lower
 //! network performance while using 58.7 % more CPU": the primary metric's change, p99 latency
 //! for RR tests, and the largest change of CPU per unit of work (service demand).
 
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
-
 use serde::Serialize;
 
-use crate::cli::plan::UsageError;
-use crate::cli::rr_args::CompareArgs;
-use crate::export::trials::format_metric;
-use crate::model::trials::{self, metrics_of, primary_metric, MetricDef};
-use crate::model::{RunRecord, TrialSetRecord};
+use super::repeat::{self, metrics_of, primary_metric, MetricDef};
+use super::RunRecord;
 
 /// Significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
@@ -38,8 +34,8 @@ pub struct Input {
     pub label: String,
     /// Where it came from.
     pub file: String,
-    /// Its trials (one for a single run).
-    pub trials: Vec<RunRecord>,
+    /// Its runs (one for a single run).
+    pub runs: Vec<RunRecord>,
 }
 
 /// What the test says about one metric.
@@ -50,16 +46,18 @@ pub enum Verdict {
     Significant,
     /// p >= 0.05.
     NotSignificant,
-    /// A side has fewer than two trials.
-    TooFewTrials,
+    /// A side has fewer than two runs.
+    #[serde(rename = "too_few_trials")]
+    TooFewRuns,
 }
 
 impl Verdict {
-    fn text(self) -> &'static str {
+    /// The verdict in words, as the table prints it.
+    pub fn text(self) -> &'static str {
         match self {
             Verdict::Significant => "significant",
             Verdict::NotSignificant => "not significant",
-            Verdict::TooFewTrials => "too few trials: use --repeat 5 or more",
+            Verdict::TooFewRuns => "too few trials: use --repeat 5 or more",
         }
     }
 }
@@ -69,7 +67,7 @@ impl Verdict {
 pub struct MetricComparison {
     /// Metric name with unit.
     pub name: String,
-    /// Trials of A and B that measured it.
+    /// Runs of A and B that measured it.
     pub n_a: usize,
     /// See `n_a`.
     pub n_b: usize,
@@ -105,7 +103,7 @@ impl MetricComparison {
         let (ma, mb) = (mean(a)?, mean(b)?);
         let w = linerate_stats::welch(a, b, 1.0 - ALPHA);
         let verdict = match &w {
-            None => Verdict::TooFewTrials,
+            None => Verdict::TooFewRuns,
             Some(w) if w.significant(ALPHA) => Verdict::Significant,
             Some(_) => Verdict::NotSignificant,
         };
@@ -151,8 +149,9 @@ pub struct CompareReport {
     pub method: &'static str,
     /// The baseline's file.
     pub baseline_file: String,
-    /// Trials in the baseline.
-    pub baseline_trials: usize,
+    /// Runs in the baseline.
+    #[serde(rename = "baseline_trials")]
+    pub baseline_runs: usize,
     /// One per other file.
     pub comparisons: Vec<Comparison>,
 }
@@ -160,7 +159,7 @@ pub struct CompareReport {
 /// Compares every input after the first with the first.
 pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
     let (a, rest) = inputs.split_first()?;
-    let first = a.trials.first()?;
+    let first = a.runs.first()?;
     let defs: Vec<MetricDef> = metrics_of(first).into_iter().map(|(d, _)| d).collect();
     let primary = primary_metric(first);
     let comparisons = rest
@@ -171,8 +170,8 @@ pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
                 .filter_map(|d| {
                     MetricComparison::new(
                         d.name,
-                        &trials::values(&a.trials, d.name),
-                        &trials::values(&b.trials, d.name),
+                        &repeat::values(&a.runs, d.name),
+                        &repeat::values(&b.runs, d.name),
                     )
                 })
                 .collect();
@@ -187,27 +186,27 @@ pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
     Some(CompareReport {
         method: METHOD,
         baseline_file: a.file.clone(),
-        baseline_trials: a.trials.len(),
+        baseline_runs: a.runs.len(),
         comparisons,
     })
 }
 
 fn def_of(name: &str) -> Option<MetricDef> {
     [
-        trials::THROUGHPUT,
-        trials::THROUGHPUT_BACK,
-        trials::PPS,
-        trials::LOSS,
-        trials::TPS,
-        trials::P50,
-        trials::P99,
-        trials::LOST_TRAN,
-        trials::CLIENT_CPU,
-        trials::SERVER_CPU,
-        trials::CLIENT_SD_KB,
-        trials::SERVER_SD_KB,
-        trials::CLIENT_SD_TR,
-        trials::SERVER_SD_TR,
+        repeat::THROUGHPUT,
+        repeat::THROUGHPUT_BACK,
+        repeat::PPS,
+        repeat::LOSS,
+        repeat::TPS,
+        repeat::P50,
+        repeat::P99,
+        repeat::LOST_TRAN,
+        repeat::CLIENT_CPU,
+        repeat::SERVER_CPU,
+        repeat::CLIENT_SD_KB,
+        repeat::SERVER_SD_KB,
+        repeat::CLIENT_SD_TR,
+        repeat::SERVER_SD_TR,
     ]
     .into_iter()
     .find(|d| d.name == name)
@@ -236,9 +235,9 @@ pub fn sentence(label: &str, primary: MetricDef, metrics: &[MetricComparison]) -
     if let Some(p) = find(primary.name).and_then(|m| phrase(m, primary.label, "higher", "lower")) {
         parts.push(p);
     }
-    if primary.name == trials::TPS.name {
+    if primary.name == repeat::TPS.name {
         if let Some(p) =
-            find(trials::P99.name).and_then(|m| phrase(m, "p99 latency", "higher", "lower"))
+            find(repeat::P99.name).and_then(|m| phrase(m, "p99 latency", "higher", "lower"))
         {
             parts.push(p);
         }
@@ -267,138 +266,21 @@ pub fn sentence(label: &str, primary: MetricDef, metrics: &[MetricComparison]) -
             if pct >= 0.0 { "more" } else { "less" }
         ));
     }
-    if metrics.iter().any(|m| m.verdict == Verdict::TooFewTrials) {
+    if metrics.iter().any(|m| m.verdict == Verdict::TooFewRuns) {
         out.push_str(" (single runs: no verdict; use --repeat 5 or more)");
     }
     out.push('.');
     out
 }
 
-/// Reads a result file: a repeated run or a single run.
-pub fn load(path: &Path, label: &str) -> Result<Input, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
-    let file = path.display().to_string();
-    if let Ok(set) = serde_json::from_str::<TrialSetRecord>(&text) {
-        return Ok(Input {
-            label: label.into(),
-            file,
-            trials: set.trials,
-        });
-    }
-    match serde_json::from_str::<RunRecord>(&text) {
-        Ok(rec) => Ok(Input { label: label.into(), file, trials: vec![rec] }),
-        Err(e) => Err(UsageError(format!(
-            "{file} is not a linerate result ({e}): give the --json output of tcp, udp or rr, or of a repeated run"
-        ))),
-    }
-}
-
-fn signed(name: &str, v: f64) -> String {
-    let s = if v < 0.0 { "-" } else { "+" };
-    format!("{s}{}", format_metric(name, v.abs()))
-}
-
-/// The table of a report.
-pub fn render(r: &CompareReport, inputs: &[Input]) -> String {
-    let mut out = String::new();
-    for i in inputs {
-        out.push_str(&format!(
-            "{} = {} ({} trial{})\n",
-            i.label,
-            i.file,
-            i.trials.len(),
-            if i.trials.len() == 1 { "" } else { "s" }
-        ));
-    }
-    out.push_str(&format!("Test: {}.\n", r.method));
-    for c in &r.comparisons {
-        let mut rows = vec![[
-            "metric".to_string(),
-            "A".into(),
-            c.label.clone(),
-            format!("{}-A", c.label),
-            format!("{}/A", c.label),
-            format!("95% CI of {}/A", c.label),
-            "p".into(),
-            "verdict".into(),
-        ]
-        .to_vec()];
-        for m in &c.metrics {
-            rows.push(vec![
-                m.name.clone(),
-                format_metric(&m.name, m.mean_a),
-                format_metric(&m.name, m.mean_b),
-                signed(&m.name, m.diff),
-                m.ratio.map_or("-".into(), |r| format!("{r:.3}")),
-                m.ratio_ci
-                    .map_or("-".into(), |(lo, hi)| format!("{lo:.3}..{hi:.3}")),
-                m.p_value.map_or("-".into(), |p| {
-                    if p < 0.001 {
-                        "<0.001".into()
-                    } else {
-                        format!("{p:.3}")
-                    }
-                }),
-                m.verdict.text().to_string(),
-            ]);
-        }
-        out.push('\n');
-        out.push_str(&crate::export::table::align_rows(&rows));
-        out.push('\n');
-        out.push_str(&c.sentence);
-        out.push('\n');
-    }
-    out
-}
-
-/// `linerate compare`.
-pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let inputs: Vec<Input> = a
-        .files
-        .iter()
-        .enumerate()
-        .map(|(i, p): (usize, &PathBuf)| {
-            let label = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0)).to_string();
-            load(p, &label)
-        })
-        .collect::<Result<_, _>>()?;
-    let kind = |i: &Input| i.trials.first().map(|t| t.rr.as_ref().map(|r| r.kind));
-    if let Some(first) = inputs.first() {
-        if first.trials.is_empty() {
-            return Err(UsageError(format!("{} holds no trials", first.file)).into());
-        }
-        for other in &inputs[1..] {
-            if kind(other) != kind(first) {
-                return Err(UsageError(format!(
-                    "{} and {} are different kinds of test (stream vs request/response, or TCP_RR vs UDP_RR): compare like with like",
-                    first.file, other.file
-                ))
-                .into());
-            }
-        }
-    }
-    let report = compare(&inputs).ok_or_else(|| UsageError("nothing to compare".into()))?;
-    let text = if a.json {
-        serde_json::to_string_pretty(&report)? + "\n"
-    } else {
-        render(&report, &inputs)
-    };
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::fixtures;
 
     /// Seed 001 as records: A (GMAC) 663 Mbit/s at 63 % CPU, B (SUNGEM) 588 Mbit/s at
-    /// 100 % CPU, on the client, five trials each with small spread.
-    fn runs(bps: &[f64], cpu: &[f64]) -> Vec<RunRecord> {
+    /// 100 % CPU, on the client, five runs each with small spread.
+    pub(crate) fn runs(bps: &[f64], cpu: &[f64]) -> Vec<RunRecord> {
         bps.iter()
             .zip(cpu)
             .map(|(b, c)| {
@@ -412,11 +294,11 @@ mod tests {
             .collect()
     }
 
-    fn input(label: &str, trials: Vec<RunRecord>) -> Input {
+    pub(crate) fn input(label: &str, runs: Vec<RunRecord>) -> Input {
         Input {
             label: label.into(),
             file: format!("{label}.json"),
-            trials,
+            runs,
         }
     }
 
@@ -483,7 +365,7 @@ mod tests {
         let b = runs(&[588.0], &[100.0]);
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
         let c = &r.comparisons[0];
-        assert!(c.metrics.iter().all(|m| m.verdict == Verdict::TooFewTrials));
+        assert!(c.metrics.iter().all(|m| m.verdict == Verdict::TooFewRuns));
         assert!(c
             .metrics
             .iter()
@@ -492,11 +374,6 @@ mod tests {
             c.sentence.contains("use --repeat 5 or more"),
             "{}",
             c.sentence
-        );
-        let text = render(&r, &[input("A", vec![]), input("B", vec![])]);
-        assert!(
-            text.contains("too few trials: use --repeat 5 or more"),
-            "{text}"
         );
     }
 

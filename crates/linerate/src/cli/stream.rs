@@ -1,20 +1,132 @@
-//! Validation: raw [`super::args`] become plans with every default applied. All cross-flag
-//! checks live here, so the engines and sessions never see raw arguments.
+//! `linerate tcp` and `linerate udp`: their arguments, and their validation into a plan with
+//! every default applied. All cross-flag checks live here, so the engines and sessions
+//! never see raw arguments.
 
 use std::time::Duration;
 
 use linerate_wire::control::{Direction, TestSpec, Transport};
 
-use super::args::{OutputArgs, StreamArgs};
-use crate::export::Format;
+use clap::Args as ClapArgs;
+
+use super::args::AuthArgs;
+use super::output::OutputArgs;
+use super::{units, UsageError};
 use crate::session::client::StreamPlan;
 use crate::session::conn::Debug;
 use crate::session::sockets::SockOpts;
 
-/// A usage error: one line that says how to fix it (exit code 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
+/// Arguments of `tcp` and `udp`.
+#[derive(Debug, ClapArgs)]
+pub struct StreamArgs {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
+    pub port: u16,
+    /// Server sends, client receives (netperf TCP_MAERTS, iperf3 -R).
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once, each with -P streams.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Parallel streams per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u16,
+    /// Test length (seconds, or with a unit: 500ms, 2m).
+    #[arg(short = 't', long, value_parser = units::parse_duration, conflicts_with = "bytes")]
+    pub time: Option<std::time::Duration>,
+    /// Send this many bytes per direction instead of running for a time (ttcp's buflen x nbuf).
+    #[arg(short = 'n', long, value_parser = units::parse_size)]
+    pub bytes: Option<u64>,
+    /// Write size (TCP, default 128K) or datagram payload (UDP, default 1400).
+    #[arg(short = 'l', long, value_parser = units::parse_size32)]
+    pub len: Option<u32>,
+    /// Socket buffers (send and receive) on both ends, like iperf3 -w.
+    #[arg(short = 'w', long, value_parser = units::parse_size32)]
+    pub window: Option<u32>,
+    /// Socket buffers (send and receive) on this end, like netperf -s.
+    #[arg(short = 's', long, value_parser = units::parse_size32)]
+    pub local_buffer: Option<u32>,
+    /// Socket buffers (send and receive) on the server, like netperf -S.
+    #[arg(short = 'S', long, value_parser = units::parse_size32)]
+    pub remote_buffer: Option<u32>,
+    /// SO_SNDBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_sndbuf: Option<u32>,
+    /// SO_RCVBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_rcvbuf: Option<u32>,
+    /// SO_SNDBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_sndbuf: Option<u32>,
+    /// SO_RCVBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_rcvbuf: Option<u32>,
+    /// TCP_NODELAY on data sockets.
+    #[arg(short = 'N', long)]
+    pub nodelay: bool,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long)]
+    pub mss: Option<u32>,
+    /// TCP congestion control (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long)]
+    pub congestion: Option<String>,
+    /// IP TOS byte (e.g. 0x10); see also --dscp.
+    #[arg(long, value_parser = parse_tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DSCP code point 0-63 (sets TOS to DSCP << 2).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub dscp: Option<u8>,
+    /// Pace each direction to this rate, all streams together (e.g. 100M, 1G).
+    #[arg(short = 'b', long, value_parser = units::parse_rate)]
+    pub rate: Option<u64>,
+    /// Interval between reports.
+    #[arg(short = 'i', long, default_value = "1", value_parser = units::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Warm-up left out of the totals.
+    #[arg(short = 'O', long, value_parser = units::parse_duration)]
+    pub omit: Option<std::time::Duration>,
+    /// Pin data threads: LOCAL[,REMOTE] CPU numbers (iperf3 -A, netperf -T).
+    #[arg(short = 'A', long, value_parser = units::parse_affinity)]
+    pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Don't use UDP GSO/GRO (segmentation offload) even where the kernel has them.
+    #[arg(long)]
+    pub no_offload: bool,
+    /// UDP: write complete Ethernet frames with an AF_PACKET ring (needs CAP_NET_RAW; both
+    /// ends, where they can), so that every datagram is one packet on the wire; without the
+    /// capability the sender falls back to one datagram per sendmmsg message and says so.
+    #[arg(long)]
+    pub raw_frames: bool,
+    /// Time to wait for the server to answer the connection.
+    #[arg(long, default_value = "5", value_parser = units::parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    /// The path's link or shaped rate (e.g. 100M) for the diagnosis's "link bound". Needed
+    /// only when the bottleneck is beyond both ends' interfaces (a shaping router, a slower
+    /// hop): linerate reads physical interface speeds and a tbf/htb on the sender itself.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub link_rate: Option<u64>,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
+    /// Log every control frame to stderr.
+    #[arg(long)]
+    pub debug_protocol: bool,
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u8::from_str_radix(h, 16)
+    } else {
+        t.parse()
+    };
+    v.map_err(|_| format!("invalid TOS '{s}': use 0-255 or hex such as 0x10"))
+}
 
 /// Default TCP write size (iperf3's; netperf's -m 131072 in the benchmarks).
 pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
@@ -142,30 +254,18 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     })
 }
 
-/// Picks the output format.
-pub fn output_format(o: &OutputArgs) -> Result<Format, UsageError> {
-    if o.json {
-        return Ok(Format::Json);
-    }
-    if o.json_stream {
-        return Ok(Format::JsonStream);
-    }
-    if o.csv {
-        return Ok(Format::Csv);
-    }
-    match &o.format {
-        None => Ok(Format::Table),
-        Some(f) => f
-            .parse()
-            .map_err(|e: crate::export::UnknownFormat| UsageError(format!("--format: {e}"))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::args::{Args, Command};
     use clap::Parser;
+
+    #[test]
+    fn tos_parses_hex_and_decimal() {
+        assert_eq!(parse_tos("0x10"), Ok(16));
+        assert_eq!(parse_tos("184"), Ok(184));
+        assert!(parse_tos("300").is_err());
+    }
 
     fn plan(argv: &[&str]) -> Result<StreamPlan, UsageError> {
         let args = Args::try_parse_from(argv).unwrap();

@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::record::Rfc2544Record;
-use super::throughput::ThroughputStatus;
 use crate::model::units::format_bps;
+use crate::rfc2544::record::Rfc2544Record;
+use crate::rfc2544::throughput::ThroughputStatus;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;

@@ -1,19 +1,23 @@
-//! Tables and CSV of an [`Rfc2544Record`]: pure functions of the record.
+//! Tables, CSV and charts ([`chart`]) of an [`Rfc2544Record`]: pure functions of the record.
 //!
 //! The throughput table follows the spirit of the SmartBits THROUGHPUT tab: one row per frame
 //! size (and direction when both were tested, plus their total), with the frame rate, the
 //! layer-2 bit rate, the share of the line, the theoretical maximum and how many trials the
 //! search took. Missing figures print as "-".
 
+pub mod chart;
+#[cfg(test)]
+mod tests;
+
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::frame_sizes;
-use super::record::{FrameSizeRecord, Rfc2544Record};
-use super::throughput::{Confirmation, GoalResult, ThroughputStatus};
-use super::trial::TrialPurpose;
 use crate::model::units::{format_bps, format_duration_ns};
+use crate::rfc2544::frame_sizes;
+use crate::rfc2544::record::{FrameSizeRecord, Rfc2544Record};
+use crate::rfc2544::throughput::{Confirmation, GoalResult, ThroughputStatus};
+use crate::rfc2544::trial::TrialPurpose;
 
 const DASH: &str = "-";
 

@@ -19,17 +19,15 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use crate::model::{FlowDirection, RunRecord};
+use crate::rfc2544::frame_sizes::{self, IpVersion};
+use crate::rfc2544::record::Generator;
+use crate::rfc2544::trial::{self as trial_mod, CountedAt, Trial, TrialOutcome, Way, WayOutcome};
+use crate::session::client::{self, StreamPlan};
+use crate::session::conn::Debug;
 use anyhow::{anyhow, bail};
 use linerate_wire::control::{DelaySpec, Direction, Transport};
 use linerate_wire::report::SideReport;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-
-use super::frame_sizes::{self, IpVersion};
-use super::trial::{self as trial_mod, CountedAt, Trial, TrialOutcome, Way, WayOutcome};
-use crate::model::{FlowDirection, RunRecord};
-use crate::session::client::{self, StreamPlan};
-use crate::session::conn::Debug;
 use linerate_wire::report::{StreamRole, TxPath};
 
 /// Where and how trials run.
@@ -51,32 +49,6 @@ pub struct NetTrialConfig {
     pub connect_timeout: Duration,
     /// Credentials for a server that requires authentication.
     pub auth: Option<crate::session::auth::Credentials>,
-}
-
-/// How the tester (and, with `--bidir`, the server) writes frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Generator {
-    /// Raw Ethernet frames through an AF_PACKET ring where the end can (CAP_NET_RAW, an
-    /// Ethernet interface, a resolved next hop); otherwise one datagram per `sendmmsg`
-    /// message, stated as a deviation.
-    Auto,
-    /// One datagram per `sendmmsg` message at both ends.
-    Sendmmsg,
-    /// UDP GSO: up to 64 datagrams per send call. On virtual links and Linux forwarding
-    /// paths they stay one super-packet, so the device does a fraction of the per-frame work.
-    Gso,
-}
-
-impl Generator {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Generator::Auto => "auto",
-            Generator::Sendmmsg => "sendmmsg",
-            Generator::Gso => "gso",
-        }
-    }
 }
 
 /// Send buffer of the datagram senders, bytes (the raw-frame ring asks for the same).

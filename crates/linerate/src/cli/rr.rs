@@ -1,63 +1,83 @@
-//! Validation of `linerate rr` and of the repetition flags into plans.
+//! `linerate rr`: its arguments, and their validation into a plan.
 
 use std::time::Duration;
 
 use linerate_wire::control::{Direction, RrSpec, Transport};
 
-use super::plan::UsageError;
-use super::rr_args::{RepeatArgs, RrArgs};
+use clap::Args as ClapArgs;
+
+use super::args::AuthArgs;
+use super::output::OutputArgs;
+use super::repeat::RepeatArgs;
+use super::{units, UsageError};
 use crate::export::Format;
 use crate::session::client::StreamPlan;
 use crate::session::conn::Debug;
 use crate::session::sockets::SockOpts;
 
-/// How often to run a test.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RepeatPlan {
-    /// Fewest trials.
-    pub min: u32,
-    /// Most trials.
-    pub max: u32,
-    /// `(level, width)` in percent with `--confidence`.
-    pub confidence: Option<(f64, f64)>,
-}
-
-impl RepeatPlan {
-    /// One run, no repetition.
-    pub const ONCE: RepeatPlan = RepeatPlan {
-        min: 1,
-        max: 1,
-        confidence: None,
-    };
-}
-
-/// Default `--iterations` with `--confidence` (netperf's -i default is 10 at most, 1 at least;
-/// 3 is the fewest that gives an interval worth the name).
-pub const DEFAULT_ITERATIONS: (u32, u32) = (3, 10);
-
-/// Builds the repetition plan.
-pub fn repeat_plan(r: &RepeatArgs) -> Result<RepeatPlan, UsageError> {
-    if let Some(n) = r.repeat {
-        if n == 0 || n > 1000 {
-            return Err(UsageError(format!("--repeat {n}: use 1 to 1000 trials")));
-        }
-        return Ok(RepeatPlan {
-            min: n,
-            max: n,
-            confidence: None,
-        });
-    }
-    match r.confidence {
-        None => Ok(RepeatPlan::ONCE),
-        Some(c) => {
-            let (min, max) = r.iterations.unwrap_or(DEFAULT_ITERATIONS);
-            Ok(RepeatPlan {
-                min: min.max(2),
-                max: max.max(2),
-                confidence: Some(c),
-            })
-        }
-    }
+/// `linerate rr` arguments.
+#[derive(Debug, ClapArgs)]
+pub struct RrArgs {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
+    pub port: u16,
+    /// Request and response sizes in bytes, REQ[,RESP] (netperf -r; default 1,1, and 16,16
+    /// with --udp, the smallest datagram that carries the sequence header).
+    #[arg(short = 'r', long = "size", value_name = "REQ[,RESP]", value_parser = parse_sizes)]
+    pub sizes: Option<(u32, u32)>,
+    /// Transactions in flight per stream (netperf -b N keeps N+1 in flight; this is the total).
+    #[arg(long, default_value_t = 1)]
+    pub burst: u32,
+    /// A new TCP connection for every transaction (netperf TCP_CRR).
+    #[arg(long, conflicts_with = "udp")]
+    pub connect: bool,
+    /// UDP datagrams (netperf UDP_RR); lost transactions are counted.
+    #[arg(long)]
+    pub udp: bool,
+    /// UDP: time after which an unanswered request is a lost transaction.
+    #[arg(long, default_value = "200ms", value_parser = units::parse_duration)]
+    pub timeout: std::time::Duration,
+    /// Target transactions per second over all streams (e.g. 10k); latency is then measured
+    /// from each request's intended send time, so stalls are not hidden.
+    #[arg(long, value_name = "TPS", value_parser = parse_count)]
+    pub rate: Option<u64>,
+    /// Parallel streams.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u16,
+    /// Test length (seconds, or with a unit: 500ms, 2m).
+    #[arg(short = 't', long, default_value = "10", value_parser = units::parse_duration)]
+    pub time: std::time::Duration,
+    /// Warm-up left out of the totals and latencies.
+    #[arg(short = 'O', long, value_parser = units::parse_duration)]
+    pub omit: Option<std::time::Duration>,
+    /// Interval between reports.
+    #[arg(short = 'i', long, default_value = "1", value_parser = units::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Socket buffers (send and receive) on this end, like netperf -s.
+    #[arg(short = 's', long, value_parser = units::parse_size32)]
+    pub local_buffer: Option<u32>,
+    /// Socket buffers (send and receive) on the server, like netperf -S.
+    #[arg(short = 'S', long, value_parser = units::parse_size32)]
+    pub remote_buffer: Option<u32>,
+    /// Pin stream threads: LOCAL[,REMOTE] CPU numbers (netperf -T).
+    #[arg(short = 'A', long, value_parser = units::parse_affinity)]
+    pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Time to wait for the server to answer a connection.
+    #[arg(long, default_value = "5", value_parser = units::parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub repeat: RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
+    /// Log every control frame to stderr.
+    #[arg(long)]
+    pub debug_protocol: bool,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -169,6 +189,35 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     })
 }
 
+/// `REQ[,RESP]` byte sizes; RESP defaults to REQ.
+pub fn parse_sizes(s: &str) -> Result<(u32, u32), String> {
+    let (a, b) = s.split_once(',').unwrap_or((s, s));
+    let req = units::parse_size32(a)?;
+    let resp = units::parse_size32(b)?;
+    Ok((req, resp))
+}
+
+/// A count with an optional k/M/G suffix (decimal): `10k` = 10,000.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        format!("invalid rate '{s}': use transactions per second such as 5000 or 10k")
+    })?;
+    let v = v * mult;
+    if !(1.0..1e12).contains(&v) {
+        return Err(format!(
+            "invalid rate '{s}': must be between 1 and 1e12 per second"
+        ));
+    }
+    Ok(v.round() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +229,16 @@ mod tests {
             Ok(Command::Rr(a)) => rr_plan(&a),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn value_parsers() {
+        assert_eq!(parse_sizes("64,1K"), Ok((64, 1024)));
+        assert_eq!(parse_sizes("100"), Ok((100, 100)));
+        assert_eq!(parse_count("10k"), Ok(10_000));
+        assert_eq!(parse_count("2.5M"), Ok(2_500_000));
+        assert!(parse_count("0").is_err());
+        assert!(parse_count("fast").is_err());
     }
 
     #[test]
@@ -230,28 +289,5 @@ mod tests {
             .0
             .contains("ttcp"));
         assert!(plan(&["linerate", "rr", "h", "-t", "1", "-O", "1"]).is_err());
-    }
-
-    #[test]
-    fn repeat_plans() {
-        let r = |argv: &[&str]| match Args::try_parse_from(argv).map(|a| a.command) {
-            Ok(Command::Rr(a)) => repeat_plan(&a.repeat),
-            other => panic!("{other:?}"),
-        };
-        assert_eq!(r(&["linerate", "rr", "h"]).unwrap(), RepeatPlan::ONCE);
-        assert_eq!(r(&["linerate", "rr", "h", "--repeat", "5"]).unwrap().max, 5);
-        let c = r(&[
-            "linerate",
-            "rr",
-            "h",
-            "--confidence",
-            "99,5",
-            "--iterations",
-            "3,7",
-        ])
-        .unwrap();
-        assert_eq!((c.min, c.max, c.confidence), (3, 7, Some((99.0, 5.0))));
-        assert!(r(&["linerate", "rr", "h", "--repeat", "0"]).is_err());
-        assert!(Args::try_parse_from(["linerate", "rr", "h", "--iterations", "3,7"]).is_err());
     }
 }

@@ -1,0 +1,28 @@
+//! `linerate rr`: a request/response test (TCP_RR, TCP_CRR, UDP_RR), once with live output
+//! or repeated.
+
+use std::process::ExitCode;
+
+use super::run;
+use crate::cli::output::output_format;
+use crate::cli::repeat::repeat_plan;
+use crate::cli::rr::{rr_plan, RrArgs};
+use crate::cli::UsageError;
+use crate::repeat::RepeatPlan;
+
+/// Runs `linerate rr HOST ...`.
+pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
+    let plan = rr_plan(a)?;
+    let format = output_format(&a.output)?;
+    let rp = repeat_plan(&a.repeat)?;
+    if rp == RepeatPlan::ONCE {
+        return run::run_once(&plan, format, None, &a.capture);
+    }
+    if a.capture.capture.is_some() {
+        return Err(UsageError(
+            "--capture records one test: leave out --repeat/--confidence".into(),
+        )
+        .into());
+    }
+    run::run_repeated(&plan, format, rp, None)
+}
