@@ -164,7 +164,6 @@ pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
 
 /// The raw `struct tcp_info` and how many bytes of it the kernel wrote.
 // The one unsafe call in linerate's sys layer; allowed here even if the crate denies it.
-#[allow(unsafe_code)]
 fn raw_tcp_info(fd: BorrowedFd<'_>) -> io::Result<([u8; TCP_INFO_BUF], usize)> {
     let mut buf = [0u8; TCP_INFO_BUF];
     let mut len: libc::socklen_t = TCP_INFO_BUF as libc::socklen_t;

@@ -335,5 +335,4 @@ fn cap_rows(changed: Vec<(usize, IrqRow)>) -> (Vec<IrqRow>, u32) {
 }
 
 #[cfg(test)]
-#[path = "interrupts_tests.rs"]
 mod tests;

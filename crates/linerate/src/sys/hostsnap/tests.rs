@@ -35,22 +35,22 @@ fn snapshot(later: bool, at: Instant) -> HostSnapshot {
         interface_irqs: ["38", "39"].iter().map(|s| s.to_string()).collect(),
         interrupts: Some(
             parse_proc_interrupts(pick(
-                include_str!("../../tests/fixtures/proc/interrupts-2cpu.txt"),
-                include_str!("../../tests/fixtures/proc/interrupts-2cpu-later.txt"),
+                include_str!("../../../tests/fixtures/proc/interrupts-2cpu.txt"),
+                include_str!("../../../tests/fixtures/proc/interrupts-2cpu-later.txt"),
             ))
             .unwrap(),
         ),
         softirqs: Some(
             parse_proc_softirqs(pick(
-                include_str!("../../tests/fixtures/proc/softirqs-2cpu.txt"),
-                include_str!("../../tests/fixtures/proc/softirqs-2cpu-later.txt"),
+                include_str!("../../../tests/fixtures/proc/softirqs-2cpu.txt"),
+                include_str!("../../../tests/fixtures/proc/softirqs-2cpu-later.txt"),
             ))
             .unwrap(),
         ),
         softnet: Some(
             parse_softnet_stat(pick(
-                include_str!("../../tests/fixtures/proc/softnet_stat-15col.txt"),
-                include_str!("../../tests/fixtures/proc/softnet_stat-15col-later.txt"),
+                include_str!("../../../tests/fixtures/proc/softnet_stat-15col.txt"),
+                include_str!("../../../tests/fixtures/proc/softnet_stat-15col-later.txt"),
             ))
             .unwrap(),
         ),

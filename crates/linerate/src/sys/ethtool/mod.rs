@@ -34,8 +34,6 @@
 //! A driver that does not implement a command answers `EOPNOTSUPP`; that is `Ok(None)`,
 //! not an error (loopback has no driver info, link settings, rings or statistics).
 
-#![allow(unsafe_code)]
-
 use std::collections::BTreeMap;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -697,5 +695,4 @@ fn ifreq_for(iface: &str) -> io::Result<libc::ifreq> {
 }
 
 #[cfg(test)]
-#[path = "ethtool_tests.rs"]
 mod tests;

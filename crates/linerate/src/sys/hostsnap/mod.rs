@@ -506,5 +506,4 @@ fn cheap_delta(e: &CheapSample, l: &CheapSample) -> IntervalHostCounters {
 }
 
 #[cfg(test)]
-#[path = "hostsnap_tests.rs"]
 mod tests;

@@ -5,11 +5,11 @@ use std::collections::BTreeSet;
 
 use super::*;
 
-const TWO: &str = include_str!("../../tests/fixtures/proc/interrupts-2cpu.txt");
-const TWO_LATER: &str = include_str!("../../tests/fixtures/proc/interrupts-2cpu-later.txt");
-const SIXTY_FOUR: &str = include_str!("../../tests/fixtures/proc/interrupts-64cpu.txt");
-const ODD: &str = include_str!("../../tests/fixtures/proc/interrupts-odd.txt");
-const ODD_LATER: &str = include_str!("../../tests/fixtures/proc/interrupts-odd-later.txt");
+const TWO: &str = include_str!("../../../tests/fixtures/proc/interrupts-2cpu.txt");
+const TWO_LATER: &str = include_str!("../../../tests/fixtures/proc/interrupts-2cpu-later.txt");
+const SIXTY_FOUR: &str = include_str!("../../../tests/fixtures/proc/interrupts-64cpu.txt");
+const ODD: &str = include_str!("../../../tests/fixtures/proc/interrupts-odd.txt");
+const ODD_LATER: &str = include_str!("../../../tests/fixtures/proc/interrupts-odd-later.txt");
 
 fn set(irqs: &[String]) -> BTreeSet<String> {
     irqs.iter().cloned().collect()
