@@ -1,15 +1,12 @@
-//! Request/response tests end to end: TCP_RR, TCP_CRR and UDP_RR on loopback, repetition,
-//! and UDP_RR with real loss in a lab namespace pair.
+//! Request/response tests end to end: TCP_RR, TCP_CRR and UDP_RR on loopback, and
+//! repetition. UDP_RR with real loss is in `tests/lab/rr.rs`.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use clap::Parser;
 use linerate::cli::args::{Args, Command as Cmd};
 use linerate::model::{RrKind, RunRecord, RunSetRecord};
 use linerate::session::client;
-use linerate_lab::{Lab, LabOptions};
 
 use crate::common::{run_against, run_json, run_usage_error, TestServer};
 
@@ -25,6 +22,7 @@ fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
     let never = AtomicBool::new(false);
     client::run(&plan, &mut client::Quiet, &never).expect("rr run")
 }
+
 
 #[track_caller]
 fn check_common(rec: &RunRecord, kind: RrKind) {
@@ -51,6 +49,7 @@ fn check_common(rec: &RunRecord, kind: RrKind) {
     assert!(server.totals.tx_bytes >= rr.transactions * u64::from(rr.response_bytes));
 }
 
+
 #[test]
 fn tcp_rr_counts_transactions_and_latency() {
     let srv = TestServer::start();
@@ -68,6 +67,7 @@ fn tcp_rr_counts_transactions_and_latency() {
         .iter()
         .all(|iv| iv.transactions.is_some()));
 }
+
 
 #[test]
 fn tcp_rr_with_burst_parallel_streams_and_sizes() {
@@ -90,6 +90,7 @@ fn tcp_rr_with_burst_parallel_streams_and_sizes() {
     assert!(got >= rr.transactions * 3000 && got < (rr.transactions + 8) * 3000);
 }
 
+
 #[test]
 fn tcp_crr_opens_a_connection_per_transaction() {
     let srv = TestServer::start();
@@ -104,6 +105,7 @@ fn tcp_crr_opens_a_connection_per_transaction() {
         rr.transactions
     );
 }
+
 
 #[test]
 fn udp_rr_on_loopback_loses_nothing() {
@@ -120,6 +122,7 @@ fn udp_rr_on_loopback_loses_nothing() {
     assert_eq!(rr.lost_percent, Some(0.0));
     assert_eq!(rr.timeout_ms, Some(200));
 }
+
 
 #[test]
 fn target_rate_is_kept_and_both_latencies_are_recorded() {
@@ -151,6 +154,7 @@ fn target_rate_is_kept_and_both_latencies_are_recorded() {
     assert!(intended.max_ns >= actual.max_ns);
 }
 
+
 #[test]
 fn warm_up_is_left_out() {
     let srv = TestServer::start();
@@ -168,6 +172,7 @@ fn warm_up_is_left_out() {
     // Latencies recorded after the baseline only: about the transactions counted.
     assert!(l.count <= rr.transactions + 2 && l.count + 50 >= rr.transactions);
 }
+
 
 #[test]
 fn every_output_format_renders_and_ttcp_is_refused() {
@@ -187,6 +192,7 @@ fn every_output_format_renders_and_ttcp_is_refused() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("ttcp has no request/response test"), "{err}");
 }
+
 
 #[test]
 fn repeat_and_confidence_report_every_trial() {
@@ -244,6 +250,7 @@ fn repeat_and_confidence_report_every_trial() {
     assert!(text.contains("converged"), "{text}");
 }
 
+
 /// `--link-rate` with `--repeat` (and `--confidence`): every trial's record carries the hint
 /// and a diagnosis made with it. (Loopback is never link bound, so the verdicts do not
 /// change here; `diagnose::tests` covers what the hint does to them.)
@@ -288,64 +295,4 @@ fn link_rate_reaches_every_trial() {
         ],
     );
     assert!(text.contains("trials of udp"), "{text}");
-}
-
-fn lab_name(tag: &str) -> String {
-    format!("rr{}{tag}", std::process::id() % 100_000)
-}
-
-/// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
-/// a transaction is lost when its request or its response is, so the expected loss is
-/// 1 − (1 − 0.1)² = 19 %.
-#[test]
-fn lab_udp_rr_counts_real_loss() {
-    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
-    let p = 0.10;
-    lab.set_loss("a", p).expect("loss on a");
-    lab.set_loss("b", p).expect("loss on b");
-    let b = lab.addr("b").unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut srv = lab.spawn("b", &cmd).expect("server in b");
-    std::thread::sleep(Duration::from_millis(300));
-    let out = lab
-        .exec(
-            "a",
-            &[
-                env!("CARGO_BIN_EXE_linerate"),
-                "rr",
-                &b,
-                "--udp",
-                "-t",
-                "3",
-                "--burst",
-                "16",
-                "--timeout",
-                "20ms",
-                "--json",
-            ],
-        )
-        .expect("client in a");
-    let _ = srv.kill();
-    let _ = srv.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rec: RunRecord = serde_json::from_slice(&out.stdout).expect("record");
-    let rr = rec.rr.as_ref().unwrap();
-    let lost = rr.lost_transactions.unwrap();
-    let total = lost + rr.transactions;
-    let frac = lost as f64 / total as f64;
-    let want = 1.0 - (1.0 - p) * (1.0 - p);
-    // Binomial standard error at n ≥ 1000 is at most 1.3 points; allow ±5 points.
-    assert!(total >= 1000, "only {total} transactions");
-    assert!(
-        (frac - want).abs() < 0.05,
-        "lost {frac:.3} of {total}, expected {want:.3}"
-    );
-    assert!((rr.lost_percent.unwrap() - frac * 100.0).abs() < 1e-9);
-    assert!(lab.loss_dropped("b").unwrap() > 0);
 }

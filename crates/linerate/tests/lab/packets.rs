@@ -102,7 +102,8 @@ fn check_flow(rec: &RunRecord, witness_tx: u64, witness_rx: u64, offload: bool) 
 }
 
 #[test]
-fn loopback_datagrams_and_packets_match_ip_link() {
+#[ignore = "needs root: network namespaces"]
+fn lab_loopback_datagrams_and_packets_match_ip_link() {
     let lab = Lab::pair(&common::lab_name("lrb", "lo"), &LabOptions::default())
         .expect("lab up (needs root)");
     for offload in [true, false] {
@@ -139,7 +140,8 @@ fn loopback_datagrams_and_packets_match_ip_link() {
 }
 
 #[test]
-fn veth_datagrams_and_packets_match_ip_link() {
+#[ignore = "needs root: network namespaces"]
+fn lab_veth_datagrams_and_packets_match_ip_link() {
     let lab = Lab::pair(&common::lab_name("lrb", "vp"), &LabOptions::default())
         .expect("lab up (needs root)");
     let srv = serve_in(&lab, "b");

@@ -1,4 +1,8 @@
-//! Shared helpers: an in-process server on 127.0.0.1:0 that stops when dropped.
+//! Helpers shared by the `it` and `lab` test binaries: an in-process server on 127.0.0.1:0
+//! that stops when dropped, the CLI as a subprocess, and `linerate serve` in a lab host.
+//! Each binary uses a part of them.
+
+#![allow(dead_code)]
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};

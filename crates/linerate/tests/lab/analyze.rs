@@ -119,6 +119,7 @@ fn stall_count(rec: &serde_json::Value) -> u64 {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_nagle_write_write_read_stalls_on_delayed_acks_and_nodelay_does_not() {
     let lab = Lab::pair(&lab_name("n"), &LabOptions::default()).expect("lab up (needs root)");
     let dir = tempfile::tempdir().unwrap();
@@ -224,6 +225,7 @@ fn tcptrace_rtt(file: &Path, port: u64) -> (f64, f64) {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_capture_through_a_lossy_shaped_router_agrees_with_tshark_and_tcptrace() {
     let opts = LabOptions {
         rate_limit: Some(Shaping::tbf(20_000_000)),
@@ -320,6 +322,7 @@ fn lab_capture_through_a_lossy_shaped_router_agrees_with_tshark_and_tcptrace() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_small_receive_buffer_through_a_shaped_link_is_receive_window_limited() {
     let opts = LabOptions {
         rate_limit: Some(Shaping::tbf(20_000_000)),
@@ -385,6 +388,7 @@ fn lab_small_receive_buffer_through_a_shaped_link_is_receive_window_limited() {
 }
 
 #[test]
+#[ignore = "needs root: packet capture (CAP_NET_RAW)"]
 fn capture_on_loopback_brings_back_the_servers_side_when_allowed() {
     for allow in [true, false] {
         let srv = common::TestServer::with(|c| c.allow_capture = allow);

