@@ -10,7 +10,7 @@ pub fn flow_label(dir: FlowDirection) -> &'static str {
     }
 }
 
-/// Splits "host:port", "[v6]:port", "v6" or "host" into host and port text.
+/// Splits "host:port", "\[v6\]:port", "v6" or "host" into host and port text.
 pub fn split_host_port(server: &str) -> (&str, Option<&str>) {
     if let Some(rest) = server.strip_prefix('[') {
         if let Some((host, after)) = rest.split_once(']') {

@@ -19,7 +19,6 @@ fn udp_exchange(tx: &UdpSocket, to: SocketAddr, rx: Option<&UdpSocket>, n: usize
     }
 }
 
-
 #[test]
 fn host_counters_see_loopback_udp() {
     let peer: IpAddr = "127.0.0.1".parse().unwrap();
@@ -63,7 +62,6 @@ fn host_counters_see_loopback_udp() {
     assert_eq!(back, d);
 }
 
-
 #[test]
 fn interface_facts_of_loopback() {
     let (f, w) = interface_facts("lo");
@@ -89,7 +87,6 @@ fn interface_facts_of_loopback() {
     assert_eq!(f.ifindex, None);
     assert!(w[0].contains("nosuch0"), "{w:?}");
 }
-
 
 #[test]
 fn every_interval_carries_the_cheap_host_counters_of_both_ends() {

@@ -25,7 +25,6 @@ fn kinds(diagnosis: &Value) -> Vec<String> {
         .collect()
 }
 
-
 #[test]
 fn plain_loopback_tcp_invents_no_bottleneck() {
     let server = TestServer::start();
@@ -60,7 +59,6 @@ fn plain_loopback_tcp_invents_no_bottleneck() {
     assert!(!d.summary.is_empty());
 }
 
-
 /// Evidence figures of every verdict: finite, not negative, shares at most 100 %.
 fn assert_evidence_sane(d: &Value) {
     for v in d["verdicts"].as_array().unwrap() {
@@ -75,7 +73,6 @@ fn assert_evidence_sane(d: &Value) {
         }
     }
 }
-
 
 /// The case from the field: socket buffers below one MSS (4 KiB requested, 8 KiB granted,
 /// loopback's MSS about 64 KiB). The transfer crawls on timers; the diagnosis names the
@@ -139,7 +136,6 @@ fn loopback_tcp_with_buffers_below_one_mss_is_window_limited_not_retransmission_
     );
 }
 
-
 #[test]
 fn diagnosis_in_every_output_format() {
     let server = TestServer::start();
@@ -173,7 +169,6 @@ fn diagnosis_in_every_output_format() {
         assert!(stderr.contains("# linerate: diagnosis: "), "{f}: {stderr}");
     }
 }
-
 
 #[test]
 fn doctor_reports_both_ends_of_a_loopback_server() {
@@ -232,7 +227,6 @@ fn doctor_reports_both_ends_of_a_loopback_server() {
     assert!(text.contains("doctor changes nothing"));
 }
 
-
 #[test]
 fn doctor_in_process_and_bad_host() {
     let server = TestServer::start();
@@ -257,7 +251,6 @@ fn doctor_in_process_and_bad_host() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot reach a linerate server"));
 }
-
 
 #[test]
 fn rr_csv_ends_with_the_verdict_columns() {
@@ -289,7 +282,6 @@ fn rr_csv_ends_with_the_verdict_columns() {
     assert!(!col("verdict_message").is_empty(), "{text}");
 }
 
-
 #[test]
 fn rr_netperf_format_keeps_stdout_classic_and_puts_the_diagnosis_on_stderr() {
     let server = TestServer::start();
@@ -316,7 +308,6 @@ fn rr_netperf_format_keeps_stdout_classic_and_puts_the_diagnosis_on_stderr() {
     assert!(!stdout.contains("linerate:"), "{stdout}");
     assert!(stderr.contains("# linerate: diagnosis: "), "{stderr}");
 }
-
 
 #[test]
 fn doctor_json_validates_against_the_committed_schema() {
@@ -346,7 +337,6 @@ fn doctor_json_validates_against_the_committed_schema() {
     }
 }
 
-
 fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
     d["verdicts"]
         .as_array()
@@ -355,7 +345,6 @@ fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
         .find(|v| v["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} verdict: {d:#}"))
 }
-
 
 fn evidence(v: &Value, metric: &str) -> f64 {
     v["evidence"]

@@ -2,7 +2,6 @@
 //! the record against its schema, the charts, and bad input. Through shaped and lossy labs
 //! (root) the answers are checked in `tests/lab/rfc2544.rs`.
 
-
 use serde_json::Value;
 
 use crate::common::{run_json, run_usage_error, TestServer};
@@ -12,16 +11,13 @@ use crate::common::{run_json, run_usage_error, TestServer};
 /// frames below its shaped rate.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-
 fn ndr(size: &Value) -> &Value {
     &size["throughput"]["goals"][0]
 }
-
 
 /// All four benchmarks on loopback (no device: everything passes at a 100 Mbit/s "line"),
 /// with the JSON record, the CSV and both chart formats.
@@ -100,7 +96,6 @@ fn rfc2544_all_benchmarks_on_loopback() {
     assert!(svg_text.starts_with("<svg") && svg_text.contains(">1518<"));
     assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
 }
-
 
 #[test]
 fn rfc2544_bad_input_exits_2_with_one_line() {

@@ -23,7 +23,6 @@ fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
     client::run(&plan, &mut client::Quiet, &never).expect("rr run")
 }
 
-
 #[track_caller]
 fn check_common(rec: &RunRecord, kind: RrKind) {
     let rr = rec.rr.as_ref().expect("rr summary");
@@ -49,7 +48,6 @@ fn check_common(rec: &RunRecord, kind: RrKind) {
     assert!(server.totals.tx_bytes >= rr.transactions * u64::from(rr.response_bytes));
 }
 
-
 #[test]
 fn tcp_rr_counts_transactions_and_latency() {
     let srv = TestServer::start();
@@ -67,7 +65,6 @@ fn tcp_rr_counts_transactions_and_latency() {
         .iter()
         .all(|iv| iv.transactions.is_some()));
 }
-
 
 #[test]
 fn tcp_rr_with_burst_parallel_streams_and_sizes() {
@@ -90,7 +87,6 @@ fn tcp_rr_with_burst_parallel_streams_and_sizes() {
     assert!(got >= rr.transactions * 3000 && got < (rr.transactions + 8) * 3000);
 }
 
-
 #[test]
 fn tcp_crr_opens_a_connection_per_transaction() {
     let srv = TestServer::start();
@@ -105,7 +101,6 @@ fn tcp_crr_opens_a_connection_per_transaction() {
         rr.transactions
     );
 }
-
 
 #[test]
 fn udp_rr_on_loopback_loses_nothing() {
@@ -122,7 +117,6 @@ fn udp_rr_on_loopback_loses_nothing() {
     assert_eq!(rr.lost_percent, Some(0.0));
     assert_eq!(rr.timeout_ms, Some(200));
 }
-
 
 #[test]
 fn target_rate_is_kept_and_both_latencies_are_recorded() {
@@ -154,7 +148,6 @@ fn target_rate_is_kept_and_both_latencies_are_recorded() {
     assert!(intended.max_ns >= actual.max_ns);
 }
 
-
 #[test]
 fn warm_up_is_left_out() {
     let srv = TestServer::start();
@@ -172,7 +165,6 @@ fn warm_up_is_left_out() {
     // Latencies recorded after the baseline only: about the transactions counted.
     assert!(l.count <= rr.transactions + 2 && l.count + 50 >= rr.transactions);
 }
-
 
 #[test]
 fn every_output_format_renders_and_ttcp_is_refused() {
@@ -192,7 +184,6 @@ fn every_output_format_renders_and_ttcp_is_refused() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("ttcp has no request/response test"), "{err}");
 }
-
 
 #[test]
 fn repeat_and_confidence_report_every_trial() {
@@ -249,7 +240,6 @@ fn repeat_and_confidence_report_every_trial() {
     }
     assert!(text.contains("converged"), "{text}");
 }
-
 
 /// `--link-rate` with `--repeat` (and `--confidence`): every trial's record carries the hint
 /// and a diagnosis made with it. (Loopback is never link bound, so the verdicts do not

@@ -20,11 +20,9 @@ fn udp_exchange(tx: &UdpSocket, to: SocketAddr, rx: Option<&UdpSocket>, n: usize
     }
 }
 
-
 fn lab_name() -> String {
     format!("ic{}", std::process::id() % 100_000)
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]

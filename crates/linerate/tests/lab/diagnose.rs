@@ -5,7 +5,6 @@
 //! receive buffer is `receiver_drops`. TCP_INFO's segment counts agree with the
 //! namespace's SNMP counters.
 
-
 use linerate_lab::{Lab, LabOptions, Shaping};
 use serde_json::Value;
 
@@ -19,7 +18,6 @@ fn kinds(diagnosis: &Value) -> Vec<String> {
         .map(|v| v["kind"].as_str().expect("kind").to_string())
         .collect()
 }
-
 
 /// Evidence figures of every verdict: finite, not negative, shares at most 100 %.
 fn assert_evidence_sane(d: &Value) {
@@ -36,19 +34,16 @@ fn assert_evidence_sane(d: &Value) {
     }
 }
 
-
 // ---- lab: verdicts for real, in network namespaces ----
 
 fn lab_name(tag: &str) -> String {
     common::lab_name("dg", tag)
 }
 
-
 /// Runs the client in `a` against a server in `b` and returns the record's diagnosis.
 fn lab_diagnosis(lab: &Lab, args: &[&str]) -> Value {
     lab_record(lab, args)["diagnosis"].clone()
 }
-
 
 /// Runs the client in `a` against a server in `b` and returns the JSON record.
 fn lab_record(lab: &Lab, args: &[&str]) -> Value {
@@ -69,7 +64,6 @@ fn lab_record(lab: &Lab, args: &[&str]) -> Value {
     rec
 }
 
-
 fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
     d["verdicts"]
         .as_array()
@@ -78,7 +72,6 @@ fn verdict<'a>(d: &'a Value, kind: &str) -> &'a Value {
         .find(|v| v["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} verdict: {d:#}"))
 }
-
 
 fn evidence(v: &Value, metric: &str) -> f64 {
     v["evidence"]
@@ -89,7 +82,6 @@ fn evidence(v: &Value, metric: &str) -> f64 {
         .and_then(|e| e["value"].as_f64())
         .unwrap_or_else(|| panic!("no {metric} evidence: {v:#}"))
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]
@@ -118,7 +110,6 @@ fn lab_diagnose_tbf_on_the_senders_interface_is_link_bound_without_a_hint() {
     assert_eq!(kinds(d)[0], "link_bound", "{d:#}");
     assert!(rec["plan"]["link_rate_bps"].is_null());
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]
@@ -153,7 +144,6 @@ fn lab_diagnose_a_shaper_beyond_both_ends_needs_the_link_rate_hint() {
     assert_eq!(kinds(&d)[0], "link_bound", "{d:#}");
 }
 
-
 #[test]
 #[ignore = "needs root: network namespaces"]
 fn lab_diagnose_tiny_socket_buffer_is_window_limited() {
@@ -167,7 +157,6 @@ fn lab_diagnose_tiny_socket_buffer_is_window_limited() {
         "{d:#}"
     );
 }
-
 
 /// TCP_INFO's counts against the client namespace's own SNMP counters (nothing else runs
 /// there): with 1 % of the packets towards `b` dropped, the data connection's
@@ -210,7 +199,6 @@ fn lab_tcp_info_segment_counts_agree_with_the_namespace_snmp() {
     assert!(data <= segs && retrans <= data, "{info:#}");
     assert_evidence_sane(&rec["diagnosis"]);
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]

@@ -19,17 +19,14 @@ use crate::common::{self, bin, serve_in};
 
 const SHAPED_BPS: f64 = 20e6;
 
-
 /// The rate-sensitive tests of this module run one at a time: on a 2-CPU machine two of them
 /// side by side starve each other's router namespace of CPU, and a starved router drops
 /// frames below its shaped rate.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
-
 
 fn tbf() -> Shaping {
     Shaping {
@@ -40,16 +37,13 @@ fn tbf() -> Shaping {
     }
 }
 
-
 fn shaped_fps(frame: u64) -> f64 {
     SHAPED_BPS / (8.0 * (frame - 4) as f64)
 }
 
-
 fn lab_name(tag: &str) -> String {
     common::lab_name("rf", tag)
 }
-
 
 /// Share of all CPUs busy over 300 ms, from /proc/stat (everything but idle and iowait).
 fn cpu_busy() -> f64 {
@@ -78,7 +72,6 @@ fn cpu_busy() -> f64 {
     }
 }
 
-
 /// Waits (at most 2 minutes) until the other tests of this binary leave the CPUs mostly idle.
 /// A software tester on a busy 2-CPU machine cannot hold its rate: it then reports its results
 /// as tester-limited, which is right but says nothing about the shaped router these tests
@@ -89,7 +82,6 @@ fn wait_for_quiet() {
         std::thread::sleep(Duration::from_millis(700));
     }
 }
-
 
 fn rfc2544_in(lab: &Lab, host: &str, args: &[&str]) -> Value {
     wait_for_quiet();
@@ -105,7 +97,6 @@ fn rfc2544_in(lab: &Lab, host: &str, args: &[&str]) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("json record")
 }
-
 
 /// Short trials for the lab: 0.5 s search, 1 s confirmation, 1% resolution of 30 Mbit/s.
 const QUICK: &[&str] = &[
@@ -123,11 +114,9 @@ const QUICK: &[&str] = &[
     "0.1",
 ];
 
-
 fn ndr(size: &Value) -> &Value {
     &size["throughput"]["goals"][0]
 }
-
 
 /// Whether a frame size's NDR throughput is the shaped rate (see the module docs).
 fn near_shaped(size: &Value) -> Result<(), String> {
@@ -154,7 +143,6 @@ fn near_shaped(size: &Value) -> Result<(), String> {
     Ok(())
 }
 
-
 /// Runs a throughput measurement; if a size misses the shaped rate *and the tester says it
 /// could not drive that size* (tester-limited), the machine was too busy to measure: it runs
 /// once more when the CPUs are quiet. A miss the tester blames on the device is never retried.
@@ -173,7 +161,6 @@ fn throughput_in(lab: &Lab, args: &[&str]) -> Value {
     eprintln!("tester-limited on a busy machine, measuring again: {tester_misses:?}");
     rfc2544_in(lab, "a", args)
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]
@@ -201,7 +188,6 @@ fn lab_rfc2544_throughput_matches_a_shaped_router() {
     }
     assert_eq!(rec["interrupted"], false);
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]
@@ -231,7 +217,6 @@ fn lab_rfc2544_both_directions_through_a_router_shaped_both_ways() {
         assert_eq!(ways, ["forward", "reverse"], "{t}");
     }
 }
-
 
 /// The router drops 5% of the packets towards b (nftables) before its 20 Mbit/s tbf. Offered
 /// `r` frames per second of 1024 bytes, b receives min(0.95 r, shaped rate): loss
@@ -303,11 +288,9 @@ fn lab_rfc2544_frame_loss_rate_of_a_lossy_shaped_router() {
     );
 }
 
-
 fn lab_cli(args: &[&str]) -> std::process::Output {
     bin().arg("lab").args(args).output().unwrap()
 }
-
 
 #[test]
 #[ignore = "needs root: network namespaces"]
@@ -377,7 +360,6 @@ fn lab_cli_up_list_exec_down() {
     assert!(String::from_utf8_lossy(&again.stdout).contains("nothing to remove"));
 }
 
-
 #[test]
 #[ignore = "needs root: network namespaces"]
 fn lab_cli_without_root_is_one_line_exit_2() {
@@ -398,7 +380,6 @@ fn lab_cli_without_root_is_one_line_exit_2() {
     assert!(err.contains("needs root"), "{err}");
 }
 
-
 /// `tx_packets` of `iface` in lab host `host`, read with `ip -s -j link` in its namespace
 /// (an independent witness: iproute2, not linerate's own counter code).
 fn tx_packets(lab: &Lab, host: &str, iface: &str) -> u64 {
@@ -410,7 +391,6 @@ fn tx_packets(lab: &Lab, host: &str, iface: &str) -> u64 {
         .as_u64()
         .expect("tx packets")
 }
-
 
 /// Through an unshaped router (64-byte frames, the case where UDP GSO once made the device
 /// forward one packet per 64 frames): the frames linerate counts as forwarded are the
@@ -511,7 +491,6 @@ fn lab_rfc2544_frames_are_the_routers_packets() {
 trait TrialsJson {
     fn trials_json(&self) -> Vec<&Value>;
 }
-
 
 impl TrialsJson for Value {
     /// Every trial of a frame size record: calibration and throughput.

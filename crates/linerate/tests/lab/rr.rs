@@ -6,12 +6,9 @@ use std::time::Duration;
 use linerate::model::RunRecord;
 use linerate_lab::{Lab, LabOptions};
 
-
 fn lab_name(tag: &str) -> String {
     format!("rr{}{tag}", std::process::id() % 100_000)
 }
-
-
 
 /// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
 /// a transaction is lost when its request or its response is, so the expected loss is
