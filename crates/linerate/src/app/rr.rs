@@ -1,12 +1,12 @@
 //! `linerate rr`: a request/response test (TCP_RR, TCP_CRR, UDP_RR), once with live output
-//! or repeated.
+//! or repeated; exit code 1 when it fails `--max-loss`.
 
 use std::process::ExitCode;
 
 use super::run;
 use crate::cli::output::output_format;
 use crate::cli::repeat::repeat_plan;
-use crate::cli::rr::{rr_plan, RrArgs};
+use crate::cli::rr::{criteria, rr_plan, RrArgs};
 use crate::cli::UsageError;
 use crate::repeat::RepeatPlan;
 
@@ -15,8 +15,9 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let plan = rr_plan(a)?;
     let format = output_format(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
+    let criteria = criteria(a)?;
     if rp == RepeatPlan::ONCE {
-        return run::run_once(&plan, format, None, &a.capture);
+        return run::run_once(&plan, format, None, &a.capture, &criteria);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(
@@ -24,5 +25,5 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(&plan, format, rp, None)
+    run::run_repeated(&plan, format, rp, None, &criteria)
 }

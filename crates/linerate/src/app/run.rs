@@ -20,6 +20,7 @@ use crate::analyze::AnalyzeOptions;
 use crate::cli::analyze::CaptureArgs;
 use crate::cli::UsageError;
 use crate::export::{self, Format};
+use crate::model::criteria::Criteria;
 use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
@@ -105,13 +106,14 @@ fn line(mut s: String) -> String {
 }
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
-/// the record the `--link-rate` hint, records and analyses its packets with `--capture`, and
-/// prints it in `format`.
+/// the record the `--link-rate` hint, records and analyses its packets with `--capture`,
+/// prints it in `format`, and exits 1 when it fails one of the `criteria`.
 pub fn run_once(
     plan: &StreamPlan,
     format: Format,
     link_rate_bps: Option<u64>,
     capture: &CaptureArgs,
+    criteria: &Criteria,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -122,18 +124,31 @@ pub fn run_once(
         Ok(rec)
     })?;
     emit(format, &rec)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(verdict(criteria.failures(&rec)))
 }
 
-/// One test with live output, or runs by `rp`; every record gets the `--link-rate` hint.
+/// Exit code 1 with each failed criterion on stderr, or 0.
+fn verdict(failures: Vec<String>) -> ExitCode {
+    if failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for f in &failures {
+        eprintln!("linerate: failed: {f}");
+    }
+    ExitCode::from(1)
+}
+
+/// One test with live output, or runs by `rp`; every record gets the `--link-rate` hint, and
+/// every run must meet the `criteria` for exit code 0.
 pub fn run_repeated(
     plan: &StreamPlan,
     format: Format,
     rp: RepeatPlan,
     link_rate_bps: Option<u64>,
+    criteria: &Criteria,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
-        return run_once(plan, format, link_rate_bps, &Default::default());
+        return run_once(plan, format, link_rate_bps, &Default::default(), criteria);
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -150,7 +165,18 @@ pub fn run_repeated(
         }
     }
     write_out(&export::repeat::render(format, &set))?;
-    Ok(ExitCode::SUCCESS)
+    let failures = set
+        .runs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, r)| {
+            criteria
+                .failures(r)
+                .into_iter()
+                .map(move |f| format!("run {}: {f}", k + 1))
+        })
+        .collect();
+    Ok(verdict(failures))
 }
 
 fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {

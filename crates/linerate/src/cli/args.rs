@@ -6,7 +6,7 @@ use clap::{Args as ClapArgs, Parser, Subcommand};
 
 use super::{analyze, compare, demo, doctor, lab, rfc2544, rr, schema, serve, stream};
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed; 2 usage, network, protocol or I/O error.";
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
 
 /// linerate: how much data a system really moves, at what CPU cost, and what stops it.
 #[derive(Debug, Parser)]

@@ -11,6 +11,7 @@ use super::output::OutputArgs;
 use super::repeat::RepeatArgs;
 use super::{units, UsageError};
 use crate::export::Format;
+use crate::model::criteria::Criteria;
 use crate::session::client::StreamPlan;
 use crate::session::conn::Debug;
 use crate::session::sockets::SockOpts;
@@ -67,6 +68,10 @@ pub struct RrArgs {
     /// Time to wait for the server to answer a connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,
+    /// Exit with code 1 when more than PERCENT of the transactions were lost (--udp; the
+    /// results are printed all the same). With --repeat, every run must pass.
+    #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
+    pub max_loss: Option<f64>,
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
@@ -78,6 +83,18 @@ pub struct RrArgs {
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,
+}
+
+/// The pass/fail criteria of an RR test (`--max-loss`, UDP_RR only).
+pub fn criteria(a: &RrArgs) -> Result<Criteria, UsageError> {
+    if a.max_loss.is_some() && !a.udp {
+        return Err(UsageError(
+            "--max-loss applies to UDP_RR: add --udp (TCP loses no transactions)".into(),
+        ));
+    }
+    Ok(Criteria {
+        max_loss_percent: a.max_loss,
+    })
 }
 
 fn ms(d: Duration) -> u64 {

@@ -11,6 +11,7 @@ use clap::Args as ClapArgs;
 use super::args::AuthArgs;
 use super::output::OutputArgs;
 use super::{units, UsageError};
+use crate::model::criteria::Criteria;
 use crate::session::client::StreamPlan;
 use crate::session::conn::Debug;
 use crate::session::sockets::SockOpts;
@@ -105,6 +106,10 @@ pub struct StreamArgs {
     /// hop): linerate reads physical interface speeds and a tbf/htb on the sender itself.
     #[arg(long, value_parser = units::parse_rate)]
     pub link_rate: Option<u64>,
+    /// Exit with code 1 when more than PERCENT of the datagrams of a direction were lost
+    /// (UDP; the results are printed all the same). With --repeat, every run must pass.
+    #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
+    pub max_loss: Option<f64>,
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
@@ -137,6 +142,18 @@ pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The pass/fail criteria of a stream test (`--max-loss`, UDP only).
+pub fn criteria(a: &StreamArgs, transport: Transport) -> Result<Criteria, UsageError> {
+    if a.max_loss.is_some() && transport == Transport::Tcp {
+        return Err(UsageError(
+            "--max-loss applies to UDP: use `linerate udp` (TCP retransmits what it loses)".into(),
+        ));
+    }
+    Ok(Criteria {
+        max_loss_percent: a.max_loss,
+    })
 }
 
 /// Builds the client's plan.

@@ -5,6 +5,7 @@
 //! reason is in `warnings`; nothing is ever a fake zero.
 
 pub mod compare;
+pub mod criteria;
 pub mod diagnosis;
 pub mod doctor;
 #[cfg(test)]

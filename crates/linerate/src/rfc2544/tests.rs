@@ -134,3 +134,23 @@ fn records_validate_against_the_schema_and_round_trip() {
         assert_eq!(text.matches("\"purpose\"").count(), trials);
     }
 }
+
+/// The pass/fail criterion behind exit code 1: every throughput the search found is
+/// confirmed at full length.
+#[test]
+fn an_unconfirmed_throughput_fails_the_run() {
+    use super::throughput::Confirmation;
+    let mut rec = fixture(false, vec![Benchmark::Throughput]);
+    assert_eq!(rec.failures(), Vec::<String>::new());
+    let size = rec.frame_sizes[1].frame_size;
+    let goal = &mut rec.frame_sizes[1].throughput.as_mut().unwrap().goals[0];
+    goal.confirmation = Confirmation::Failed;
+    goal.throughput_fps = None;
+    let f = rec.failures();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(
+        f[0].starts_with(&format!("{size} B, loss goal 0%: the throughput found")),
+        "{f:?}"
+    );
+    assert!(f[0].contains("not confirmed"), "{f:?}");
+}

@@ -1,6 +1,7 @@
 //! `linerate rfc2544`: the four RFC 2544 benchmarks of a device between this host and a
 //! `linerate serve`, with a progress line, and the table, JSON, CSV and chart outputs. The
-//! search logic is `crate::rfc2544`; [`net`] runs its trials over the network.
+//! search logic is `crate::rfc2544`; [`net`] runs its trials over the network. Exit code 1
+//! when a throughput could not be confirmed (`Rfc2544Record::failures`).
 
 pub mod net;
 
@@ -86,12 +87,18 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         warnings,
     };
     emit(a, &rec)?;
-    match stopped {
-        Some(why) if !interrupt.load(SeqCst) => {
-            Err(anyhow!("the RFC 2544 run stopped early: {why}"))
-        }
-        _ => Ok(ExitCode::SUCCESS),
+    if let Some(why) = stopped.filter(|_| !interrupt.load(SeqCst)) {
+        return Err(anyhow!("the RFC 2544 run stopped early: {why}"));
     }
+    let failures = rec.failures();
+    for f in &failures {
+        eprintln!("linerate: failed: {f}");
+    }
+    Ok(if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn check_chart_paths(a: &Rfc2544Args) -> Result<(), UsageError> {
