@@ -78,7 +78,7 @@ fn fixture_delta_is_exact() {
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
     assert_eq!(d.duration_ns, 2_000_000_000);
     assert_eq!(d.interface.as_deref(), Some("eth0"));
-    // Interrupts as in interrupts_tests::two_cpu_delta_is_exact.
+    // Interrupts as in interrupts::tests::two_cpu_delta_is_exact.
     let i = d.interrupts.as_ref().unwrap();
     assert_eq!(i.all.total, 4602);
     assert_eq!(i.interface.as_ref().unwrap().total, 1500);
