@@ -25,7 +25,7 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let kind = |i: &Input| i.runs.first().map(|t| t.rr.as_ref().map(|r| r.kind));
     if let Some(first) = inputs.first() {
         if first.runs.is_empty() {
-            return Err(UsageError(format!("{} holds no trials", first.file)).into());
+            return Err(UsageError(format!("{} holds no runs", first.file)).into());
         }
         for other in &inputs[1..] {
             if kind(other) != kind(first) {

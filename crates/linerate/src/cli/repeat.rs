@@ -9,14 +9,14 @@ use crate::repeat::RepeatPlan;
 /// Repetition of a whole test, netperf `-i`/`-I` style.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct RepeatArgs {
-    /// Run the test N times and report every trial, the mean, stddev and confidence interval.
+    /// Run the test N times and report every run, the mean, stddev and confidence interval.
     #[arg(long, value_name = "N", conflicts_with = "confidence")]
     pub repeat: Option<u32>,
     /// Repeat until the LEVEL% confidence interval of the mean is within WIDTH% (full width,
-    /// netperf -I: 99,5 = within ±2.5 % of the mean), between --iterations MIN and MAX trials.
+    /// netperf -I: 99,5 = within ±2.5 % of the mean), between --iterations MIN and MAX runs.
     #[arg(long, value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
     pub confidence: Option<(f64, f64)>,
-    /// Fewest and most trials with --confidence (netperf -i MAX,MIN; default 3,10).
+    /// Fewest and most runs with --confidence (netperf -i MAX,MIN; default 3,10).
     #[arg(long, value_name = "MIN,MAX", value_parser = parse_min_max, requires = "confidence")]
     pub iterations: Option<(u32, u32)>,
 }
@@ -36,7 +36,7 @@ pub const DEFAULT_ITERATIONS: (u32, u32) = (3, 10);
 pub fn repeat_plan(r: &RepeatArgs) -> Result<RepeatPlan, UsageError> {
     if let Some(n) = r.repeat {
         if n == 0 || n > 1000 {
-            return Err(UsageError(format!("--repeat {n}: use 1 to 1000 trials")));
+            return Err(UsageError(format!("--repeat {n}: use 1 to 1000 runs")));
         }
         return Ok(RepeatPlan {
             min: n,
@@ -71,9 +71,9 @@ pub fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
     Ok((level, width))
 }
 
-/// `MIN,MAX` trial counts, 1 <= MIN <= MAX <= 1000.
+/// `MIN,MAX` run counts, 1 <= MIN <= MAX <= 1000.
 pub fn parse_min_max(s: &str) -> Result<(u32, u32), String> {
-    let err = || format!("invalid --iterations '{s}': use MIN,MAX trials such as 3,10");
+    let err = || format!("invalid --iterations '{s}': use MIN,MAX runs such as 3,10");
     let (a, b) = s.split_once(',').ok_or_else(err)?;
     let min: u32 = a.trim().parse().map_err(|_| err())?;
     let max: u32 = b.trim().parse().map_err(|_| err())?;

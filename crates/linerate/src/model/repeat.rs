@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{FlowDirection, RunRecord};
 
-/// Layout version of [`RunSetRecord`] (the published schema `trials`).
+/// Layout version of [`RunSetRecord`] (the published schema `trials`). The doc comments of
+/// the serialized types below are that schema's descriptions, so they keep its word "trial"
+/// for a run.
 pub const TRIALS_SCHEMA_VERSION: u32 = 1;
 
 /// Coefficient of variation of the primary metric above which a set is called unstable.
