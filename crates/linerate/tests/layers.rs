@@ -51,13 +51,15 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// options and the engine selection out of `session`/`rr` and the doctor's connect path into
 /// the session layer; whoever merges it empties this list.
 const ALLOWED: &[(&str, &str)] = &[
-    // rr/client.rs and rr/mod.rs take `SockOpts`, `connect_tcp` and `split` from
-    // session/sockets.rs and session/mod.rs; rr/session.rs (the engine selection for the
-    // sessions, `Running`) imports the session's socket options. session -> rr is right.
+    // rr/engine.rs takes `SockOpts` and the rate split (`session::split`), rr/client.rs
+    // `sockets::connect_tcp` from the session layer, and rr/session.rs (the engine
+    // selection for the sessions, `Running`) `SockOpts` and `MAX_UDP_PAYLOAD`.
+    // session -> rr is right.
     ("rr", "session"),
-    // doctor/mod.rs repeats the client's connect, hello, welcome and auth steps
-    // (`remote`) and answers `doctor_request` over a session's `ControlWriter` (`answer`),
-    // while session/server.rs calls `doctor::answer`. session -> doctor is right.
+    // doctor/mod.rs repeats the client's connect, hello, welcome and auth steps (`remote`:
+    // session::conn, session::sockets, session::auth) and answers `doctor_request` over a
+    // session's `ControlWriter` (`answer`), while session/server.rs calls `doctor::answer`.
+    // session -> doctor is right.
     ("doctor", "session"),
 ];
 

@@ -1,6 +1,6 @@
 //! The commands: `linerate X` lives in `app/X.rs` (or `app/X/`), its arguments in
 //! `cli/X.rs`. This file dispatches and holds what every command shares (stdout, Ctrl-C);
-//! [`run`] runs a planned test (tcp, udp, rr) once with live output or repeated. Results go
+//! [`mod@run`] runs a planned test (tcp, udp, rr) once with live output or repeated. Results go
 //! to stdout; progress, log lines and warnings to stderr.
 
 use std::io::Write;
