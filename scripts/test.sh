@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit, integration and lab (network namespace) tests.
-# Run as root on Debian: the lab tests create and remove their own namespaces. Installs the
-# system tools it needs (iproute2, nftables, procps, fonts-dejavu-core, tshark, tcptrace,
-# tcpdump) when they are missing.
+# The whole test suite: formatting, lints, unit and integration tests, then the lab tests
+# (network namespaces, packet capture) that need root and are #[ignore]d in a plain
+# `cargo test`. Run as root on Debian: the lab tests create and remove their own
+# namespaces. Installs the system tools it needs (iproute2, nftables, procps,
+# fonts-dejavu-core, tshark, tcptrace, tcpdump) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,4 +35,19 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# Everything that runs without root; the tests that need it are #[ignore]d here.
 cargo test --workspace --locked
+
+# The tests that need root (network namespaces, packet capture): the `lab` test target of
+# linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
+# lab test cannot silently stop running; raise it when you add one.
+LAB_TESTS=32
+lab_log=$(mktemp)
+trap 'rm -f "$lab_log"' EXIT
+cargo test --workspace --locked --test lab -- --include-ignored 2>&1 | tee "$lab_log"
+ran=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed/) n += $(i - 1) } END { print n + 0 }' "$lab_log")
+echo "scripts/test.sh: $ran lab tests passed (linerate and linerate-lab; at least $LAB_TESTS expected)"
+if [ "$ran" -lt "$LAB_TESTS" ]; then
+    echo "scripts/test.sh: only $ran of $LAB_TESTS lab tests ran" >&2
+    exit 1
+fi

@@ -21,9 +21,9 @@
 //!   namespace), qdiscs sit on those veths and nftables tables live in the
 //!   namespaces' own rulesets. Deleting the namespaces therefore removes all of
 //!   it; nothing in the host's own network configuration is ever touched.
-//! * Addresses are private (`10.64.0.0/10`-ish IPv4 and `fd6c:72..::/48` ULA
-//!   IPv6) and derived deterministically from the lab name (FNV-1a hash), see
-//!   [`topology::plan`]. Because every lab is isolated in its own namespaces,
+//! * Addresses are private (IPv4 in `10.64.0.0/10`, IPv6 in the ULA prefix
+//!   `fd6c:7200::/24`) and derived deterministically from the lab name (FNV-1a
+//!   and murmur3's finalizer, [`topology::name_hash`]), see [`topology::plan`]. Because every lab is isolated in its own namespaces,
 //!   two labs whose hashes collide still cannot see each other.
 //! * Namespaces have no route to anything but the lab's own links, so traffic
 //!   generated inside a lab can only reach the lab's hosts.
@@ -31,7 +31,8 @@
 //!   only logged), [`Lab::down`] does the same and reports errors. Creating a
 //!   lab whose namespaces already exist tears the old ones down first
 //!   (teardown-and-recreate), and a stale [`Lab`] value never deletes a newer
-//!   lab of the same name (namespaces are identified by their nsfs inode).
+//!   lab of the same name (each namespace's `lo` carries an alias unique to
+//!   the value that created it, see [`lab`]).
 //!
 //! Requires root (`CAP_NET_ADMIN` and `CAP_SYS_ADMIN`), plus the Debian packages
 //! `iproute2` (`ip`, `tc`), `nftables` (`nft`, only for loss) and `procps`
@@ -42,11 +43,13 @@
 
 pub mod cmd;
 mod error;
+pub mod lab;
 pub mod netns;
 pub mod shape;
 pub mod topology;
 
 pub use error::{LabError, Result};
+pub use lab::Lab;
 pub use netns::run_in;
 pub use shape::{QdiscStats, Shaping, ShapingKind};
-pub use topology::{Interface, Lab, LabInfo, LabOptions, Topology};
+pub use topology::{Interface, LabInfo, LabOptions, Topology};

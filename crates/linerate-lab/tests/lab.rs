@@ -1,5 +1,7 @@
-//! Integration tests that build real labs. They need root (CI runs as root)
-//! and fail loudly without it: they are never skipped.
+//! Integration tests that build real labs. They need root, so each is
+//! `#[ignore = "needs root: network namespaces"]`: a plain `cargo test` passes without
+//! root, and CI (as root) runs every one with `cargo test --test lab -- --ignored`
+//! (`scripts/test.sh`), where they fail loudly without root.
 //!
 //! Every test uses its own lab name (a short prefix plus the pid) so tests
 //! can run in parallel, and a `Cleanup` guard that deletes the lab by name
@@ -161,6 +163,7 @@ fn udp_delivered(lab: &Lab, from: &str, to: &str, addr: IpAddr, count: usize) ->
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_pair_comes_up_and_a_reaches_b() {
     require_root();
     let name = unique("tp");
@@ -211,6 +214,7 @@ fn lab_pair_comes_up_and_a_reaches_b() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_spawn_and_command_run_inside_namespace() {
     require_root();
     let name = unique("ts");
@@ -237,6 +241,7 @@ fn lab_spawn_and_command_run_inside_namespace() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_router_forwards_between_subnets() {
     require_root();
     let name = unique("tr");
@@ -285,6 +290,7 @@ fn lab_router_forwards_between_subnets() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_tbf_shaping_limits_rate_and_shows_in_stats() {
     require_root();
     let name = unique("tt");
@@ -320,6 +326,7 @@ fn lab_tbf_shaping_limits_rate_and_shows_in_stats() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_htb_on_router_and_reshaping() {
     require_root();
     let name = unique("th");
@@ -378,6 +385,7 @@ fn lab_htb_on_router_and_reshaping() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_loss_drops_about_the_right_fraction() {
     require_root();
     let name = unique("tl");
@@ -421,6 +429,7 @@ fn lab_loss_drops_about_the_right_fraction() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_drop_removes_namespaces_and_list_finds_labs() {
     require_root();
     let name = unique("td");
@@ -452,6 +461,7 @@ fn lab_drop_removes_namespaces_and_list_finds_labs() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_down_by_name_nonexistent_succeeds() {
     require_root();
     let name = unique("tn");
@@ -464,6 +474,7 @@ fn lab_down_by_name_nonexistent_succeeds() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_down_by_name_removes_a_leftover_lab() {
     require_root();
     let name = unique("tx");
@@ -479,6 +490,7 @@ fn lab_down_by_name_removes_a_leftover_lab() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_up_is_idempotent_and_stale_values_are_harmless() {
     require_root();
     let name = unique("ti");
@@ -496,6 +508,7 @@ fn lab_up_is_idempotent_and_stale_values_are_harmless() {
 }
 
 #[test]
+#[ignore = "needs root: network namespaces"]
 fn lab_rejects_bad_names_and_options() {
     require_root();
     for bad in ["", "UPPER", "has_underscore", "thirteen-char"] {

@@ -2,11 +2,16 @@
 //!
 //! The binary's `main` parses [`cli::args::Args`] and calls [`app::run`]. See
 //! `docs/ARCHITECTURE.md` for the parts and how data flows through them.
+//!
+//! No `unsafe` outside the few modules that call the kernel through raw pointers; each is
+//! allowed by name where it is declared (`sys::afpacket`, `sys::capture`, `sys::ethtool`,
+//! `sys::tcp_info`, `engine::mmsg`), and every block in them has a `// SAFETY:` comment.
+
+#![deny(unsafe_code)]
 
 pub mod analyze;
 pub mod app;
 pub mod cli;
-pub mod compare;
 pub mod diagnose;
 pub mod doctor;
 pub mod engine;

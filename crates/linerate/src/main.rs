@@ -1,5 +1,7 @@
 //! The `linerate` binary: parse, run, print one error line, exit with a documented code.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::Parser;

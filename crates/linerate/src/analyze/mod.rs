@@ -3,7 +3,8 @@
 //!
 //! The analysis is a pure function of the packets fed to [`Analyzer::packet`] in capture
 //! order: no I/O, no clock. [`read`] turns a pcap or pcapng stream into those packets without
-//! loading the file; [`record`] is the result, rendered by `export::analyze` (table, CSV) and
+//! loading the file and [`analyze_reader`] feeds them to an [`Analyzer`];
+//! [`crate::model::trace`] is the result, rendered by `export::analyze` (table, CSV) and
 //! `export::tsg` (time-sequence graphs as SVG).
 
 use std::collections::HashMap;
@@ -12,12 +13,11 @@ use std::net::IpAddr;
 use linerate_wire::capture::{Packet, Transport};
 
 pub mod read;
-pub mod record;
 mod tcp;
 #[cfg(test)]
 mod tests;
 
-use record::{AnalysisRecord, Endpoint, UdpFlow};
+use crate::model::trace::{self, AnalysisRecord, Endpoint, UdpFlow};
 
 /// Most connections and flows tracked at once; packets of further ones are counted as
 /// other and a warning says so (a hostile file cannot make the analysis allocate without
@@ -121,7 +121,7 @@ pub struct Analyzer {
     undecodable: u64,
     tcp_index: HashMap<FlowKey, usize>,
     tcp: Vec<tcp::Conn>,
-    finished_tcp: Vec<(record::TcpConnection, Option<[DirectionGraph; 2]>)>,
+    finished_tcp: Vec<(trace::TcpConnection, Option<[DirectionGraph; 2]>)>,
     udp_index: HashMap<(IpAddr, u16, IpAddr, u16), usize>,
     udp: Vec<UdpState>,
     flows_capped: bool,
@@ -150,6 +150,27 @@ struct UdpState {
     first_ns: u64,
     last_ns: u64,
     max_gap_ns: u64,
+}
+
+/// Analyses a capture read from `input`.
+pub fn analyze_reader<R: std::io::Read + Send>(
+    input: R,
+    name: &str,
+    opts: &AnalyzeOptions,
+) -> anyhow::Result<(AnalysisRecord, Vec<DirectionGraph>)> {
+    let mut an = Analyzer::new(opts.clone());
+    let summary: read::ReadSummary = read::read_capture(input, |frame| {
+        match linerate_wire::capture::decode(frame.link_type, frame.data) {
+            Ok(Some(p)) => an.packet(frame.ts_ns, &p),
+            Ok(None) => an.other(frame.ts_ns),
+            Err(e) => an.undecodable(frame.ts_ns, &e.to_string()),
+        }
+    })?;
+    let (mut rec, graphs) = an.finish(name, summary.format);
+    if let Some(t) = summary.truncated {
+        rec.warnings.insert(0, t);
+    }
+    Ok((rec, graphs))
 }
 
 pub(crate) fn endpoint(e: (IpAddr, u16)) -> Endpoint {
@@ -427,7 +448,7 @@ impl Analyzer {
             })
             .collect();
         let rec = AnalysisRecord {
-            schema_version: record::SCHEMA_VERSION,
+            schema_version: trace::SCHEMA_VERSION,
             software: crate::software(),
             file: file.to_string(),
             format: format.to_string(),

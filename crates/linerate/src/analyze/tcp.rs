@@ -10,11 +10,11 @@
 
 use linerate_wire::capture::{tcp_flags as F, TcpSegment};
 
-use super::record::{
+use super::{AnalyzeOptions, GraphEvent, GraphKind, Period, PeriodKind};
+use crate::model::trace::{
     AckDelayStats, Evidence, Finding, Rfc6349, RttStats, TcpConnection, TcpDirection, TimeShares,
     WindowStats,
 };
-use super::{AnalyzeOptions, GraphEvent, GraphKind, Period, PeriodKind};
 
 /// An ACK that finally covers a segment after this much more than the minimum RTT is a
 /// candidate delayed ACK (Linux delays at least 40 ms, `TCP_DELACK_MIN`; other stacks 100 to

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use super::read::read_capture;
-use super::record::AnalysisRecord;
 use super::*;
+use crate::model::trace::AnalysisRecord;
 
 fn fixture(name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -15,7 +15,7 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 fn analyze_bytes(bytes: &[u8], opts: AnalyzeOptions) -> (AnalysisRecord, Vec<DirectionGraph>) {
-    crate::app::analyze::analyze_reader(bytes, "fixture", &opts).expect("analysis")
+    super::analyze_reader(bytes, "fixture", &opts).expect("analysis")
 }
 
 fn analyze(name: &str) -> AnalysisRecord {
@@ -137,58 +137,6 @@ fn rfc6349_metrics_follow_the_formulas() {
     assert!(r.tcp[0].a_to_b.rfc6349.is_none());
 }
 
-#[test]
-fn outputs_are_deterministic_and_json_matches_the_schema() {
-    let opts = AnalyzeOptions {
-        link_rate_bps: Some(20_000_000),
-        graphs: true,
-        ..AnalyzeOptions::default()
-    };
-    let (r, g) = analyze_bytes(&fixture("lossy-bulk.pcap"), opts.clone());
-    let (r2, g2) = analyze_bytes(&fixture("lossy-bulk.pcap"), opts);
-    let json = crate::export::json::render_analysis(&r);
-    assert_eq!(json, crate::export::json::render_analysis(&r2));
-    let schema: serde_json::Value =
-        serde_json::from_str(&crate::export::json::analyze_schema()).unwrap();
-    let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
-    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(compiled.is_valid(&value));
-    let table = crate::export::analyze::table(&r);
-    assert!(table.contains("TCP 2"), "{table}");
-    assert!(table.contains("RFC 6349 a->b"), "{table}");
-    let csv = crate::export::analyze::csv(&r);
-    assert_eq!(csv.lines().count(), 1 + 4);
-    assert!(csv.starts_with("proto,index,direction,src,dst"));
-    let svg = |gs: &[DirectionGraph]| {
-        gs.iter()
-            .find(|x| x.connection == 2 && x.direction == "a_to_b")
-            .map(crate::export::tsg::render_svg)
-            .unwrap()
-    };
-    let s = svg(&g);
-    assert_eq!(s, svg(&g2));
-    assert!(s.starts_with("<svg") && s.ends_with("</svg>\n"));
-    assert!(s.contains("#d62728"), "retransmissions are drawn in red");
-    assert!(s.contains("time-sequence graph"));
-}
-
-#[test]
-fn nagle_graph_shades_the_stalls() {
-    let opts = AnalyzeOptions {
-        graphs: true,
-        ..AnalyzeOptions::default()
-    };
-    let (_, g) = analyze_bytes(&fixture("nagle-write-write-read.pcap"), opts);
-    let a = g.iter().find(|x| x.direction == "a_to_b").unwrap();
-    let stalls = a
-        .periods
-        .iter()
-        .filter(|p| p.kind == PeriodKind::DelayedAck)
-        .count();
-    assert!(stalls >= 15);
-    assert!(crate::export::tsg::render_svg(a).contains("#f6b3b3"));
-}
-
 fn read_all(bytes: &[u8]) -> Result<(u64, Option<String>), String> {
     let mut n = 0u64;
     read_capture(bytes, |f| {
@@ -244,25 +192,6 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
 
     #[test]
-    fn the_reader_never_panics_on_mutated_captures(
-        which in 0usize..2,
-        edits in proptest::collection::vec((0usize..5000, proptest::prelude::any::<u8>()), 1..8),
-        cut in 0usize..20000,
-    ) {
-        let mut f = fixture(["sll2-any.pcap", "two-interfaces.pcapng"][which]);
-        for (i, v) in edits {
-            let n = f.len();
-            f[i % n] = v;
-        }
-        f.truncate(cut.max(1));
-        if let Ok((rec, g)) = crate::app::analyze::analyze_reader(&f[..], "fuzz", &AnalyzeOptions { graphs: true, link_rate_bps: Some(1_000_000), mtu: None }) {
-            let _ = crate::export::analyze::table(&rec);
-            let _ = crate::export::analyze::csv(&rec);
-            for x in &g { let _ = crate::export::tsg::render_svg(x); }
-        }
-    }
-
-    #[test]
     fn the_reader_never_panics_on_random_bytes(
         magic in 0usize..5,
         body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..600),
@@ -275,6 +204,6 @@ proptest::proptest! {
             [0, 0, 0, 0],
         ][magic].to_vec();
         f.extend_from_slice(&body);
-        let _ = crate::app::analyze::analyze_reader(&f[..], "fuzz", &AnalyzeOptions::default());
+        let _ = super::analyze_reader(&f[..], "fuzz", &AnalyzeOptions::default());
     }
 }

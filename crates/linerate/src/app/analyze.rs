@@ -1,17 +1,16 @@
-//! `linerate analyze FILE`: read a capture, analyse it, print it; and the same analysis for
-//! the capture a test took with `--capture`.
+//! `linerate analyze FILE`: read a capture, analyse it, print it ([`analyze_path`] also
+//! serves the capture a test took with `--capture`, see `app::run`).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::analyze::read::{read_capture, ReadSummary};
-use crate::analyze::record::AnalysisRecord;
-use crate::analyze::{AnalyzeOptions, Analyzer, DirectionGraph};
+use crate::analyze::{analyze_reader, AnalyzeOptions, DirectionGraph};
 use crate::cli::analyze::AnalyzeArgs;
-use crate::cli::plan::UsageError;
+use crate::cli::UsageError;
 use crate::export;
+use crate::model::trace::AnalysisRecord;
 
 /// Runs the command.
 pub(crate) fn command(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
@@ -64,27 +63,6 @@ pub fn analyze_path(
     result.map_err(|e| UsageError(format!("{name}: {e:#}")).into())
 }
 
-/// Analyses a capture read from `input`.
-pub fn analyze_reader<R: std::io::Read + Send>(
-    input: R,
-    name: &str,
-    opts: &AnalyzeOptions,
-) -> anyhow::Result<(AnalysisRecord, Vec<DirectionGraph>)> {
-    let mut an = Analyzer::new(opts.clone());
-    let summary: ReadSummary = read_capture(input, |frame| {
-        match linerate_wire::capture::decode(frame.link_type, frame.data) {
-            Ok(Some(p)) => an.packet(frame.ts_ns, &p),
-            Ok(None) => an.other(frame.ts_ns),
-            Err(e) => an.undecodable(frame.ts_ns, &e.to_string()),
-        }
-    })?;
-    let (mut rec, graphs) = an.finish(name, summary.format);
-    if let Some(t) = summary.truncated {
-        rec.warnings.insert(0, t);
-    }
-    Ok((rec, graphs))
-}
-
 /// Writes `conn-N-a_to_b.svg` (and b_to_a) for every direction that carried data; returns
 /// how many were written.
 pub fn write_graphs(
@@ -113,135 +91,4 @@ pub fn write_graphs(
         n += 1;
     }
     Ok(n)
-}
-
-/// Cap of a `--capture` file: a 10 s test at line rate with 128-byte snaps stays far below.
-pub const CAPTURE_MAX_BYTES: u64 = 1 << 30;
-
-/// Runs `test` while capturing its packets into `cap.capture` (when given), then analyses
-/// the capture, puts what it found into the record (`trace`) and diagnoses it again.
-pub(crate) fn with_capture(
-    cap: &crate::cli::analyze::CaptureArgs,
-    plan: &crate::session::client::StreamPlan,
-    test: impl FnOnce(&crate::session::client::StreamPlan) -> anyhow::Result<crate::model::RunRecord>,
-) -> anyhow::Result<crate::model::RunRecord> {
-    use std::net::ToSocketAddrs;
-    let Some(path) = &cap.capture else {
-        return test(plan);
-    };
-    // Ask the server to capture its side too (it returns it if it allows captures).
-    let mut asked = plan.clone();
-    asked.spec.capture_snaplen = Some(cap.snaplen);
-    let plan = &asked;
-    let server = (plan.host.as_str(), plan.port)
-        .to_socket_addrs()
-        .ok()
-        .and_then(|mut a| a.next())
-        .ok_or_else(|| UsageError(format!("--capture: cannot resolve {}", plan.host)))?;
-    let capture = crate::sys::capture::Capture::start(path, server, cap.snaplen, CAPTURE_MAX_BYTES)
-        .map_err(|e| UsageError(format!("--capture {}: {e}", path.display())))?;
-    let result = test(plan);
-    let stats = capture
-        .stop()
-        .with_context(|| format!("--capture {}", path.display()))?;
-    let mut rec = result?;
-    let opts = AnalyzeOptions {
-        link_rate_bps: rec.plan.link_rate_bps,
-        ..AnalyzeOptions::default()
-    };
-    match analyze_path(path, &opts) {
-        Ok((a, _)) => {
-            let mut tcp = a.tcp;
-            // The control connection is the test's first connection: leave it out.
-            if !tcp.is_empty() {
-                tcp.remove(0);
-            }
-            let mut warnings = a.warnings;
-            if stats.kernel_drops.is_some_and(|d| d > 0) {
-                warnings.push(format!(
-                    "the capture missed {} packets (the kernel dropped them): use a smaller --snaplen",
-                    stats.kernel_drops.unwrap_or(0)
-                ));
-            }
-            if stats.over_cap > 0 {
-                warnings.push(format!(
-                    "{} packets were not written: the capture reached its {} MiB cap",
-                    stats.over_cap,
-                    CAPTURE_MAX_BYTES >> 20
-                ));
-            }
-            let server = server_trace(&mut rec, path, cap.snaplen, &opts);
-            rec.trace = Some(crate::analyze::record::TraceRecord {
-                file: path.display().to_string(),
-                interface: stats.interface,
-                snaplen: cap.snaplen,
-                packets: stats.packets,
-                kernel_drops: stats.kernel_drops,
-                over_cap: stats.over_cap,
-                tcp,
-                udp: a.udp,
-                warnings,
-                server,
-            });
-            rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
-        }
-        Err(e) => rec.warnings.push(format!(
-            "--capture: the capture could not be analysed: {e:#}"
-        )),
-    }
-    Ok(rec)
-}
-
-/// Writes the capture the server returned next to the client's (`FILE.server.pcap`) and
-/// analyses it; notes and failures become warnings.
-fn server_trace(
-    rec: &mut crate::model::RunRecord,
-    path: &Path,
-    snaplen: u32,
-    opts: &AnalyzeOptions,
-) -> Option<Box<crate::analyze::record::TraceRecord>> {
-    let returned = rec.server_capture.take()?;
-    if let Some(n) = &returned.note {
-        rec.warnings.push(format!("--capture at the server: {n}"));
-    }
-    let bytes = linerate_wire::hex::decode(returned.pcap_hex.as_deref()?);
-    let Some(bytes) = bytes else {
-        rec.warnings
-            .push("--capture: the server's capture is not valid hex".to_string());
-        return None;
-    };
-    let mut name = path.as_os_str().to_owned();
-    name.push(".server.pcap");
-    let spath = std::path::PathBuf::from(name);
-    if let Err(e) = std::fs::write(&spath, &bytes) {
-        rec.warnings
-            .push(format!("--capture: cannot write {}: {e}", spath.display()));
-        return None;
-    }
-    match analyze_path(&spath, opts) {
-        Ok((a, _)) => {
-            let mut tcp = a.tcp;
-            if !tcp.is_empty() {
-                tcp.remove(0);
-            }
-            Some(Box::new(crate::analyze::record::TraceRecord {
-                file: spath.display().to_string(),
-                interface: String::new(),
-                snaplen,
-                packets: a.packets,
-                kernel_drops: None,
-                over_cap: 0,
-                tcp,
-                udp: a.udp,
-                warnings: a.warnings,
-                server: None,
-            }))
-        }
-        Err(e) => {
-            rec.warnings.push(format!(
-                "--capture: the server's capture could not be analysed: {e:#}"
-            ));
-            None
-        }
-    }
 }

@@ -8,10 +8,10 @@ use linerate_lab::{netns, Lab, LabOptions, Shaping, ShapingKind};
 
 use super::write_out;
 use crate::cli::lab::{LabArgs, LabCommand, LabUpArgs};
-use crate::cli::plan::UsageError;
+use crate::cli::UsageError;
 
 /// Runs a `linerate lab` subcommand.
-pub fn run(a: &LabArgs) -> anyhow::Result<ExitCode> {
+pub fn command(a: &LabArgs) -> anyhow::Result<ExitCode> {
     match &a.command {
         LabCommand::Up(u) => up(u),
         LabCommand::Down { name } => down(name),

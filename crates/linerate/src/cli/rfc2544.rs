@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::Args as ClapArgs;
 
-use super::plan::UsageError;
 use super::units;
+use super::UsageError;
 use crate::rfc2544::frame_sizes::{self, IpVersion};
 use crate::rfc2544::latency::LatencyParams;
 use crate::rfc2544::record::{Benchmark, StartAt};
@@ -88,7 +88,7 @@ pub struct Rfc2544Args {
     /// then forwards super-packets, not frames, does a fraction of the per-frame work, and
     /// the rates found are not its frame rates. Use gso only to test the tester.
     #[arg(long, default_value = "auto", value_parser = parse_generator)]
-    pub generator: crate::rfc2544::net::Generator,
+    pub generator: crate::rfc2544::record::Generator,
     /// Accepted for old scripts and ignored: rfc2544 never uses GSO/GRO unless
     /// `--generator gso`.
     #[arg(long, hide = true)]
@@ -111,8 +111,8 @@ pub struct Rfc2544Args {
 }
 
 /// `--generator`.
-pub fn parse_generator(s: &str) -> Result<crate::rfc2544::net::Generator, String> {
-    use crate::rfc2544::net::Generator;
+pub fn parse_generator(s: &str) -> Result<crate::rfc2544::record::Generator, String> {
+    use crate::rfc2544::record::Generator;
     match s {
         "auto" => Ok(Generator::Auto),
         "sendmmsg" => Ok(Generator::Sendmmsg),

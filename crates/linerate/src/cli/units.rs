@@ -113,6 +113,17 @@ pub fn parse_affinity(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
     Ok((p(it.next())?, p(it.next())?))
 }
 
+/// A percentage from 0 to 100 (`--max-loss 0.5`; a trailing `%` is allowed).
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "invalid percentage '{s}': use a number from 0 to 100, such as 0.1"
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +165,15 @@ mod tests {
         assert_eq!(parse_affinity("1"), Ok((Some(1), None)));
         assert_eq!(parse_affinity(",1"), Ok((None, Some(1))));
         assert!(parse_affinity("a,b").is_err());
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("0.5"), Ok(0.5));
+        assert_eq!(parse_percent("2%"), Ok(2.0));
+        assert_eq!(parse_percent("0"), Ok(0.0));
+        assert!(parse_percent("101").is_err());
+        assert!(parse_percent("-1").is_err());
+        assert!(parse_percent("lots").is_err());
     }
 }

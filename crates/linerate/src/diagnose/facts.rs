@@ -248,7 +248,7 @@ pub fn over_loopback(rec: &RunRecord) -> bool {
             return true;
         }
     }
-    let (host, _) = crate::export::split_host_port(&rec.plan.server);
+    let (host, _) = crate::model::labels::split_host_port(&rec.plan.server);
     host.parse::<IpAddr>()
         .is_ok_and(|ip| ip.to_canonical().is_loopback())
         || host.eq_ignore_ascii_case("localhost")

@@ -1,6 +1,6 @@
 //! Property tests: every rule over generated records.
 //!
-//! The records are built from the same parts as the fixtures (`export::fixtures`) and
+//! The records are built from the same parts as the fixtures (`model::fixtures`) and
 //! summarized by the client's own `build_record`; their figures range over what the
 //! kernel and /proc can report (shares of CPUs within 0..100, any counts, any TCP_INFO,
 //! tiny and huge buffers, loopback or not, one host or two), including counters that do
@@ -24,7 +24,7 @@ use linerate_wire::report::{
 use proptest::prelude::*;
 
 use super::*;
-use crate::export::fixtures;
+use crate::model::fixtures;
 
 const SEC: u64 = 1_000_000_000;
 
@@ -498,7 +498,7 @@ fn record(p: &Params) -> RunRecord {
     }
     intervals(&mut client, &p.ends.0.intervals);
     intervals(&mut server, &p.ends.1.intervals);
-    crate::session::client::build_record(
+    let mut rec = RunRecord::from_reports(
         plan,
         "2024-05-01T12:00:00Z".into(),
         None,
@@ -506,7 +506,9 @@ fn record(p: &Params) -> RunRecord {
         client,
         p.with_server.then_some(server),
         Vec::new(),
-    )
+    );
+    rec.diagnosis = Some(diagnose(&rec));
+    rec
 }
 
 /// `OP NUMBER` of a threshold, checked against `value`; `Err` says what is wrong.

@@ -11,7 +11,7 @@ use linerate_wire::report::{
 };
 
 use super::*;
-use crate::export::fixtures;
+use crate::model::fixtures;
 use crate::model::{FlowDirection, PlanRecord, RunRecord};
 
 const SEC: u64 = 1_000_000_000;
@@ -152,7 +152,7 @@ impl Case {
     }
 
     fn record(&self) -> RunRecord {
-        crate::session::client::build_record(
+        let mut rec = RunRecord::from_reports(
             self.plan.clone(),
             "2024-05-01T12:00:00Z".into(),
             None,
@@ -160,7 +160,9 @@ impl Case {
             self.client.clone(),
             Some(self.server.clone()),
             Vec::new(),
-        )
+        );
+        rec.diagnosis = Some(diagnose(&rec));
+        rec
     }
 
     fn kinds(&self) -> Vec<VerdictKind> {

@@ -4,7 +4,7 @@
 use linerate_wire::doctor::{Finding, Severity};
 use linerate_wire::host::InterfaceFacts;
 
-use crate::export::units::{format_bps, format_bytes};
+use crate::model::units::{format_bps, format_bytes};
 
 /// The sysctls doctor reads; each `None` when it could not be read.
 #[derive(Debug, Clone, Default, PartialEq)]

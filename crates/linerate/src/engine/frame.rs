@@ -16,6 +16,8 @@ use std::net::{IpAddr, SocketAddr};
 
 use linerate_wire::probe::{self, Probe};
 
+pub use crate::sys::neigh::Mac;
+
 /// Ethernet header length (no VLAN tag).
 pub const ETH_HEADER: usize = 14;
 /// The frame check sequence the NIC appends, counted in RFC 2544 frame sizes.
@@ -28,9 +30,6 @@ const ETHERTYPE_IPV6: u16 = 0x86dd;
 const PROTO_UDP: u8 = 17;
 /// Hop limit / TTL of generated frames (Linux's default).
 const TTL: u8 = 64;
-
-/// A 48-bit MAC address.
-pub type Mac = [u8; 6];
 
 /// Why a template cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

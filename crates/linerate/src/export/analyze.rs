@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
-use crate::analyze::record::{AnalysisRecord, TcpConnection, TcpDirection};
-use crate::export::units::{format_bps, format_bytes};
+use crate::model::trace::{AnalysisRecord, TcpConnection, TcpDirection};
+use crate::model::units::{format_bps, format_bytes};
 
 fn opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".to_string(), |x| format!("{x:.decimals$}"))

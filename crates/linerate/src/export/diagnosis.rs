@@ -3,8 +3,8 @@
 //! for old scripts). JSON carries the [`Diagnosis`] itself; CSV has `verdict` and
 //! `verdict_message` columns.
 
-use super::units::{format_bps, format_bytes};
-use crate::diagnose::{confidence_name, place, Diagnosis, Evidence, Verdict};
+use crate::model::diagnosis::{confidence_name, place, Diagnosis, Evidence, Verdict};
+use crate::model::units::{format_bps, format_bytes};
 
 /// One evidence figure: "cpu_util_percent 95.2% (>= 90)".
 pub fn evidence_text(e: &Evidence) -> String {
@@ -74,7 +74,7 @@ pub fn comment_lines(d: &Diagnosis) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::{Confidence, VerdictKind};
+    use crate::model::diagnosis::{Confidence, VerdictKind};
 
     fn verdict() -> Verdict {
         Verdict {

@@ -1,13 +1,61 @@
 //! JSON output and the JSON Schemas that document it.
 //!
 //! `--json` prints [`render`]; `--json-stream` prints one [`event_line`] per [`StreamEvent`] as
-//! it happens. The schemas in `docs/json-schema/run-v1.json`, `event-v1.json`, `trials-v1.json`
-//! and `doctor-v1.json` (`linerate doctor --json`) and `analyze-v1.json` (`linerate analyze --json`) are generated from the model types by
-//! [`schema`], [`event_schema`], [`trials_schema`], [`doctor_schema`] and [`analyze_schema`]; a test keeps the
-//! committed files in step with the code.
+//! it happens. Every record with a published schema has a [`SchemaName`]: `linerate schema
+//! NAME` prints [`SchemaName::schema`], generated from the model types, and a test keeps the
+//! committed `docs/json-schema/NAME-v1.json` in step with it.
 
 use crate::model::{RunRecord, StreamEvent};
 use serde::Serialize;
+
+/// A record with a published JSON Schema (`docs/json-schema/NAME-v1.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchemaName {
+    /// A test's record (`--json` of tcp, udp, rr).
+    Run,
+    /// One line of `--json-stream`.
+    Event,
+    /// A repeated test's record (`--repeat`, `--confidence`).
+    Trials,
+    /// `linerate rfc2544 --json`.
+    #[value(name = "rfc2544")]
+    Rfc2544,
+    /// `linerate analyze --json`.
+    Analyze,
+    /// `linerate doctor --json`.
+    Doctor,
+}
+
+impl SchemaName {
+    /// The name on the command line and in the file name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SchemaName::Run => "run",
+            SchemaName::Event => "event",
+            SchemaName::Trials => "trials",
+            SchemaName::Rfc2544 => "rfc2544",
+            SchemaName::Analyze => "analyze",
+            SchemaName::Doctor => "doctor",
+        }
+    }
+
+    /// The committed file under `docs/json-schema/`.
+    pub fn file_name(self) -> String {
+        format!("{}-v1.json", self.name())
+    }
+
+    /// The schema, generated from the types, pretty, with a trailing newline.
+    pub fn schema(self) -> String {
+        match self {
+            SchemaName::Run => schema(),
+            SchemaName::Event => event_schema(),
+            SchemaName::Trials => trials_schema(),
+            SchemaName::Rfc2544 => crate::rfc2544::record::schema(),
+            SchemaName::Analyze => analyze_schema(),
+            SchemaName::Doctor => doctor_schema(),
+        }
+    }
+}
 
 /// The record as pretty JSON, with a trailing newline.
 pub fn render(rec: &RunRecord) -> String {
@@ -28,23 +76,21 @@ pub fn schema() -> String {
 
 /// JSON Schema of a repeated run's record (`docs/json-schema/trials-v1.json`).
 pub fn trials_schema() -> String {
-    pretty(&schemars::schema_for!(crate::model::TrialSetRecord))
+    pretty(&schemars::schema_for!(crate::model::RunSetRecord))
 }
 
 /// JSON Schema of `linerate doctor --json` (`docs/json-schema/doctor-v1.json`).
 pub fn doctor_schema() -> String {
-    pretty(&schemars::schema_for!(crate::doctor::DoctorRecord))
+    pretty(&schemars::schema_for!(crate::model::doctor::DoctorRecord))
 }
 
 /// JSON Schema of `linerate analyze --json` (`docs/json-schema/analyze-v1.json`).
 pub fn analyze_schema() -> String {
-    pretty(&schemars::schema_for!(
-        crate::analyze::record::AnalysisRecord
-    ))
+    pretty(&schemars::schema_for!(crate::model::trace::AnalysisRecord))
 }
 
 /// The analysis record as pretty JSON, with a trailing newline.
-pub fn render_analysis(rec: &crate::analyze::record::AnalysisRecord) -> String {
+pub fn render_analysis(rec: &crate::model::trace::AnalysisRecord) -> String {
     pretty(rec)
 }
 
@@ -69,6 +115,7 @@ fn error_json(e: &serde_json::Error) -> String {
 mod tests {
     use super::*;
     use crate::export::fixtures;
+    use clap::ValueEnum;
     use linerate_wire::report::Role;
     use std::path::PathBuf;
 
@@ -84,15 +131,9 @@ mod tests {
     #[test]
     fn committed_schemas_match_the_model() {
         let bless = std::env::var("LINERATE_BLESS").is_ok_and(|v| v == "1");
-        for (name, generated) in [
-            ("run-v1.json", schema()),
-            ("event-v1.json", event_schema()),
-            ("trials-v1.json", trials_schema()),
-            ("doctor-v1.json", doctor_schema()),
-            ("rfc2544-v1.json", crate::rfc2544::record::schema()),
-            ("analyze-v1.json", analyze_schema()),
-        ] {
-            let path = schema_dir().join(name);
+        for which in SchemaName::value_variants() {
+            let (name, generated) = (which.file_name(), which.schema());
+            let path = schema_dir().join(&name);
             if bless {
                 std::fs::create_dir_all(schema_dir()).unwrap();
                 std::fs::write(&path, &generated).unwrap();
@@ -109,6 +150,23 @@ mod tests {
                 "{} is out of date with the model; run with LINERATE_BLESS=1 to regenerate it",
                 path.display()
             );
+        }
+        // And every committed file has a name `linerate schema` knows.
+        for entry in std::fs::read_dir(schema_dir()).unwrap() {
+            let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(
+                SchemaName::value_variants()
+                    .iter()
+                    .any(|w| w.file_name() == file),
+                "docs/json-schema/{file} has no SchemaName"
+            );
+        }
+    }
+
+    #[test]
+    fn schema_names_parse_as_printed() {
+        for which in SchemaName::value_variants() {
+            assert_eq!(SchemaName::from_str(which.name(), false), Ok(*which));
         }
     }
 

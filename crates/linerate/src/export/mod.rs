@@ -14,17 +14,21 @@
 //! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
 
 pub mod analyze;
+pub mod compare;
 pub mod csv;
 pub mod diagnosis;
+pub mod doctor;
 pub mod json;
 pub mod netperf;
+pub mod repeat;
+pub mod rfc2544;
 pub mod rr;
 pub mod table;
-pub mod trials;
 pub mod tsg;
 pub mod ttcp;
-pub mod units;
 
+#[cfg(test)]
+mod analyze_tests;
 #[cfg(test)]
 pub(crate) mod fixtures;
 #[cfg(test)]
@@ -139,21 +143,6 @@ pub fn render(format: Format, rec: &RunRecord) -> String {
     }
 }
 
-/// Splits "host:port", "[v6]:port", "v6" or "host" into host and port text.
-pub(crate) fn split_host_port(server: &str) -> (&str, Option<&str>) {
-    if let Some(rest) = server.strip_prefix('[') {
-        if let Some((host, after)) = rest.split_once(']') {
-            return (host, after.strip_prefix(':').filter(|p| !p.is_empty()));
-        }
-    }
-    match server.rsplit_once(':') {
-        // More than one colon without brackets: a bare IPv6 address.
-        Some((host, _)) if host.contains(':') => (server, None),
-        Some((host, port)) => (host, Some(port).filter(|p| !p.is_empty())),
-        None => (server, None),
-    }
-}
-
 /// The end that wrote a flow's data, if its report arrived.
 pub(crate) fn sender_report(rec: &RunRecord, dir: FlowDirection) -> Option<&SideReport> {
     match dir {
@@ -190,12 +179,4 @@ pub(crate) fn receiver_end(rec: &RunRecord, dir: FlowDirection) -> Option<&EndSu
 /// carries a placeholder 0 in `sender_bytes`, which must not be shown as a measurement).
 pub(crate) fn sender_bytes(rec: &RunRecord, flow: &FlowSummary) -> Option<u64> {
     sender_report(rec, flow.direction).map(|_| flow.sender_bytes)
-}
-
-/// "client->server" or "server->client".
-pub(crate) fn flow_label(dir: FlowDirection) -> &'static str {
-    match dir {
-        FlowDirection::ClientToServer => "client->server",
-        FlowDirection::ServerToClient => "server->client",
-    }
 }

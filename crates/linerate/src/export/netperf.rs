@@ -19,7 +19,8 @@
 //! receiver's report is missing it falls back to the sender's bytes, as netperf does without a
 //! remote result. Elapsed is the client's measured window. Warnings are not printed here.
 
-use super::{receiver_end, receiver_report, sender_end, sender_report, split_host_port};
+use super::{receiver_end, receiver_report, sender_end, sender_report};
+use crate::model::labels::split_host_port;
 use crate::model::{EndSummary, FlowDirection, FlowSummary, RunRecord};
 use linerate_wire::control::Transport;
 

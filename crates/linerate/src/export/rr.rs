@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::split_host_port;
 use super::table::align;
-use super::units::{format_bytes, format_duration_ns};
+use crate::model::labels::split_host_port;
+use crate::model::units::{format_bytes, format_duration_ns};
 use crate::model::{EndSummary, LatencySummary, RrKind, RrSummary, RunRecord};
 use linerate_wire::report::{IntervalReport, Role, SideReport};
 

@@ -2,8 +2,9 @@
 //!
 //! A value that was not measured prints as "-", never as 0.
 
-use super::units::{format_bps, format_bytes, format_duration_ns, format_pps};
-use super::{flow_label, sender_bytes};
+use super::sender_bytes;
+use crate::model::labels::flow_label;
+use crate::model::units::{format_bps, format_bytes, format_duration_ns, format_pps};
 use crate::model::{EndSummary, FlowSummary, RunRecord};
 use linerate_wire::control::{Direction, Transport};
 use linerate_wire::report::{IntervalReport, Role};

@@ -54,20 +54,3 @@ fn every_format_is_deterministic() {
         }
     }
 }
-
-#[test]
-fn host_and_port_split() {
-    assert_eq!(split_host_port("10.0.0.2:5201"), ("10.0.0.2", Some("5201")));
-    assert_eq!(
-        split_host_port("example.net:80"),
-        ("example.net", Some("80"))
-    );
-    assert_eq!(
-        split_host_port("[2001:db8::7]:5201"),
-        ("2001:db8::7", Some("5201"))
-    );
-    assert_eq!(split_host_port("[::1]"), ("::1", None));
-    assert_eq!(split_host_port("2001:db8::7"), ("2001:db8::7", None));
-    assert_eq!(split_host_port("host"), ("host", None));
-    assert_eq!(split_host_port("host:"), ("host", None));
-}

@@ -5,7 +5,7 @@
 //! duplicate ACKs green ticks; the time the detectors marked is shaded behind (delayed-ACK
 //! stalls red, receive-window-limited blue, loss recovery orange).
 //!
-//! Like `rfc2544::chart`, the drawing is a pure function of its input with fixed number
+//! Like `export::rfc2544::chart`, the drawing is a pure function of its input with fixed number
 //! formatting, so the same capture always gives the same bytes.
 
 use std::fmt::Write as _;

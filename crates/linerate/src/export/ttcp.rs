@@ -21,7 +21,8 @@
 //! only when a socket buffer was requested for that end (ttcp's `-b`). An end whose report is
 //! missing prints no lines; an unmeasured CPU time prints as "-".
 
-use super::{receiver_report, sender_report, split_host_port};
+use super::{receiver_report, sender_report};
+use crate::model::labels::split_host_port;
 use crate::model::{FlowDirection, FlowSummary, RunRecord};
 use linerate_wire::control::Transport;
 use linerate_wire::report::{ProcessCpu, SideReport, StreamRole};

@@ -4,16 +4,25 @@
 //! from it. Units live in field names. A value that could not be measured is absent and the
 //! reason is in `warnings`; nothing is ever a fake zero.
 
+pub mod compare;
+pub mod criteria;
+pub mod diagnosis;
+pub mod doctor;
+#[cfg(test)]
+pub(crate) mod fixtures;
+pub mod labels;
 pub mod plan;
+pub mod repeat;
 pub mod rr;
 mod summary;
-pub mod trials;
+pub mod trace;
+pub mod units;
 
+pub use repeat::{MetricSummary, RunSetRecord};
 pub use rr::{HistogramBucket, LatencySummary, RrKind, RrSummary};
 pub use summary::{
     summarize, EndSummary, FlowDirection, FlowSummary, InterfacePackets, RunSummary,
 };
-pub use trials::{MetricSummary, TrialSetRecord};
 
 use linerate_wire::control::{Direction, ProtocolVersion, Transport};
 use linerate_wire::report::SideReport;
@@ -55,15 +64,56 @@ pub struct RunRecord {
     /// What limited the test, with the numbers behind each verdict (`crate::diagnose`).
     /// Absent in records written before diagnoses existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<crate::diagnose::Diagnosis>,
+    pub diagnosis: Option<diagnosis::Diagnosis>,
     /// What the test's own packet capture showed (`--capture`); the diagnosis uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trace: Option<crate::analyze::record::TraceRecord>,
+    pub trace: Option<trace::TraceRecord>,
     /// The server's capture as it came back with its results (`--capture`); kept only until
     /// it is written and analysed, never serialized.
     #[serde(skip)]
     #[schemars(skip)]
     pub server_capture: Option<linerate_wire::control::ReturnedCapture>,
+}
+
+impl RunRecord {
+    /// The record of a test from both ends' reports: the summary derived from them
+    /// ([`summarize`]) and each end's warnings added to `warnings` with its name. The
+    /// diagnosis is left to `crate::diagnose`.
+    pub fn from_reports(
+        plan: PlanRecord,
+        started_at: String,
+        protocol: Option<ProtocolVersion>,
+        interrupted: bool,
+        client: SideReport,
+        server: Option<SideReport>,
+        mut warnings: Vec<String>,
+    ) -> RunRecord {
+        for w in &client.warnings {
+            warnings.push(format!("client: {w}"));
+        }
+        if let Some(s) = &server {
+            for w in &s.warnings {
+                warnings.push(format!("server: {w}"));
+            }
+        }
+        let summary = summarize(plan.direction, &client, server.as_ref());
+        RunRecord {
+            schema_version: SCHEMA_VERSION,
+            tool_version: crate::software(),
+            started_at,
+            plan,
+            protocol,
+            interrupted,
+            summary,
+            client,
+            server,
+            warnings,
+            rr: None,
+            diagnosis: None,
+            trace: None,
+            server_capture: None,
+        }
+    }
 }
 
 /// Echo of the validated test plan.

@@ -470,7 +470,7 @@ mod tests {
         assert_eq!(service_demand_us_per_kb(50.0, 2, 1, 0), None);
     }
 
-    use crate::export::fixtures;
+    use crate::model::fixtures;
     use linerate_wire::report::{StreamReport, StreamRole, Totals};
 
     /// A UDP sender of stream `index` that sent `window` datagrams in the window and

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::back_to_back::BackToBackTrace;
 use super::frame_loss::FrameLossTrace;
 use super::latency::LatencyTrace;
-use super::throughput::SearchTrace;
+use super::throughput::{Confirmation, SearchTrace};
 use super::trial::TrialRecord;
 
 /// Version of the [`Rfc2544Record`] layout.
@@ -115,7 +115,7 @@ pub struct Rfc2544PlanRecord {
     /// How frames were asked to be written (`--generator`); absent in records from before
     /// it existed, which used GSO unless `--no-offload`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generator: Option<super::net::Generator>,
+    pub generator: Option<Generator>,
 }
 
 /// Everything measured for one frame size.
@@ -191,6 +191,36 @@ pub struct Rfc2544Record {
     pub warnings: Vec<String>,
 }
 
+impl Rfc2544Record {
+    /// The run's pass/fail criterion, one sentence per failure (empty: passed): every
+    /// throughput goal whose search found a rate must have confirmed it with a full-length
+    /// trial. A goal whose confirmation failed has no throughput, and `linerate rfc2544`
+    /// exits with code 1. (No rate passing at all, invalid counts and a stopped search are
+    /// reported in the record and its warnings, not here.)
+    pub fn failures(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for size in &self.frame_sizes {
+            let Some(t) = &size.throughput else {
+                continue;
+            };
+            for g in t
+                .goals
+                .iter()
+                .filter(|g| g.confirmation == Confirmation::Failed)
+            {
+                out.push(format!(
+                    "{} B, loss goal {}%: the throughput found in the search ({}) was not confirmed by a full-length trial",
+                    size.frame_size,
+                    g.max_loss_percent,
+                    g.search_fps
+                        .map_or("-".to_string(), |f| format!("{f:.1} fps")),
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// JSON Schema of [`Rfc2544Record`] (`docs/json-schema/rfc2544-v1.json`), pretty, with a
 /// trailing newline.
 pub fn schema() -> String {
@@ -206,4 +236,30 @@ pub fn to_json(rec: &Rfc2544Record) -> String {
         .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
     text.push('\n');
     text
+}
+
+/// How the tester (and, with `--bidir`, the server) writes frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Generator {
+    /// Raw Ethernet frames through an AF_PACKET ring where the end can (CAP_NET_RAW, an
+    /// Ethernet interface, a resolved next hop); otherwise one datagram per `sendmmsg`
+    /// message, stated as a deviation.
+    Auto,
+    /// One datagram per `sendmmsg` message at both ends.
+    Sendmmsg,
+    /// UDP GSO: up to 64 datagrams per send call. On virtual links and Linux forwarding
+    /// paths they stay one super-packet, so the device does a fraction of the per-frame work.
+    Gso,
+}
+
+impl Generator {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::Auto => "auto",
+            Generator::Sendmmsg => "sendmmsg",
+            Generator::Gso => "gso",
+        }
+    }
 }

@@ -8,7 +8,7 @@ use super::back_to_back::{self, BackToBackParams};
 use super::frame_loss::{self, FrameLossParams};
 use super::frame_sizes::{self, IpVersion};
 use super::latency::{self, LatencyParams};
-use super::net::Generator;
+use super::record::Generator;
 use super::record::{Benchmark, FrameSizeRecord, Rfc2544PlanRecord, StartAt};
 use super::throughput::{self, SearchParams};
 use super::trial::{Trial, TrialPurpose, TrialRecord};

@@ -1,8 +1,8 @@
 //! One trial: offer frames of one size at one rate (or in one burst) and count what comes back.
 //!
 //! [`Trial`] is the seam between the benchmarks (pure search logic, tested against
-//! [`super::sim::SimulatedDut`]) and the network ([`super::net::NetTrial`], which runs each
-//! trial as a UDP stream test against `linerate serve` beyond the device).
+//! [`super::sim::SimulatedDut`]) and the network (`app::rfc2544::net::NetTrial`, which runs
+//! each trial as a UDP stream test against `linerate serve` beyond the device).
 //!
 //! Every trial checks the tester itself (RFC 2544 asks the tester to offer a known load;
 //! NFVbench's rule that a tester short of its offered rate must not be read as the device's

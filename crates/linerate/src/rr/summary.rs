@@ -72,3 +72,28 @@ pub fn summarize(
     };
     (summary, warnings)
 }
+
+#[cfg(test)]
+mod tests {
+    use linerate_wire::control::RrSpec;
+
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        let mut spec = RrSpec {
+            request_bytes: 1,
+            response_bytes: 1,
+            burst: 1,
+            connect_per_transaction: false,
+            udp: false,
+            timeout_ms: 0,
+            target_tps: None,
+        };
+        assert_eq!(kind(&spec), RrKind::TcpRr);
+        spec.connect_per_transaction = true;
+        assert_eq!(kind(&spec), RrKind::TcpCrr);
+        spec.udp = true;
+        assert_eq!(kind(&spec), RrKind::UdpRr);
+    }
+}

@@ -26,7 +26,7 @@ use std::path::Path;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-pub use crate::model::plan::{Credentials, Key};
+use crate::model::plan::{Credentials, Key};
 
 type HmacSha256 = Hmac<Sha256>;
 

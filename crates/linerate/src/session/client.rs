@@ -17,7 +17,8 @@ use linerate_wire::doctor::{DoctorReport, DoctorRequest};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
-use super::conn::{self, ControlWriter, Debug, Incoming};
+use super::conn::{self, ControlWriter, Incoming};
+use crate::model::plan::Debug;
 use super::engine_select::{CrrTarget, Running, StartLinks};
 use super::machine::client::{Action, ClientConfig, ClientMachine, EngineStatus, Input, Phase};
 use super::machine::earliest;
@@ -29,7 +30,7 @@ use crate::sys::sockets;
 
 pub use super::machine::client::ClientError;
 /// The plan type's home is [`crate::model::plan`]; kept here for the callers of `run`.
-pub use crate::model::plan::StreamPlan;
+use crate::model::plan::StreamPlan;
 
 /// Receives live events while a test runs (console printer, JSON stream, tests).
 pub trait Observer {
@@ -577,7 +578,7 @@ mod tests {
 
     #[test]
     fn a_sending_stream_that_sent_nothing_is_named() {
-        let rec = crate::export::fixtures::tcp_send();
+        let rec = crate::model::fixtures::tcp_send();
         let mut client = rec.client.clone();
         assert_eq!(idle_senders_warning(&client, rec.server.as_ref()), None);
         let mut idle = client.streams[0].clone();

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use linerate_wire::control::{self, FrameHeader, Message, FRAME_HEADER_LEN};
 
 pub use super::machine::Incoming;
-pub use crate::model::plan::Debug;
+use crate::model::plan::Debug;
 
 /// The writing half of a control connection.
 pub struct ControlWriter {

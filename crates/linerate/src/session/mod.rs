@@ -21,11 +21,5 @@ pub mod machine;
 pub mod server;
 pub mod streams;
 
-/// Where the data sockets' helpers live now ([`crate::sys::sockets`]), for older paths.
-pub use crate::sys::sockets;
-
-pub use crate::model::plan::default_spec;
-pub use limits::MAX_UDP_PAYLOAD;
-
 /// Documented default port for control and data, TCP and UDP.
 pub const DEFAULT_PORT: u16 = 5301;

@@ -27,7 +27,7 @@ mod streams;
 
 use session::{handle_control, Event};
 
-use super::conn::Debug;
+use crate::model::plan::Debug;
 
 /// Server settings.
 #[derive(Debug, Clone)]

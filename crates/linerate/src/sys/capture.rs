@@ -205,7 +205,6 @@ fn capture_loop(
 /// Opens the packet socket: filter attached before it is bound to the interface, so no
 /// unfiltered packet is ever queued; 8 MiB receive buffer; kernel timestamps; 100 ms read
 /// time-out.
-#[allow(unsafe_code)]
 fn open_socket(sock_type: i32, ifindex: u32, prog: &[bpf::Insn]) -> io::Result<OwnedFd> {
     let proto = (libc::ETH_P_ALL as u16).to_be();
     // SAFETY: plain socket(2) call with constant arguments; the result is checked.
@@ -270,7 +269,6 @@ fn open_socket(sock_type: i32, ifindex: u32, prog: &[bpf::Insn]) -> io::Result<O
     Ok(fd)
 }
 
-#[allow(unsafe_code)]
 fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> io::Result<()> {
     // SAFETY: `value` is a live reference to a `T` and the length passed is its size; the
     // kernel copies the option in and keeps no pointer to it (SO_ATTACH_FILTER copies the
@@ -292,7 +290,6 @@ fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> io::Result<(
 }
 
 /// PACKET_STATISTICS: packets the kernel dropped (the counters reset when read).
-#[allow(unsafe_code)]
 fn read_drops(fd: &OwnedFd) -> Option<u64> {
     let mut st = libc::tpacket_stats {
         tp_packets: 0,

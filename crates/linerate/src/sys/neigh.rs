@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 
 use super::qdisc::{program, run_with_timeout};
-use crate::engine::frame::Mac;
+
+/// A 48-bit MAC address.
+pub type Mac = [u8; 6];
 
 /// How long to wait for address resolution of the next hop.
 pub const RESOLVE_WAIT: Duration = Duration::from_secs(1);

@@ -37,7 +37,6 @@ pub fn path_mtu(peer: IpAddr) -> io::Result<u32> {
 }
 
 /// `getsockopt(IPPROTO_IPV6, IPV6_MTU)` on a connected IPv6 socket.
-#[allow(unsafe_code)]
 fn ipv6_mtu(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
     let mut val: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;

@@ -11,7 +11,47 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
-pub use crate::model::plan::{SockOpts, UDP_DEFAULT_RCVBUF};
+use linerate_wire::control::{TestSpec, Transport};
+
+/// Options for one end's data sockets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SockOpts {
+    /// SO_SNDBUF request.
+    pub sndbuf: Option<u32>,
+    /// SO_RCVBUF request.
+    pub rcvbuf: Option<u32>,
+    /// TCP_NODELAY.
+    pub nodelay: bool,
+    /// TCP_MAXSEG.
+    pub mss: Option<u32>,
+    /// TCP_CONGESTION.
+    pub congestion: Option<String>,
+    /// IP_TOS / IPV6_TCLASS.
+    pub tos: Option<u8>,
+}
+
+impl SockOpts {
+    /// The options of the server's data sockets for `spec`: what the client asked for, and
+    /// for a UDP receiver that asked for no receive buffer, [`UDP_DEFAULT_RCVBUF`].
+    pub fn server(spec: &TestSpec) -> SockOpts {
+        SockOpts {
+            sndbuf: spec.server_sndbuf,
+            rcvbuf: spec.server_rcvbuf.or_else(|| {
+                (spec.transport == Transport::Udp && spec.direction.client_sends())
+                    .then_some(UDP_DEFAULT_RCVBUF)
+            }),
+            nodelay: spec.nodelay,
+            mss: spec.mss,
+            congestion: spec.congestion.clone(),
+            tos: spec.tos,
+        }
+    }
+}
+
+/// Default receive buffer requested for UDP receivers when the user asked for none, so that
+/// the receiving socket is not what limits a UDP test (the kernel caps it at rmem_max).
+pub const UDP_DEFAULT_RCVBUF: u32 = 4 * 1024 * 1024;
+
 
 /// Applies `opts` to a socket. An option the kernel refuses is an error naming the option.
 pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Result<()> {

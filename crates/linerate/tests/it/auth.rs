@@ -4,7 +4,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use linerate::session::auth::{Credentials, Users};
+use linerate::model::plan::Credentials;
+use linerate::session::auth::Users;
 use linerate_wire::control::{Direction, Transport};
 
 use crate::common::{bin, plan, spec, TestServer};

@@ -201,3 +201,65 @@ fn ctrl_c_stops_the_test_and_still_reports() {
     let measured = rec["client"]["totals"]["duration_ns"].as_u64().unwrap();
     assert!(measured < 10_000_000_000, "stopped early: {measured} ns");
 }
+
+/// Exit code 1: the run completed, its record is printed, and a criterion the user gave
+/// failed. UDP into a 4 KiB server receive buffer loses datagrams (each GRO super-packet is
+/// bigger than the buffer; without GRO two datagrams fill it), so `--max-loss 0` fails and
+/// `--max-loss 100` passes; the record's own loss figure is the witness.
+#[test]
+fn max_loss_exceeded_exits_1_with_the_record() {
+    let srv = TestServer::start();
+    let port = srv.addr.port().to_string();
+    let run = |max: &str| {
+        bin()
+            .args(["udp", "127.0.0.1", "-p", &port, "-t", "0.5", "-l", "1400"])
+            .args(["--remote-rcvbuf", "4K", "--max-loss", max, "--json"])
+            .output()
+            .unwrap()
+    };
+    let out = run("0");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let rec: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the record");
+    let loss = rec["summary"]["flows"][0]["loss_percent"].as_f64().unwrap();
+    assert!(loss > 0.0, "{loss}");
+    assert!(
+        err.contains("linerate: failed: client->server:") && err.contains("--max-loss 0%"),
+        "{err}"
+    );
+    let out = run("100");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A criterion that does not apply is bad input.
+    let err = run_usage_error(&["tcp", "127.0.0.1", "--max-loss", "1"]);
+    assert!(err.contains("--max-loss applies to UDP"), "{err}");
+    let err = run_usage_error(&["rr", "127.0.0.1", "--max-loss", "1"]);
+    assert!(err.contains("--udp"), "{err}");
+}
+
+/// `linerate schema NAME` prints exactly what `docs/json-schema/NAME-v1.json` holds, for
+/// every committed schema.
+#[test]
+fn schema_prints_every_committed_schema() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/json-schema");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let name = file.strip_suffix("-v1.json").expect("NAME-v1.json");
+        let committed = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            run_ok(&["schema", name]),
+            committed,
+            "linerate schema {name}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, 6, "run, event, trials, rfc2544, analyze, doctor");
+    assert_eq!(run_ok(&["schema"]), run_ok(&["schema", "run"]));
+    let err = run_usage_error(&["schema", "nosuch"]);
+    assert!(err.contains("doctor"), "{err}");
+}

@@ -1,16 +1,15 @@
 //! One integration-test binary (ripgrep's layout): real clients and servers on 127.0.0.1
-//! with port 0, the CLI as a subprocess, and lab tests in network namespaces.
+//! with port 0 and the CLI as a subprocess; nothing here needs root. The tests that do
+//! (network namespaces, packet capture) are in `tests/lab/`.
 
-mod analyze;
 mod auth;
 mod cli;
+#[path = "../common/mod.rs"]
 mod common;
 mod compare;
 mod counters;
 mod diagnose;
 mod fake;
-mod lab;
-mod packets;
 mod results;
 mod rfc2544;
 mod robustness;

@@ -1,15 +1,12 @@
-//! Request/response tests end to end: TCP_RR, TCP_CRR and UDP_RR on loopback, repetition,
-//! and UDP_RR with real loss in a lab namespace pair.
+//! Request/response tests end to end: TCP_RR, TCP_CRR and UDP_RR on loopback, and
+//! repetition. UDP_RR with real loss is in `tests/lab/rr.rs`.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use clap::Parser;
 use linerate::cli::args::{Args, Command as Cmd};
-use linerate::model::{RrKind, RunRecord, TrialSetRecord};
+use linerate::model::{RrKind, RunRecord, RunSetRecord};
 use linerate::session::client;
-use linerate_lab::{Lab, LabOptions};
 
 use crate::common::{run_against, run_json, run_usage_error, TestServer};
 
@@ -21,7 +18,7 @@ fn rr(srv: &TestServer, args: &[&str]) -> RunRecord {
     let Cmd::Rr(a) = Args::try_parse_from(&argv).expect("args").command else {
         unreachable!()
     };
-    let plan = linerate::cli::rr_plan::rr_plan(&a).expect("plan");
+    let plan = linerate::cli::rr::rr_plan(&a).expect("plan");
     let never = AtomicBool::new(false);
     client::run(&plan, &mut client::Quiet, &never).expect("rr run")
 }
@@ -196,13 +193,13 @@ fn repeat_and_confidence_report_every_trial() {
         "rr",
         &["-t", "0.3", "--rate", "2k", "--repeat", "3", "--json"],
     );
-    let set: TrialSetRecord = serde_json::from_str(&out).expect("trial set");
-    assert_eq!(set.trials.len(), 3);
+    let set: RunSetRecord = serde_json::from_str(&out).expect("trial set");
+    assert_eq!(set.runs.len(), 3);
     assert_eq!(set.primary_metric, "transactions_per_sec");
     let m = &set.metrics[0];
     assert_eq!((m.name.as_str(), m.n), ("transactions_per_sec", 3));
     let vals: Vec<f64> = set
-        .trials
+        .runs
         .iter()
         .map(|t| t.rr.as_ref().unwrap().transactions_per_sec.unwrap())
         .collect();
@@ -288,64 +285,4 @@ fn link_rate_reaches_every_trial() {
         ],
     );
     assert!(text.contains("trials of udp"), "{text}");
-}
-
-fn lab_name(tag: &str) -> String {
-    format!("rr{}{tag}", std::process::id() % 100_000)
-}
-
-/// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
-/// a transaction is lost when its request or its response is, so the expected loss is
-/// 1 − (1 − 0.1)² = 19 %.
-#[test]
-fn lab_udp_rr_counts_real_loss() {
-    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
-    let p = 0.10;
-    lab.set_loss("a", p).expect("loss on a");
-    lab.set_loss("b", p).expect("loss on b");
-    let b = lab.addr("b").unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut srv = lab.spawn("b", &cmd).expect("server in b");
-    std::thread::sleep(Duration::from_millis(300));
-    let out = lab
-        .exec(
-            "a",
-            &[
-                env!("CARGO_BIN_EXE_linerate"),
-                "rr",
-                &b,
-                "--udp",
-                "-t",
-                "3",
-                "--burst",
-                "16",
-                "--timeout",
-                "20ms",
-                "--json",
-            ],
-        )
-        .expect("client in a");
-    let _ = srv.kill();
-    let _ = srv.wait();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rec: RunRecord = serde_json::from_slice(&out.stdout).expect("record");
-    let rr = rec.rr.as_ref().unwrap();
-    let lost = rr.lost_transactions.unwrap();
-    let total = lost + rr.transactions;
-    let frac = lost as f64 / total as f64;
-    let want = 1.0 - (1.0 - p) * (1.0 - p);
-    // Binomial standard error at n ≥ 1000 is at most 1.3 points; allow ±5 points.
-    assert!(total >= 1000, "only {total} transactions");
-    assert!(
-        (frac - want).abs() < 0.05,
-        "lost {frac:.3} of {total}, expected {want:.3}"
-    );
-    assert!((rr.lost_percent.unwrap() - frac * 100.0).abs() < 1e-9);
-    assert!(lab.loss_dropped("b").unwrap() > 0);
 }

@@ -3,7 +3,7 @@
 //! count when segmentation offload puts several datagrams in one packet.
 
 use super::*;
-use crate::export::units::format_per_sec;
+use crate::model::units::format_per_sec;
 
 /// `datagram_loss`: a UDP flow lost at least [`UDP_LOSS_MIN_PERCENT`] of its datagrams
 /// (sequence gaps plus those sent after the last one that arrived: the sender's count
@@ -93,7 +93,7 @@ pub(crate) fn packet_notes(ctx: &Ctx<'_>) -> Vec<String> {
     }
     for f in &ctx.flows {
         let s = f.summary;
-        let label = crate::export::flow_label(f.direction());
+        let label = crate::model::labels::flow_label(f.direction());
         let detail = s.interface_packets.as_ref();
         let iface = |sender: bool| {
             detail

@@ -29,7 +29,7 @@ use super::facts::{
     self, median, rx_interval_bps, snmp, snmp_sum, tcp_sums, wire_bps, Ctx, End, Flow,
 };
 use super::{Confidence, Evidence, Verdict, VerdictKind};
-use crate::export::units::{format_bps, format_bytes};
+use crate::model::units::{format_bps, format_bytes};
 use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
@@ -331,7 +331,7 @@ pub(crate) fn nothing_stands_out(ctx: &Ctx<'_>) -> Verdict {
     let mut parts = Vec::new();
     for f in &ctx.flows {
         if let Some(b) = f.payload_bps() {
-            let label = crate::export::flow_label(f.direction());
+            let label = crate::model::labels::flow_label(f.direction());
             parts.push(format!("{label} {}", format_bps(b)));
             evidence.push(ev(
                 format!("{}_bps", label.replace("->", "_to_")),

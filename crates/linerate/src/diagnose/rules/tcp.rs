@@ -32,7 +32,7 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Ve
         if s.retrans == 0 || f.sender.is_none() {
             continue;
         }
-        let label = crate::export::flow_label(dir);
+        let label = crate::model::labels::flow_label(dir);
         let Some(segments) = s.data_segs_out.filter(|&d| d > 0) else {
             nj.push(format!(
                 "retransmissions ({label}): TCP_INFO has no data_segs_out (Linux 4.6+), so the \
@@ -125,7 +125,7 @@ pub(super) fn delayed_acks(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<S
         if d > segs {
             nj.push(format!(
                 "delayed ACKs ({}): the {}'s counters say more delayed ACKs ({d}) than segments                  received ({segs})",
-                crate::export::flow_label(f.direction()),
+                crate::model::labels::flow_label(f.direction()),
                 role_name(f.receiver_role)
             ));
             continue;

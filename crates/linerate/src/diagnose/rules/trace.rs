@@ -4,7 +4,7 @@
 //! message and `trace_` metrics in the evidence.
 
 use super::*;
-use crate::analyze::record::Finding;
+use crate::model::trace::Finding;
 use crate::model::FlowDirection;
 
 /// One verdict per kind of finding and direction of data: the finding with the largest

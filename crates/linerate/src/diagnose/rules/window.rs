@@ -24,7 +24,7 @@ pub(super) fn window(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Vec<String>
         let Some(s) = tcp_sums(&f.tx_streams()) else {
             nj.push(format!(
                 "window ({}): the sender reported no TCP_INFO",
-                crate::export::flow_label(f.direction())
+                crate::model::labels::flow_label(f.direction())
             ));
             continue;
         };
@@ -116,7 +116,7 @@ fn window_limited(
     if rw.saturating_add(sb) > busy {
         nj.push(format!(
             "window ({}): TCP_INFO's rwnd- and sndbuf-limited times exceed its busy time",
-            crate::export::flow_label(f.direction())
+            crate::model::labels::flow_label(f.direction())
         ));
         return None;
     }
@@ -164,7 +164,7 @@ fn window_limited(
             nj.push(format!(
                 "window ({}): {why}, so a full autotuned window may be a slow reader rather \
                  than a small buffer",
-                crate::export::flow_label(f.direction())
+                crate::model::labels::flow_label(f.direction())
             ));
             return None;
         }

@@ -1,0 +1,58 @@
+//! The commands: `linerate X` lives in `app/X.rs` (or `app/X/`), its arguments in
+//! `cli/X.rs`. This file dispatches and holds what every command shares (stdout, Ctrl-C);
+//! [`mod@run`] runs a planned test (tcp, udp, rr) once with live output or repeated. Results go
+//! to stdout; progress, log lines and warnings to stderr.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use linerate_wire::control::Transport;
+
+use crate::cli::args::{Args, Command};
+
+mod analyze;
+mod compare;
+mod demo;
+pub mod doctor;
+mod lab;
+mod rfc2544;
+mod rr;
+mod run;
+mod schema;
+mod serve;
+mod stream;
+
+/// Runs a command. Errors bubble up to `main`, which prints them on one line and exits 2.
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.command {
+        Command::Serve(a) => serve::command(&a),
+        Command::Tcp(a) => stream::command(&a, Transport::Tcp),
+        Command::Udp(a) => stream::command(&a, Transport::Udp),
+        Command::Rr(a) => rr::command(&a),
+        Command::Compare(a) => compare::command(&a),
+        Command::Demo(a) => demo::command(&a),
+        Command::Rfc2544(a) => rfc2544::command(&a),
+        Command::Lab(a) => lab::command(&a),
+        Command::Doctor(a) => doctor::command(&a),
+        Command::Analyze(a) => analyze::command(&a),
+        Command::Schema(a) => schema::command(&a),
+    }
+}
+
+pub(crate) fn write_out(s: &str) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(s.as_bytes())?;
+    out.flush()
+}
+
+/// Installs SIGINT/SIGTERM handlers that set `flag`; a second signal exits at once.
+pub(crate) fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    for sig in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
+        signal_hook::flag::register(sig, flag.clone())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,29 @@
+//! `linerate rr`: a request/response test (TCP_RR, TCP_CRR, UDP_RR), once with live output
+//! or repeated; exit code 1 when it fails `--max-loss`.
+
+use std::process::ExitCode;
+
+use super::run;
+use crate::cli::output::output_format;
+use crate::cli::repeat::repeat_plan;
+use crate::cli::rr::{criteria, rr_plan, RrArgs};
+use crate::cli::UsageError;
+use crate::repeat::RepeatPlan;
+
+/// Runs `linerate rr HOST ...`.
+pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
+    let plan = rr_plan(a)?;
+    let format = output_format(&a.output)?;
+    let rp = repeat_plan(&a.repeat)?;
+    let criteria = criteria(a)?;
+    if rp == RepeatPlan::ONCE {
+        return run::run_once(&plan, format, None, &a.capture, &criteria);
+    }
+    if a.capture.capture.is_some() {
+        return Err(UsageError(
+            "--capture records one test: leave out --repeat/--confidence".into(),
+        )
+        .into());
+    }
+    run::run_repeated(&plan, format, rp, None, &criteria)
+}

@@ -1,0 +1,333 @@
+//! Running a planned client test, shared by `linerate tcp|udp` and `linerate rr`: once with
+//! live output (the Ctrl-C flag, interval lines or JSON-stream events as they arrive, then
+//! the record in the chosen format, warnings on stderr where the format has no place for
+//! them), or repeated by `--repeat`/`--confidence` (`crate::repeat`).
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use linerate_wire::control::Transport;
+use linerate_wire::report::{IntervalReport, Role};
+
+use anyhow::Context;
+
+use super::analyze::analyze_path;
+use super::{signal_flag, write_out};
+use crate::analyze::AnalyzeOptions;
+use crate::cli::analyze::CaptureArgs;
+use crate::cli::UsageError;
+use crate::export::{self, Format};
+use crate::model::criteria::Criteria;
+use crate::model::trace::TraceRecord;
+use crate::model::{PlanRecord, RunRecord, StreamEvent};
+use crate::repeat::{run_repetitions, RepeatPlan};
+use crate::model::plan::StreamPlan;
+use crate::session::client::{self, Observer};
+
+/// The interval lines of a table: stream tests show both ends, RR tests the client's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Lines {
+    Stream(Transport),
+    Rr,
+}
+
+/// Prints intervals as they arrive, in the chosen format.
+pub struct LiveOutput {
+    format: Format,
+    lines: Lines,
+    header_done: bool,
+}
+
+impl LiveOutput {
+    /// Live output of a test run by `plan`.
+    pub fn new(format: Format, plan: &StreamPlan) -> LiveOutput {
+        LiveOutput {
+            format,
+            lines: match plan.spec.rr {
+                Some(_) => Lines::Rr,
+                None => Lines::Stream(plan.spec.transport),
+            },
+            header_done: false,
+        }
+    }
+
+    fn table_line(&mut self, side: Role, iv: &IntervalReport) {
+        let (header, row) = match self.lines {
+            Lines::Stream(t) => (
+                export::table::interval_header(t),
+                export::table::interval_line(side, iv, t),
+            ),
+            Lines::Rr if side == Role::Client => (
+                export::rr::interval_header(),
+                export::rr::interval_line(side, iv),
+            ),
+            Lines::Rr => return,
+        };
+        if !self.header_done {
+            self.header_done = true;
+            let _ = write_out(&line(header));
+        }
+        let _ = write_out(&line(row));
+    }
+}
+
+impl Observer for LiveOutput {
+    fn started(&mut self, plan: &PlanRecord, started_at: &str) {
+        if self.format == Format::JsonStream {
+            let _ = write_out(&export::json::event_line(&StreamEvent::Start {
+                plan: plan.clone(),
+                started_at: started_at.to_string(),
+            }));
+        }
+    }
+
+    fn interval(&mut self, side: Role, iv: &IntervalReport) {
+        match self.format {
+            Format::Table => self.table_line(side, iv),
+            Format::JsonStream => {
+                let _ = write_out(&export::json::event_line(&StreamEvent::Interval {
+                    side,
+                    interval: iv.clone(),
+                }));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Ends `s` with exactly one newline.
+fn line(mut s: String) -> String {
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
+/// the record the `--link-rate` hint, records and analyses its packets with `--capture`,
+/// prints it in `format`, and exits 1 when it fails one of the `criteria`.
+pub fn run_once(
+    plan: &StreamPlan,
+    format: Format,
+    link_rate_bps: Option<u64>,
+    capture: &CaptureArgs,
+    criteria: &Criteria,
+) -> anyhow::Result<ExitCode> {
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_flag(&interrupt)?;
+    let mut live = LiveOutput::new(format, plan);
+    let rec = with_capture(capture, plan, |plan| {
+        let mut rec = client::run(plan, &mut live, &interrupt)?;
+        crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+        Ok(rec)
+    })?;
+    emit(format, &rec)?;
+    Ok(verdict(criteria.failures(&rec)))
+}
+
+/// Exit code 1 with each failed criterion on stderr, or 0.
+fn verdict(failures: Vec<String>) -> ExitCode {
+    if failures.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for f in &failures {
+        eprintln!("linerate: failed: {f}");
+    }
+    ExitCode::from(1)
+}
+
+/// One test with live output, or runs by `rp`; every record gets the `--link-rate` hint, and
+/// every run must meet the `criteria` for exit code 0.
+pub fn run_repeated(
+    plan: &StreamPlan,
+    format: Format,
+    rp: RepeatPlan,
+    link_rate_bps: Option<u64>,
+    criteria: &Criteria,
+) -> anyhow::Result<ExitCode> {
+    if rp == RepeatPlan::ONCE {
+        return run_once(plan, format, link_rate_bps, &Default::default(), criteria);
+    }
+    let interrupt = Arc::new(AtomicBool::new(false));
+    signal_flag(&interrupt)?;
+    let json = matches!(format, Format::Json | Format::JsonStream);
+    let show = std::io::stderr().is_terminal() && !json;
+    let set = run_repetitions(rp, show, &interrupt, |_| {
+        let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
+        crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+        Ok(rec)
+    })?;
+    if !matches!(format, Format::Table | Format::Json) {
+        for w in &set.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    write_out(&export::repeat::render(format, &set))?;
+    let failures = set
+        .runs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, r)| {
+            criteria
+                .failures(r)
+                .into_iter()
+                .map(move |f| format!("run {}: {f}", k + 1))
+        })
+        .collect();
+    Ok(verdict(failures))
+}
+
+fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
+    if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
+        for w in &rec.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    // The emulated formats keep their classic stdout; the diagnosis (stream and RR tests
+    // alike) goes to stderr as `# linerate:` comment lines.
+    if let (Format::Netperf | Format::Ttcp, Some(d)) = (format, &rec.diagnosis) {
+        for l in export::diagnosis::comment_lines(d) {
+            eprintln!("{l}");
+        }
+    }
+    let text = export::render(format, rec);
+    if format == Format::Table && !rec.client.intervals.is_empty() {
+        write_out("\n")?;
+    }
+    write_out(&text)?;
+    Ok(())
+}
+
+/// Cap of a `--capture` file: a 10 s test at line rate with 128-byte snaps stays far below.
+pub const CAPTURE_MAX_BYTES: u64 = 1 << 30;
+
+/// Runs `test` while capturing its packets into `cap.capture` (when given), then analyses
+/// the capture, puts what it found into the record (`trace`) and diagnoses it again.
+fn with_capture(
+    cap: &CaptureArgs,
+    plan: &StreamPlan,
+    test: impl FnOnce(&StreamPlan) -> anyhow::Result<RunRecord>,
+) -> anyhow::Result<RunRecord> {
+    use std::net::ToSocketAddrs;
+    let Some(path) = &cap.capture else {
+        return test(plan);
+    };
+    // Ask the server to capture its side too (it returns it if it allows captures).
+    let mut asked = plan.clone();
+    asked.spec.capture_snaplen = Some(cap.snaplen);
+    let plan = &asked;
+    let server = (plan.host.as_str(), plan.port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| UsageError(format!("--capture: cannot resolve {}", plan.host)))?;
+    let capture = crate::sys::capture::Capture::start(path, server, cap.snaplen, CAPTURE_MAX_BYTES)
+        .map_err(|e| UsageError(format!("--capture {}: {e}", path.display())))?;
+    let result = test(plan);
+    let stats = capture
+        .stop()
+        .with_context(|| format!("--capture {}", path.display()))?;
+    let mut rec = result?;
+    let opts = AnalyzeOptions {
+        link_rate_bps: rec.plan.link_rate_bps,
+        ..AnalyzeOptions::default()
+    };
+    match analyze_path(path, &opts) {
+        Ok((a, _)) => {
+            let mut tcp = a.tcp;
+            // The control connection is the test's first connection: leave it out.
+            if !tcp.is_empty() {
+                tcp.remove(0);
+            }
+            let mut warnings = a.warnings;
+            if stats.kernel_drops.is_some_and(|d| d > 0) {
+                warnings.push(format!(
+                    "the capture missed {} packets (the kernel dropped them): use a smaller --snaplen",
+                    stats.kernel_drops.unwrap_or(0)
+                ));
+            }
+            if stats.over_cap > 0 {
+                warnings.push(format!(
+                    "{} packets were not written: the capture reached its {} MiB cap",
+                    stats.over_cap,
+                    CAPTURE_MAX_BYTES >> 20
+                ));
+            }
+            let server = server_trace(&mut rec, path, cap.snaplen, &opts);
+            rec.trace = Some(TraceRecord {
+                file: path.display().to_string(),
+                interface: stats.interface,
+                snaplen: cap.snaplen,
+                packets: stats.packets,
+                kernel_drops: stats.kernel_drops,
+                over_cap: stats.over_cap,
+                tcp,
+                udp: a.udp,
+                warnings,
+                server,
+            });
+            rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+        }
+        Err(e) => rec.warnings.push(format!(
+            "--capture: the capture could not be analysed: {e:#}"
+        )),
+    }
+    Ok(rec)
+}
+
+/// Writes the capture the server returned next to the client's (`FILE.server.pcap`) and
+/// analyses it; notes and failures become warnings.
+fn server_trace(
+    rec: &mut RunRecord,
+    path: &Path,
+    snaplen: u32,
+    opts: &AnalyzeOptions,
+) -> Option<Box<TraceRecord>> {
+    let returned = rec.server_capture.take()?;
+    if let Some(n) = &returned.note {
+        rec.warnings.push(format!("--capture at the server: {n}"));
+    }
+    let bytes = linerate_wire::hex::decode(returned.pcap_hex.as_deref()?);
+    let Some(bytes) = bytes else {
+        rec.warnings
+            .push("--capture: the server's capture is not valid hex".to_string());
+        return None;
+    };
+    let mut name = path.as_os_str().to_owned();
+    name.push(".server.pcap");
+    let spath = std::path::PathBuf::from(name);
+    if let Err(e) = std::fs::write(&spath, &bytes) {
+        rec.warnings
+            .push(format!("--capture: cannot write {}: {e}", spath.display()));
+        return None;
+    }
+    match analyze_path(&spath, opts) {
+        Ok((a, _)) => {
+            let mut tcp = a.tcp;
+            if !tcp.is_empty() {
+                tcp.remove(0);
+            }
+            Some(Box::new(TraceRecord {
+                file: spath.display().to_string(),
+                interface: String::new(),
+                snaplen,
+                packets: a.packets,
+                kernel_drops: None,
+                over_cap: 0,
+                tcp,
+                udp: a.udp,
+                warnings: a.warnings,
+                server: None,
+            }))
+        }
+        Err(e) => {
+            rec.warnings.push(format!(
+                "--capture: the server's capture could not be analysed: {e:#}"
+            ));
+            None
+        }
+    }
+}

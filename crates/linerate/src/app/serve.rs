@@ -1,0 +1,59 @@
+//! `linerate serve`: a server that many clients can test against at once.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use super::signal_flag;
+use crate::cli::serve::ServeArgs;
+use crate::cli::UsageError;
+use crate::session::auth;
+use crate::model::plan::Debug;
+use crate::session::server::{Server, ServerConfig};
+
+/// Runs `linerate serve`.
+pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
+    let ip: std::net::IpAddr = a.bind.parse().map_err(|_| {
+        UsageError(format!(
+            "--bind {}: not an IP address (use :: or 0.0.0.0 or 127.0.0.1)",
+            a.bind
+        ))
+    })?;
+    if a.max_streams == 0 || a.max_tests == 0 {
+        return Err(UsageError("--max-streams and --max-tests must be at least 1".into()).into());
+    }
+    let mut cfg = ServerConfig {
+        listen: SocketAddr::new(ip, a.port),
+        max_tests: a.max_tests,
+        handshake_timeout: a.handshake_timeout,
+        idle_timeout: a.idle_timeout,
+        one_off: a.one_off,
+        allow_capture: a.allow_capture,
+        debug: Debug(a.debug_protocol),
+        log: !a.quiet,
+        users: match &a.auth_users {
+            Some(p) => Some(Arc::new(auth::Users::load(p).map_err(UsageError)?)),
+            None => None,
+        },
+        ..ServerConfig::default()
+    };
+    cfg.limits.max_duration_ms = u64::try_from(a.max_duration.as_millis()).unwrap_or(u64::MAX);
+    cfg.limits.max_streams = a.max_streams;
+    cfg.limits.max_rate_bps = a.max_rate;
+    cfg.limits.max_write_size = a.max_write_size;
+    cfg.limits.max_socket_buffer = a.max_socket_buffer;
+    let server = Server::bind(cfg)?;
+    signal_flag(&server.shutdown_handle())?;
+    eprintln!(
+        "linerate serve: listening on {} (TCP and UDP){}{}",
+        server.local_addr()?,
+        if a.one_off { ", one test" } else { "" },
+        if a.auth_users.is_some() {
+            ", authentication required"
+        } else {
+            ""
+        }
+    );
+    server.run()?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,30 @@
+//! `linerate tcp` and `linerate udp`: a stream test, once with live output or repeated;
+//! exit code 1 when it fails `--max-loss`.
+
+use std::process::ExitCode;
+
+use linerate_wire::control::Transport;
+
+use super::run;
+use crate::cli::output::output_format;
+use crate::cli::repeat::repeat_plan;
+use crate::cli::stream::{criteria, stream_plan, StreamArgs};
+use crate::cli::UsageError;
+
+/// Runs `linerate tcp` or `linerate udp`.
+pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
+    if a.repeat.is_set() && a.capture.capture.is_some() {
+        return Err(UsageError(
+            "--capture records one test: leave out --repeat/--confidence".into(),
+        )
+        .into());
+    }
+    let plan = stream_plan(a, transport)?;
+    let format = output_format(&a.output)?;
+    let rp = repeat_plan(&a.repeat)?;
+    let criteria = criteria(a, transport)?;
+    if !a.repeat.is_set() {
+        return run::run_once(&plan, format, a.link_rate, &a.capture, &criteria);
+    }
+    run::run_repeated(&plan, format, rp, a.link_rate, &criteria)
+}

@@ -1,0 +1,361 @@
+//! `linerate tcp` and `linerate udp`: their arguments, and their validation into a plan with
+//! every default applied. All cross-flag checks live here, so the engines and sessions
+//! never see raw arguments.
+
+use std::time::Duration;
+
+use linerate_wire::control::{Direction, TestSpec, Transport};
+
+use clap::Args as ClapArgs;
+
+use super::args::AuthArgs;
+use super::output::OutputArgs;
+use super::{units, UsageError};
+use crate::model::criteria::Criteria;
+use crate::model::plan::{Debug, SockOpts, StreamPlan};
+
+/// Arguments of `tcp` and `udp`.
+#[derive(Debug, ClapArgs)]
+pub struct StreamArgs {
+    /// Server host name or address.
+    pub host: String,
+    /// Server port.
+    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
+    pub port: u16,
+    /// Server sends, client receives (netperf TCP_MAERTS, iperf3 -R).
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once, each with -P streams.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Parallel streams per direction.
+    #[arg(short = 'P', long, default_value_t = 1)]
+    pub parallel: u16,
+    /// Test length (seconds, or with a unit: 500ms, 2m).
+    #[arg(short = 't', long, value_parser = units::parse_duration, conflicts_with = "bytes")]
+    pub time: Option<std::time::Duration>,
+    /// Send this many bytes per direction instead of running for a time (ttcp's buflen x nbuf).
+    #[arg(short = 'n', long, value_parser = units::parse_size)]
+    pub bytes: Option<u64>,
+    /// Write size (TCP, default 128K) or datagram payload (UDP, default 1400).
+    #[arg(short = 'l', long, value_parser = units::parse_size32)]
+    pub len: Option<u32>,
+    /// Socket buffers (send and receive) on both ends, like iperf3 -w.
+    #[arg(short = 'w', long, value_parser = units::parse_size32)]
+    pub window: Option<u32>,
+    /// Socket buffers (send and receive) on this end, like netperf -s.
+    #[arg(short = 's', long, value_parser = units::parse_size32)]
+    pub local_buffer: Option<u32>,
+    /// Socket buffers (send and receive) on the server, like netperf -S.
+    #[arg(short = 'S', long, value_parser = units::parse_size32)]
+    pub remote_buffer: Option<u32>,
+    /// SO_SNDBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_sndbuf: Option<u32>,
+    /// SO_RCVBUF on this end (overrides -s/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub local_rcvbuf: Option<u32>,
+    /// SO_SNDBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_sndbuf: Option<u32>,
+    /// SO_RCVBUF on the server (overrides -S/-w).
+    #[arg(long, value_parser = units::parse_size32)]
+    pub remote_rcvbuf: Option<u32>,
+    /// TCP_NODELAY on data sockets.
+    #[arg(short = 'N', long)]
+    pub nodelay: bool,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long)]
+    pub mss: Option<u32>,
+    /// TCP congestion control (e.g. cubic, bbr, reno).
+    #[arg(short = 'C', long)]
+    pub congestion: Option<String>,
+    /// IP TOS byte (e.g. 0x10); see also --dscp.
+    #[arg(long, value_parser = parse_tos, conflicts_with = "dscp")]
+    pub tos: Option<u8>,
+    /// DSCP code point 0-63 (sets TOS to DSCP << 2).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..64))]
+    pub dscp: Option<u8>,
+    /// Pace each direction to this rate, all streams together (e.g. 100M, 1G).
+    #[arg(short = 'b', long, value_parser = units::parse_rate)]
+    pub rate: Option<u64>,
+    /// Interval between reports.
+    #[arg(short = 'i', long, default_value = "1", value_parser = units::parse_duration)]
+    pub interval: std::time::Duration,
+    /// Warm-up left out of the totals.
+    #[arg(short = 'O', long, value_parser = units::parse_duration)]
+    pub omit: Option<std::time::Duration>,
+    /// Pin data threads: LOCAL[,REMOTE] CPU numbers (iperf3 -A, netperf -T).
+    #[arg(short = 'A', long, value_parser = units::parse_affinity)]
+    pub affinity: Option<(Option<u32>, Option<u32>)>,
+    /// Don't use UDP GSO/GRO (segmentation offload) even where the kernel has them.
+    #[arg(long)]
+    pub no_offload: bool,
+    /// UDP: write complete Ethernet frames with an AF_PACKET ring (needs CAP_NET_RAW; both
+    /// ends, where they can), so that every datagram is one packet on the wire; without the
+    /// capability the sender falls back to one datagram per sendmmsg message and says so.
+    #[arg(long)]
+    pub raw_frames: bool,
+    /// Time to wait for the server to answer the connection.
+    #[arg(long, default_value = "5", value_parser = units::parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    /// The path's link or shaped rate (e.g. 100M) for the diagnosis's "link bound". Needed
+    /// only when the bottleneck is beyond both ends' interfaces (a shaping router, a slower
+    /// hop): linerate reads physical interface speeds and a tbf/htb on the sender itself.
+    #[arg(long, value_parser = units::parse_rate)]
+    pub link_rate: Option<u64>,
+    /// Exit with code 1 when more than PERCENT of the datagrams of a direction were lost
+    /// (UDP; the results are printed all the same). With --repeat, every run must pass.
+    #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
+    pub max_loss: Option<f64>,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+    #[command(flatten)]
+    pub output: OutputArgs,
+    #[command(flatten)]
+    pub repeat: super::repeat::RepeatArgs,
+    #[command(flatten)]
+    pub capture: super::analyze::CaptureArgs,
+    /// Log every control frame to stderr.
+    #[arg(long)]
+    pub debug_protocol: bool,
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u8::from_str_radix(h, 16)
+    } else {
+        t.parse()
+    };
+    v.map_err(|_| format!("invalid TOS '{s}': use 0-255 or hex such as 0x10"))
+}
+
+/// Default TCP write size (iperf3's; netperf's -m 131072 in the benchmarks).
+pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
+/// Default UDP payload: fits a 1500-byte MTU with IPv4 and IPv6 headers.
+pub const DEFAULT_UDP_LEN: u32 = 1400;
+/// Default test length.
+pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The pass/fail criteria of a stream test (`--max-loss`, UDP only).
+pub fn criteria(a: &StreamArgs, transport: Transport) -> Result<Criteria, UsageError> {
+    if a.max_loss.is_some() && transport == Transport::Tcp {
+        return Err(UsageError(
+            "--max-loss applies to UDP: use `linerate udp` (TCP retransmits what it loses)".into(),
+        ));
+    }
+    Ok(Criteria {
+        max_loss_percent: a.max_loss,
+    })
+}
+
+/// Builds the client's plan.
+pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    if a.parallel == 0 {
+        return err("-P must be at least 1");
+    }
+    let direction = if a.bidir {
+        Direction::Both
+    } else if a.reverse {
+        Direction::Receive
+    } else {
+        Direction::Send
+    };
+    let len = a.len.unwrap_or(match transport {
+        Transport::Tcp => DEFAULT_TCP_LEN,
+        Transport::Udp => DEFAULT_UDP_LEN,
+    });
+    if len == 0 {
+        return err("-l must be at least 1 byte");
+    }
+    if transport == Transport::Udp {
+        let min = linerate_wire::probe::LEN as u32;
+        if len < min || len > crate::session::limits::MAX_UDP_PAYLOAD {
+            return Err(UsageError(format!(
+                "-l {len}: a UDP datagram payload must be {min}..={} bytes (it carries a {min}-byte sequence and timestamp header)",
+                crate::session::limits::MAX_UDP_PAYLOAD
+            )));
+        }
+    }
+    let (duration_ms, bytes) = match (a.time, a.bytes) {
+        (Some(_), Some(_)) => return err("give either -t (time) or -n (bytes), not both"),
+        (None, Some(0)) => return err("-n must be above zero"),
+        (None, Some(n)) => (None, Some(n)),
+        (Some(t), None) if t.is_zero() => return err("-t must be above zero"),
+        (t, None) => (Some(ms(t.unwrap_or(DEFAULT_TIME))), None),
+    };
+    let omit_ms = a.omit.map_or(0, ms);
+    if omit_ms > 0 {
+        if bytes.is_some() {
+            return err(
+                "--omit needs a timed test (-t): a fixed byte count (-n) counts every byte",
+            );
+        }
+        if duration_ms.is_some_and(|d| omit_ms >= d) {
+            return err("--omit must be shorter than the test (-t)");
+        }
+    }
+    if a.interval < Duration::from_millis(10) {
+        return err("-i must be at least 10ms");
+    }
+    if a.rate == Some(0) {
+        return err("-b 0 is not a rate: leave -b out to send as fast as possible");
+    }
+    if transport == Transport::Tcp && (a.no_offload || a.raw_frames) {
+        return err("--no-offload and --raw-frames apply to UDP tests only");
+    }
+    if transport == Transport::Udp && (a.nodelay || a.mss.is_some() || a.congestion.is_some()) {
+        return err("-N, -M and -C are TCP options: use `linerate tcp`");
+    }
+    let (client_cpu, server_cpu) = a.affinity.unwrap_or((None, None));
+    let n_cpus = crate::sys::host::cpu_count();
+    if let Some(c) = client_cpu {
+        if c >= n_cpus {
+            return Err(UsageError(format!(
+                "-A {c}: this host has CPUs 0-{}",
+                n_cpus.saturating_sub(1)
+            )));
+        }
+    }
+    let local_both = a.local_buffer.or(a.window);
+    let remote_both = a.remote_buffer.or(a.window);
+    let tos = a.tos.or(a.dscp.map(|d| d << 2));
+    let spec = TestSpec {
+        transport,
+        direction,
+        streams: a.parallel,
+        duration_ms,
+        bytes,
+        write_size: len,
+        server_sndbuf: a.remote_sndbuf.or(remote_both),
+        server_rcvbuf: a.remote_rcvbuf.or(remote_both),
+        nodelay: a.nodelay,
+        mss: a.mss,
+        congestion: a.congestion.clone(),
+        tos,
+        rate_bps: a.rate,
+        interval_ms: ms(a.interval),
+        omit_ms,
+        server_cpu,
+        udp_offload: !a.no_offload && !a.raw_frames,
+        rr: None,
+        one_way_delay: None,
+        smooth_pacing: false,
+        raw_frames: a.raw_frames,
+        capture_snaplen: None,
+    };
+    Ok(StreamPlan {
+        host: a.host.clone(),
+        port: a.port,
+        spec,
+        local: SockOpts {
+            sndbuf: a.local_sndbuf.or(local_both),
+            rcvbuf: a.local_rcvbuf.or(local_both),
+            nodelay: a.nodelay,
+            mss: a.mss,
+            congestion: a.congestion.clone(),
+            tos,
+        },
+        client_cpu,
+        connect_timeout: a.connect_timeout,
+        debug: Debug(a.debug_protocol),
+        auth: a.auth.credentials()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::args::{Args, Command};
+    use clap::Parser;
+
+    #[test]
+    fn tos_parses_hex_and_decimal() {
+        assert_eq!(parse_tos("0x10"), Ok(16));
+        assert_eq!(parse_tos("184"), Ok(184));
+        assert!(parse_tos("300").is_err());
+    }
+
+    fn plan(argv: &[&str]) -> Result<StreamPlan, UsageError> {
+        let args = Args::try_parse_from(argv).unwrap();
+        match args.command {
+            Command::Tcp(a) => stream_plan(&a, Transport::Tcp),
+            Command::Udp(a) => stream_plan(&a, Transport::Udp),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let p = plan(&["linerate", "tcp", "h"]).unwrap();
+        assert_eq!(p.spec.duration_ms, Some(10_000));
+        assert_eq!(p.spec.write_size, DEFAULT_TCP_LEN);
+        assert_eq!(p.spec.direction, Direction::Send);
+        let p = plan(&["linerate", "udp", "h", "-R"]).unwrap();
+        assert_eq!(p.spec.write_size, DEFAULT_UDP_LEN);
+        assert_eq!(p.spec.direction, Direction::Receive);
+    }
+
+    #[test]
+    fn ttcp_style_byte_count() {
+        let p = plan(&["linerate", "tcp", "h", "-n", "16M", "-l", "8K"]).unwrap();
+        assert_eq!(p.spec.bytes, Some(16 << 20));
+        assert_eq!(p.spec.duration_ms, None);
+        assert_eq!(p.spec.write_size, 8192);
+    }
+
+    #[test]
+    fn buffers_local_remote_and_override() {
+        let p = plan(&[
+            "linerate",
+            "tcp",
+            "h",
+            "-s",
+            "64K",
+            "-S",
+            "256K",
+            "--remote-rcvbuf",
+            "1M",
+        ])
+        .unwrap();
+        assert_eq!(p.local.sndbuf, Some(65536));
+        assert_eq!(p.local.rcvbuf, Some(65536));
+        assert_eq!(p.spec.server_sndbuf, Some(262144));
+        assert_eq!(p.spec.server_rcvbuf, Some(1 << 20));
+        let p = plan(&["linerate", "tcp", "h", "-w", "1M"]).unwrap();
+        assert_eq!(p.local.rcvbuf, Some(1 << 20));
+        assert_eq!(p.spec.server_sndbuf, Some(1 << 20));
+    }
+
+    #[test]
+    fn cross_flag_errors_say_what_to_do() {
+        assert!(plan(&["linerate", "udp", "h", "-l", "8"])
+            .unwrap_err()
+            .0
+            .contains("-l 8"));
+        assert!(plan(&["linerate", "tcp", "h", "-n", "1M", "-O", "1"])
+            .unwrap_err()
+            .0
+            .contains("--omit"));
+        assert!(plan(&["linerate", "tcp", "h", "-t", "2", "-O", "2"]).is_err());
+        assert!(plan(&["linerate", "udp", "h", "-N"])
+            .unwrap_err()
+            .0
+            .contains("TCP options"));
+        assert!(plan(&["linerate", "tcp", "h", "-P", "0"]).is_err());
+        assert!(plan(&["linerate", "tcp", "h", "-b", "0"]).is_err());
+        assert!(plan(&["linerate", "tcp", "h", "-A", "999"]).is_err());
+    }
+
+    #[test]
+    fn dscp_sets_tos() {
+        let p = plan(&["linerate", "tcp", "h", "--dscp", "46"]).unwrap();
+        assert_eq!(p.spec.tos, Some(184));
+    }
+}

@@ -1,0 +1,118 @@
+//! The table, CSV and chart of RFC 2544 records from a simulated device
+//! ([`crate::rfc2544::tests::fixture`]): complete and deterministic.
+
+use super::chart;
+use crate::rfc2544::record::Benchmark;
+use crate::rfc2544::tests::fixture;
+
+#[test]
+fn table_has_the_throughput_tab_columns() {
+    let rec = fixture(true, vec![Benchmark::Throughput]);
+    let t = super::render_table(&rec);
+    assert!(t.contains("Throughput (NDR: no frame lost)"), "{t}");
+    assert!(
+        t.contains("Throughput (PDR: at most 0.1% of frames lost)"),
+        "{t}"
+    );
+    for col in [
+        "frames/s",
+        "Mbit/s L2",
+        "% line",
+        "max frames/s",
+        "tester max",
+        "trials",
+        "status",
+    ] {
+        assert!(t.contains(col), "{col}: {t}");
+    }
+    // 64 B theoretical maximum at 100 Mbit/s: 148,809.5 per direction, 297,619.0 in total.
+    assert!(t.contains("148,809.5") && t.contains("297,619.0"), "{t}");
+    assert!(
+        t.contains(" fwd ") && t.contains(" rev ") && t.contains(" total "),
+        "{t}"
+    );
+    assert!(t.contains("Deviations from RFC 2544:"), "{t}");
+    assert_eq!(t, super::render_table(&rec.clone()));
+}
+
+#[test]
+fn fps_formatting() {
+    assert_eq!(super::format_fps(1_488_095.238), "1,488,095.2");
+    assert_eq!(super::format_fps(999.96), "1,000.0");
+    assert_eq!(super::format_fps(12.0), "12.0");
+    assert_eq!(super::format_fps(f64::NAN), "-");
+}
+
+#[test]
+fn csv_has_one_row_per_result() {
+    let rec = fixture(false, Benchmark::ALL.to_vec());
+    let text = super::render_csv(&rec);
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    assert!(
+        header.starts_with("benchmark,frame_size,direction,goal_loss_percent"),
+        "{header}"
+    );
+    let rows: Vec<&str> = lines.collect();
+    // Per size: 2 throughput goals, 1 latency direction, the loss points, 1 back-to-back.
+    let expected: usize = rec
+        .frame_sizes
+        .iter()
+        .map(|f| 2 + 1 + f.frame_loss.as_ref().unwrap().points.len() + 1)
+        .sum();
+    assert_eq!(rows.len(), expected, "{text}");
+    assert!(
+        rows.iter().any(|r| r.starts_with("throughput,64,fwd,0.0,")),
+        "{text}"
+    );
+}
+
+#[test]
+fn svg_chart_is_deterministic_and_complete() {
+    let rec = fixture(true, vec![Benchmark::Throughput]);
+    let svg = chart::render_svg(&rec);
+    assert_eq!(svg, chart::render_svg(&rec.clone()));
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.ends_with("</svg>\n"));
+    for label in [
+        "64",
+        "512",
+        "1518",
+        "frame size (bytes, FCS included)",
+        "frames per second",
+    ] {
+        assert!(svg.contains(&format!(">{label}<")), "{label}");
+    }
+    // Theoretical line, per-direction and total series.
+    assert_eq!(svg.matches("<polyline").count(), 3);
+    assert!(svg.contains("stroke-dasharray"));
+    // 3 sizes × 3 series of markers.
+    assert_eq!(svg.matches("<circle").count(), 9);
+    // The theoretical maximum per direction, 148,810 fps at 64 B, rounds the axis up to 200k.
+    assert!(svg.contains(">200k<"), "{svg}");
+    if let Ok(dir) = std::env::var("LINERATE_CHART_DIR") {
+        std::fs::write(format!("{dir}/fixture.svg"), &svg).unwrap();
+        let (png, _) = chart::png(&rec).unwrap();
+        std::fs::write(format!("{dir}/fixture.png"), png).unwrap();
+    }
+    assert!(svg.contains("198.51.100.2:5301"));
+}
+
+#[test]
+fn png_chart_is_a_png() {
+    let rec = fixture(false, vec![Benchmark::Throughput]);
+    let (png, warnings) = chart::png(&rec).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+    // scripts/test.sh installs fonts-dejavu-core: the labels are drawn as glyph outlines.
+    let font = chart::system_font();
+    assert!(font.is_some(), "no system font: install fonts-dejavu-core");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Text-free rasterization of the plain SVG gives a smaller image than with the labels.
+    let bare = chart::rasterize(&chart::render_svg(&rec)).unwrap();
+    assert!(
+        png.len() > bare.len(),
+        "labels missing: {} vs {} bytes",
+        png.len(),
+        bare.len()
+    );
+}

@@ -1,0 +1,410 @@
+//! The statistics of `linerate compare A.json B.json [more]`: results side by side, with a
+//! verdict per metric (the command is `app::compare`, the table `export::compare`).
+//!
+//! Each file is a single run (`--json` of `tcp`, `udp` or `rr`) or a repeated run
+//! (`--repeat`/`--confidence`); the first is the baseline A and every other file is compared
+//! with it, metric by metric ([`crate::model::repeat::metrics_of`]):
+//!
+//! * difference `B − A` of the means and ratio `B / A`;
+//! * **Welch's two-sided t-test** (unequal variances, Welch–Satterthwaite degrees of
+//!   freedom; [`linerate_stats::compare`]), significant when p < 0.05, with the 95 % interval
+//!   of the difference and a delta-method interval of the ratio;
+//! * with fewer than two runs on either side there is no variance, so no interval and no
+//!   verdict: "too few trials: use --repeat 5 or more" (the words the table has always
+//!   printed; the JSON's `too_few_trials` and `baseline_trials` keep their names too).
+//!
+//! Then one sentence per comparison in an engineer's words, after seed 001's "11.3 % lower
+//! network performance while using 58.7 % more CPU": the primary metric's change, p99 latency
+//! for RR tests, and the largest change of CPU per unit of work (service demand).
+
+use serde::Serialize;
+
+use super::repeat::{self, metrics_of, primary_metric, MetricDef};
+use super::RunRecord;
+
+/// Significance level of the verdicts.
+pub const ALPHA: f64 = 0.05;
+/// The method, as printed and recorded.
+pub const METHOD: &str = "Welch's two-sided t-test (unequal variances), significant when p < 0.05";
+
+/// One input file.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// "A", "B", ...
+    pub label: String,
+    /// Where it came from.
+    pub file: String,
+    /// Its runs (one for a single run).
+    pub runs: Vec<RunRecord>,
+}
+
+/// What the test says about one metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// p < 0.05.
+    Significant,
+    /// p >= 0.05.
+    NotSignificant,
+    /// A side has fewer than two runs.
+    #[serde(rename = "too_few_trials")]
+    TooFewRuns,
+}
+
+impl Verdict {
+    /// The verdict in words, as the table prints it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Verdict::Significant => "significant",
+            Verdict::NotSignificant => "not significant",
+            Verdict::TooFewRuns => "too few trials: use --repeat 5 or more",
+        }
+    }
+}
+
+/// One metric of one comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricComparison {
+    /// Metric name with unit.
+    pub name: String,
+    /// Runs of A and B that measured it.
+    pub n_a: usize,
+    /// See `n_a`.
+    pub n_b: usize,
+    /// Mean of A.
+    pub mean_a: f64,
+    /// Mean of B.
+    pub mean_b: f64,
+    /// `mean_b − mean_a`.
+    pub diff: f64,
+    /// `mean_b / mean_a`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<f64>,
+    /// 95 % interval of the difference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_ci: Option<(f64, f64)>,
+    /// 95 % interval of the ratio (delta method).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio_ci: Option<(f64, f64)>,
+    /// Two-sided p-value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// Welch–Satterthwaite degrees of freedom.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub df: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+impl MetricComparison {
+    /// Compares the values of one metric.
+    pub fn new(name: &str, a: &[f64], b: &[f64]) -> Option<MetricComparison> {
+        let mean = |x: &[f64]| (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64);
+        let (ma, mb) = (mean(a)?, mean(b)?);
+        let w = linerate_stats::welch(a, b, 1.0 - ALPHA);
+        let verdict = match &w {
+            None => Verdict::TooFewRuns,
+            Some(w) if w.significant(ALPHA) => Verdict::Significant,
+            Some(_) => Verdict::NotSignificant,
+        };
+        Some(MetricComparison {
+            name: name.to_string(),
+            n_a: a.len(),
+            n_b: b.len(),
+            mean_a: ma,
+            mean_b: mb,
+            diff: mb - ma,
+            ratio: (ma != 0.0).then(|| mb / ma),
+            diff_ci: w.as_ref().and_then(|w| w.diff_ci),
+            ratio_ci: w.as_ref().and_then(|w| w.ratio_ci),
+            p_value: w.as_ref().and_then(|w| w.p_value),
+            df: w.as_ref().and_then(|w| w.df),
+            verdict,
+        })
+    }
+
+    /// Change in percent of A.
+    pub fn change_percent(&self) -> Option<f64> {
+        self.ratio.map(|r| (r - 1.0) * 100.0)
+    }
+}
+
+/// B (or C, ...) against A.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// "B", "C", ...
+    pub label: String,
+    /// Its file.
+    pub file: String,
+    /// Every metric both have.
+    pub metrics: Vec<MetricComparison>,
+    /// The summary in words.
+    pub sentence: String,
+}
+
+/// The whole comparison (`--json`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareReport {
+    /// The test used.
+    pub method: &'static str,
+    /// The baseline's file.
+    pub baseline_file: String,
+    /// Runs in the baseline.
+    #[serde(rename = "baseline_trials")]
+    pub baseline_runs: usize,
+    /// One per other file.
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Compares every input after the first with the first.
+pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
+    let (a, rest) = inputs.split_first()?;
+    let first = a.runs.first()?;
+    let defs: Vec<MetricDef> = metrics_of(first).into_iter().map(|(d, _)| d).collect();
+    let primary = primary_metric(first);
+    let comparisons = rest
+        .iter()
+        .map(|b| {
+            let metrics: Vec<MetricComparison> = defs
+                .iter()
+                .filter_map(|d| {
+                    MetricComparison::new(
+                        d.name,
+                        &repeat::values(&a.runs, d.name),
+                        &repeat::values(&b.runs, d.name),
+                    )
+                })
+                .collect();
+            Comparison {
+                label: b.label.clone(),
+                file: b.file.clone(),
+                sentence: sentence(&b.label, primary, &metrics),
+                metrics,
+            }
+        })
+        .collect();
+    Some(CompareReport {
+        method: METHOD,
+        baseline_file: a.file.clone(),
+        baseline_runs: a.runs.len(),
+        comparisons,
+    })
+}
+
+fn def_of(name: &str) -> Option<MetricDef> {
+    [
+        repeat::THROUGHPUT,
+        repeat::THROUGHPUT_BACK,
+        repeat::PPS,
+        repeat::LOSS,
+        repeat::TPS,
+        repeat::P50,
+        repeat::P99,
+        repeat::LOST_TRAN,
+        repeat::CLIENT_CPU,
+        repeat::SERVER_CPU,
+        repeat::CLIENT_SD_KB,
+        repeat::SERVER_SD_KB,
+        repeat::CLIENT_SD_TR,
+        repeat::SERVER_SD_TR,
+    ]
+    .into_iter()
+    .find(|d| d.name == name)
+}
+
+/// "12.3% lower throughput", "no significant change in throughput (+0.4%)".
+fn phrase(m: &MetricComparison, label: &str, up: &str, down: &str) -> Option<String> {
+    let pct = m.change_percent()?;
+    let dir = if pct >= 0.0 { up } else { down };
+    Some(match m.verdict {
+        Verdict::NotSignificant => {
+            format!(
+                "no significant change in {label} ({pct:+.1}%, p = {:.2})",
+                m.p_value.unwrap_or(1.0)
+            )
+        }
+        _ => format!("{:.1}% {dir} {label}", pct.abs()),
+    })
+}
+
+/// The sentence an engineer would write, e.g. "B: 11.3% lower throughput while using 58.7%
+/// more CPU per KB on the client."
+pub fn sentence(label: &str, primary: MetricDef, metrics: &[MetricComparison]) -> String {
+    let find = |n: &str| metrics.iter().find(|m| m.name == n);
+    let mut parts = Vec::new();
+    if let Some(p) = find(primary.name).and_then(|m| phrase(m, primary.label, "higher", "lower")) {
+        parts.push(p);
+    }
+    if primary.name == repeat::TPS.name {
+        if let Some(p) =
+            find(repeat::P99.name).and_then(|m| phrase(m, "p99 latency", "higher", "lower"))
+        {
+            parts.push(p);
+        }
+    }
+    let mut out = format!(
+        "{label}: {}",
+        if parts.is_empty() {
+            "no common figures".to_string()
+        } else {
+            parts.join(", ")
+        }
+    );
+    // The cost: the service demand that changed most (significant ones first).
+    let cost = metrics
+        .iter()
+        .filter(|m| m.name.contains("service_demand"))
+        .filter(|m| m.verdict != Verdict::NotSignificant)
+        .filter_map(|m| m.change_percent().map(|c| (m, c)))
+        .max_by(|x, y| x.1.abs().total_cmp(&y.1.abs()));
+    if let Some((m, pct)) = cost {
+        let label = def_of(&m.name).map_or(m.name.as_str(), |d| d.label);
+        let (what, end) = label.split_once(' ').map_or((label, ""), |(e, w)| (w, e));
+        out.push_str(&format!(
+            " while using {:.1}% {} {what} on the {end}",
+            pct.abs(),
+            if pct >= 0.0 { "more" } else { "less" }
+        ));
+    }
+    if metrics.iter().any(|m| m.verdict == Verdict::TooFewRuns) {
+        out.push_str(" (single runs: no verdict; use --repeat 5 or more)");
+    }
+    out.push('.');
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::model::fixtures;
+
+    /// Seed 001 as records: A (GMAC) 663 Mbit/s at 63 % CPU, B (SUNGEM) 588 Mbit/s at
+    /// 100 % CPU, on the client, five runs each with small spread.
+    pub(crate) fn runs(bps: &[f64], cpu: &[f64]) -> Vec<RunRecord> {
+        bps.iter()
+            .zip(cpu)
+            .map(|(b, c)| {
+                let mut r = fixtures::tcp_send();
+                r.summary.flows[0].receiver_bps = Some(b * 1e6);
+                r.summary.client.cpu_util_percent = Some(*c);
+                // Service demand scales with CPU / throughput (same window and CPU count).
+                r.summary.client.service_demand_us_per_kb = Some(c / b);
+                r
+            })
+            .collect()
+    }
+
+    pub(crate) fn input(label: &str, runs: Vec<RunRecord>) -> Input {
+        Input {
+            label: label.into(),
+            file: format!("{label}.json"),
+            runs,
+        }
+    }
+
+    #[test]
+    fn clear_difference_is_significant_and_worded_like_seed_001() {
+        let a = runs(
+            &[663.0, 658.0, 667.0, 661.0, 665.0],
+            &[63.0, 62.5, 63.5, 63.0, 63.0],
+        );
+        let b = runs(
+            &[588.0, 592.0, 585.0, 590.0, 586.0],
+            &[100.0, 99.5, 100.0, 99.8, 100.0],
+        );
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let c = &r.comparisons[0];
+        let t = c
+            .metrics
+            .iter()
+            .find(|m| m.name == "throughput_bps")
+            .unwrap();
+        // Welch on the Mbit/s values (see linerate-stats compare tests, SciPy): p 5.98e-10.
+        assert_eq!(t.verdict, Verdict::Significant);
+        assert!((t.p_value.unwrap() - 5.978e-10).abs() < 1e-12);
+        // 588.2 / 662.8 = 0.88745 → 11.3 % lower.
+        assert!(
+            c.sentence
+                .starts_with("B: 11.3% lower throughput while using"),
+            "{}",
+            c.sentence
+        );
+        // Client CPU per KB: mean(c/b) B ≈ 0.16993, A ≈ 0.09506 → +78.8 % (more than the
+        // 58.7 % CPU rise, because B also moved less data).
+        assert!(
+            c.sentence.contains("% more CPU per KB on the client."),
+            "{}",
+            c.sentence
+        );
+    }
+
+    #[test]
+    fn no_difference_is_not_significant() {
+        let a = runs(&[10.0, 10.2, 9.9, 10.1, 9.8, 10.0], &[50.0; 6]);
+        let b = runs(&[10.1, 9.9, 10.0, 10.2, 9.8], &[50.0; 5]);
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let c = &r.comparisons[0];
+        let t = c
+            .metrics
+            .iter()
+            .find(|m| m.name == "throughput_bps")
+            .unwrap();
+        // SciPy: p = 1.0 (equal means).
+        assert_eq!(t.verdict, Verdict::NotSignificant);
+        assert!(
+            c.sentence
+                .starts_with("B: no significant change in throughput (+0.0%, p = 1.00)"),
+            "{}",
+            c.sentence
+        );
+    }
+
+    #[test]
+    fn single_runs_have_no_verdict() {
+        let a = runs(&[663.0], &[63.0]);
+        let b = runs(&[588.0], &[100.0]);
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let c = &r.comparisons[0];
+        assert!(c.metrics.iter().all(|m| m.verdict == Verdict::TooFewRuns));
+        assert!(c
+            .metrics
+            .iter()
+            .all(|m| m.diff_ci.is_none() && m.p_value.is_none()));
+        assert!(
+            c.sentence.contains("use --repeat 5 or more"),
+            "{}",
+            c.sentence
+        );
+    }
+
+    #[test]
+    fn rr_records_compare_rate_and_p99() {
+        let mk = |tps: f64, p99: u64| {
+            let mut r = fixtures::tcp_rr();
+            if let Some(rr) = r.rr.as_mut() {
+                rr.transactions_per_sec = Some(tps);
+                if let Some(l) = rr.latency.as_mut() {
+                    l.p99_ns = p99;
+                }
+            }
+            r
+        };
+        let a = vec![
+            mk(50_000.0, 30_000),
+            mk(50_500.0, 31_000),
+            mk(49_800.0, 29_000),
+        ];
+        let b = vec![
+            mk(40_000.0, 45_000),
+            mk(40_300.0, 46_000),
+            mk(39_900.0, 44_000),
+        ];
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let s = &r.comparisons[0].sentence;
+        // 40,066.7 / 50,100 = 0.79973 → 20.0 % lower; p99 45,000 / 30,000 → 50.0 % higher.
+        assert!(
+            s.starts_with("B: 20.0% lower transaction rate, 50.0% higher p99 latency"),
+            "{s}"
+        );
+    }
+}

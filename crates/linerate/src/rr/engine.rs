@@ -1,0 +1,477 @@
+//! The request/response engine of either end: one thread per stream running the client
+//! loop ([`super::client`]) or a responder ([`super::server`]), the meter both engines share
+//! ([`crate::engine::meter`]) over the streams' [`RrCounters`], and the end's report.
+
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use linerate_wire::control::RrSpec;
+use linerate_wire::report::{
+    HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals,
+};
+
+use super::counters::{total_since, LoopCtx, RrCounters, Snap};
+use super::{client, latency, server};
+use crate::engine::meter::{self, Meter, SampleSource, Window};
+use crate::engine::socket_bufs;
+use crate::model::plan::SockOpts;
+use crate::sys;
+
+/// TCP_CRR connections waiting for a stream's responder on the server.
+pub const CRR_QUEUE: usize = 64;
+
+/// Where a client stream sends TCP_CRR connections.
+#[derive(Debug, Clone)]
+pub struct Connector {
+    /// The server's address.
+    pub addr: SocketAddr,
+    /// The test's token, sent in the stream hello of every connection.
+    pub token: [u8; 16],
+    /// Stream index for the hello.
+    pub index: u16,
+    /// Socket options for each connection.
+    pub opts: SockOpts,
+    /// Connect time-out.
+    pub timeout: Duration,
+}
+
+/// The socket (or source of sockets) of one RR stream.
+#[derive(Debug)]
+pub enum RrSocket {
+    /// TCP_RR: one connection.
+    Tcp(TcpStream),
+    /// UDP_RR: a connected UDP socket.
+    Udp(UdpSocket),
+    /// Client TCP_CRR: a new connection per transaction.
+    Connect(Connector),
+    /// Server TCP_CRR: connections arrive through [`RrEngine::add_connection`].
+    Accept,
+}
+
+/// Settings of one end.
+#[derive(Debug, Clone)]
+pub struct RrConfig {
+    /// Client or server.
+    pub role: Role,
+    /// The test.
+    pub spec: RrSpec,
+    /// Interval report period.
+    pub interval: Duration,
+    /// Warm-up left out of the totals.
+    pub omit: Duration,
+    /// CPU to pin stream threads to.
+    pub cpu: Option<u32>,
+    /// Host facts for the report.
+    pub host: HostInfo,
+}
+
+/// What one stream loop returns.
+#[derive(Debug, Default)]
+pub struct RrOutcome {
+    /// Latency histogram (client).
+    pub latency: Option<Histogram<u64>>,
+    /// Latency from the actual send (client, with a target rate).
+    pub actual: Option<Histogram<u64>>,
+    /// Thread CPU over the window.
+    pub cpu: Option<ProcessCpu>,
+    /// Why the loop ended early.
+    pub error: Option<String>,
+    /// Warnings.
+    pub warnings: Vec<String>,
+}
+
+/// What the client learned beyond its [`SideReport`].
+#[derive(Debug, Default)]
+pub struct RrClientData {
+    /// Merged latency histogram.
+    pub latency: Option<Histogram<u64>>,
+    /// Merged latency from the actual send.
+    pub actual: Option<Histogram<u64>>,
+    /// Completed transactions in the window.
+    pub transactions: u64,
+    /// Lost (UDP).
+    pub lost: u64,
+    /// Late responses (UDP).
+    pub late: u64,
+    /// Connections (TCP_CRR).
+    pub connections: u64,
+    /// Failed or cut TCP_CRR connections.
+    pub errors: u64,
+}
+
+struct Shared {
+    window: Window<Snap>,
+    counters: Vec<Arc<RrCounters>>,
+}
+
+impl SampleSource for Shared {
+    type Counters = Snap;
+
+    fn window(&self) -> &Window<Snap> {
+        &self.window
+    }
+
+    fn read(&self) -> Snap {
+        self.counters.iter().map(|c| c.snapshot()).collect()
+    }
+
+    fn interval(&self, prev: &Snap, now: &Snap) -> IntervalReport {
+        let d = total_since(now, prev);
+        IntervalReport {
+            tx_bytes: d.tx_bytes,
+            rx_bytes: d.rx_bytes,
+            rx_lost: Some(d.lost).filter(|l| *l > 0),
+            transactions: Some(d.transactions),
+            ..IntervalReport::default()
+        }
+    }
+}
+
+struct StreamInfo {
+    index: u16,
+    local: Option<String>,
+    remote: Option<String>,
+    tcp: Option<TcpStream>,
+    udp: bool,
+    /// SO_SNDBUF and SO_RCVBUF as granted.
+    bufs: (Option<u32>, Option<u32>),
+}
+
+/// A running request/response engine (either end).
+pub struct RrEngine {
+    cfg: RrConfig,
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<RrOutcome>>,
+    meter: Meter,
+    end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
+    inbox: CrrInbox,
+    info: Vec<StreamInfo>,
+}
+
+/// Where a server's TCP_CRR connections go: the responder queue of each stream. Cloned into
+/// the server's token registry so that a new connection goes from the accept thread straight
+/// to its responder, without a hop through the session thread.
+#[derive(Clone, Default)]
+pub struct CrrInbox {
+    queues: Arc<Vec<(u16, SyncSender<TcpStream>)>>,
+    refused: Arc<AtomicU64>,
+}
+
+impl CrrInbox {
+    /// Whether this engine takes connections (a server TCP_CRR engine).
+    pub fn is_empty(&self) -> bool {
+        self.queues.is_empty()
+    }
+
+    /// Hands a new connection of stream `index` to its responder, or closes it (and counts
+    /// it) when the stream is unknown or its queue is full.
+    pub fn deliver(&self, index: u16, s: TcpStream) {
+        match self.queues.iter().find(|(i, _)| *i == index) {
+            Some((_, q)) if q.try_send(s).is_ok() => {}
+            _ => {
+                self.refused.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+impl RrEngine {
+    /// Starts one thread per stream and the meter; `target_tps` is split over the streams.
+    pub fn start(
+        cfg: RrConfig,
+        sockets: Vec<(u16, RrSocket)>,
+        sink: impl FnMut(IntervalReport) + Send + 'static,
+    ) -> std::io::Result<RrEngine> {
+        let epoch = Instant::now();
+        let stop = Arc::new(AtomicBool::new(false));
+        let n = u16::try_from(sockets.len()).unwrap_or(u16::MAX).max(1);
+        let counters: Vec<Arc<RrCounters>> = sockets.iter().map(|_| Arc::default()).collect();
+        let shared = Arc::new(Shared {
+            window: Window::new(epoch),
+            counters: counters.clone(),
+        });
+        if cfg.omit.is_zero() {
+            shared.take_baseline();
+        }
+        let baseline_flag = shared.window.baseline_flag();
+        let mut threads = Vec::new();
+        let mut queues = Vec::new();
+        let mut info = Vec::new();
+        for (k, ((index, socket), c)) in sockets.into_iter().zip(counters).enumerate() {
+            info.push(stream_info(index, &socket));
+            let ctx = LoopCtx {
+                epoch,
+                counters: c,
+                stop: stop.clone(),
+                baseline: baseline_flag.clone(),
+                spec: cfg.spec.clone(),
+                rate_tps: cfg
+                    .spec
+                    .target_tps
+                    .map(|t| crate::model::plan::split(t, n, k as u16).max(1)),
+            };
+            let mut queue = None;
+            if matches!(socket, RrSocket::Accept) {
+                let (tx, rx) = std::sync::mpsc::sync_channel(CRR_QUEUE);
+                queues.push((index, tx));
+                queue = Some(rx);
+            }
+            let (role, cpu) = (cfg.role, cfg.cpu);
+            let h = std::thread::Builder::new()
+                .name(format!("lr-rr-{index}"))
+                .spawn(move || run_stream(ctx, socket, queue, role, cpu))?;
+            threads.push(h);
+        }
+        let meter = Meter::start("lr-rr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
+        Ok(RrEngine {
+            cfg,
+            shared,
+            stop,
+            threads,
+            meter,
+            end: None,
+            inbox: CrrInbox {
+                queues: Arc::new(queues),
+                refused: Arc::default(),
+            },
+            info,
+        })
+    }
+
+    /// Server TCP_CRR: hands a new connection of stream `index` to its responder, or closes it
+    /// when the stream is unknown or its queue is full.
+    pub fn add_connection(&self, index: u16, s: TcpStream) {
+        self.inbox.deliver(index, s);
+    }
+
+    /// The inbox for new TCP_CRR connections (empty unless this is a server TCP_CRR engine).
+    pub fn crr_inbox(&self) -> CrrInbox {
+        self.inbox.clone()
+    }
+
+    /// Ends the measured window (reads CPU) and tells the loops to stop.
+    pub fn stop(&mut self) {
+        if self.end.is_some() {
+            return;
+        }
+        self.end = Some(self.shared.window.end_now());
+        self.stop.store(true, Relaxed);
+    }
+
+    /// Stops everything, joins the threads and builds this end's report.
+    pub fn finish(mut self) -> (SideReport, RrClientData) {
+        self.stop();
+        self.meter.signal_stop();
+        // Responders end on the stop flag, or sooner when their queues close (the server's
+        // registry holds a clone of the senders until the session ends).
+        self.inbox.queues = Arc::default();
+        let mut outcomes = Vec::new();
+        let mut warnings = Vec::new();
+        for (i, h) in self.threads.drain(..).enumerate() {
+            match h.join() {
+                Ok(o) => outcomes.push(o),
+                Err(_) => {
+                    warnings.push(format!(
+                        "RR thread of stream {i} panicked; figures are partial"
+                    ));
+                    outcomes.push(RrOutcome::default());
+                }
+            }
+        }
+        self.meter.join();
+        self.build(outcomes, warnings)
+    }
+
+    fn build(
+        &self,
+        outcomes: Vec<RrOutcome>,
+        mut warnings: Vec<String>,
+    ) -> (SideReport, RrClientData) {
+        let sh = &self.shared;
+        let fin_sample = sh.sample();
+        let (base_sample, base_cpu) = sh.window.baseline_or(&fin_sample, |w| warnings.push(w));
+        let (fin, base) = (&fin_sample.counters, &base_sample.counters);
+        let base_ns = base_sample.at_ns;
+        let (end_ns, end_cpu) = self.end.clone().unwrap_or((fin_sample.at_ns, None));
+        let mut data = RrClientData::default();
+        let mut proc_cpu: Option<ProcessCpu> = None;
+        let mut streams = Vec::new();
+        let mut last = 0u64;
+        let role = if self.cfg.role == Role::Client {
+            StreamRole::Tx
+        } else {
+            StreamRole::Rx
+        };
+        for (k, (o, info)) in outcomes.into_iter().zip(&self.info).enumerate() {
+            meter::fold_thread_end(
+                info.index,
+                o.error.as_deref(),
+                &o.warnings,
+                o.cpu.as_ref(),
+                &mut warnings,
+                &mut proc_cpu,
+            );
+            merge_opt(&mut data.latency, o.latency);
+            merge_opt(&mut data.actual, o.actual);
+            let d = fin[k].since(&base[k]);
+            // Server responders keep no timestamps: their active time is the window.
+            let dur = match sh.counters[k].last_ns.load(Relaxed) {
+                0 => end_ns.saturating_sub(base_ns),
+                l => (l - 1).saturating_sub(base_ns),
+            };
+            last = last.max(dur);
+            let facts = info.tcp.as_ref().map(tcp_facts);
+            streams.push(StreamReport {
+                index: info.index,
+                role,
+                bytes: d.tx_bytes + d.rx_bytes,
+                io_calls: d.tx_calls + d.rx_calls,
+                packets: info.udp.then(|| d.tx_calls + d.rx_calls),
+                duration_ns: dur,
+                sndbuf_bytes: info.bufs.0,
+                rcvbuf_bytes: info.bufs.1,
+                mss_bytes: facts.as_ref().and_then(|f| f.0),
+                congestion: None,
+                tcp_info: facts.and_then(|f| f.1),
+                udp_rx: None,
+                udp_seq_end: None,
+                local_addr: info.local.clone(),
+                remote_addr: info.remote.clone(),
+                tx_path: None,
+            });
+        }
+        let total = total_since(fin, base);
+        data.transactions = total.transactions;
+        data.lost = total.lost;
+        data.late = total.late;
+        data.connections = total.connections;
+        data.errors = total.errors;
+        let refused = self.inbox.refused.load(Relaxed);
+        if refused > 0 {
+            warnings.push(format!("{refused} TCP_CRR connections were closed unserved: more than {CRR_QUEUE} were waiting for one stream"));
+        }
+        let udp = self.info.iter().any(|i| i.udp);
+        let totals = Totals {
+            duration_ns: end_ns.saturating_sub(base_ns),
+            tx_bytes: total.tx_bytes,
+            rx_bytes: total.rx_bytes,
+            tx_calls: total.tx_calls,
+            rx_calls: total.rx_calls,
+            tx_duration_ns: last,
+            rx_duration_ns: last,
+            tx_packets: udp.then_some(total.tx_calls),
+            rx_packets: udp.then_some(total.rx_calls),
+            retransmits: None,
+            udp_rx: None,
+        };
+        let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
+        let report = SideReport {
+            role: self.cfg.role,
+            host: self.cfg.host.clone(),
+            streams,
+            intervals: Vec::new(),
+            totals,
+            cpu,
+            process_cpu: proc_cpu,
+            host_counters: None,
+            interface: None,
+            control_segments: None,
+            warnings,
+        };
+        (report, data)
+    }
+}
+
+fn merge_opt(into: &mut Option<Histogram<u64>>, h: Option<Histogram<u64>>) {
+    match (into.as_mut(), h) {
+        (Some(a), Some(b)) => latency::merge(a, &b),
+        (None, Some(b)) => *into = Some(b),
+        _ => {}
+    }
+}
+
+fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
+    let fmt = |a: std::io::Result<SocketAddr>| a.ok().map(|a| a.to_string());
+    match s {
+        RrSocket::Tcp(t) => StreamInfo {
+            index,
+            local: fmt(t.local_addr()),
+            remote: fmt(t.peer_addr()),
+            tcp: t.try_clone().ok(),
+            udp: false,
+            bufs: socket_bufs(&socket2::SockRef::from(t)),
+        },
+        RrSocket::Udp(u) => StreamInfo {
+            index,
+            local: fmt(u.local_addr()),
+            remote: fmt(u.peer_addr()),
+            tcp: None,
+            udp: true,
+            bufs: socket_bufs(&socket2::SockRef::from(u)),
+        },
+        RrSocket::Connect(c) => StreamInfo {
+            index,
+            local: None,
+            remote: Some(c.addr.to_string()),
+            tcp: None,
+            udp: false,
+            bufs: (None, None),
+        },
+        RrSocket::Accept => StreamInfo {
+            index,
+            local: None,
+            remote: None,
+            tcp: None,
+            udp: false,
+            bufs: (None, None),
+        },
+    }
+}
+
+fn tcp_facts(t: &TcpStream) -> (Option<u32>, Option<linerate_wire::report::TcpInfoReport>) {
+    (
+        socket2::SockRef::from(t).mss().ok(),
+        sys::tcp_info::read_tcp_info(t.as_fd()).ok(),
+    )
+}
+
+fn run_stream(
+    ctx: LoopCtx,
+    socket: RrSocket,
+    queue: Option<Receiver<TcpStream>>,
+    role: Role,
+    cpu: Option<u32>,
+) -> RrOutcome {
+    let mut out = RrOutcome::default();
+    if let Some(c) = cpu {
+        if let Err(e) = sys::affinity::pin_current_thread(c) {
+            out.warnings
+                .push(format!("could not pin an RR thread: {e}"));
+        }
+    }
+    if ctx.rate_tps.is_some() {
+        // Paced sends sleep until their slot; the default 50 µs timer slack would make every
+        // one of them late by that much, which the latency from the intended send would show.
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
+    let r = match (role, &socket, queue) {
+        (Role::Client, s, _) => client::run(&ctx, s, &mut out),
+        (Role::Server, RrSocket::Tcp(t), _) => server::tcp(&ctx, t),
+        (Role::Server, RrSocket::Udp(u), _) => server::udp(&ctx, u),
+        (Role::Server, _, Some(q)) => server::crr(&ctx, &q),
+        (Role::Server, _, None) => Ok(()),
+    };
+    if let Err(e) = r {
+        out.error = Some(e.to_string());
+    }
+    out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
+    ctx.counters.done.store(true, Relaxed);
+    out
+}

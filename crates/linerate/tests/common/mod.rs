@@ -1,0 +1,150 @@
+//! Helpers shared by the `it` and `lab` test binaries: an in-process server on 127.0.0.1:0
+//! that stops when dropped, the CLI as a subprocess, and `linerate serve` in a lab host.
+//! Each binary uses a part of them.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use linerate::session::client::{self, StreamPlan};
+use linerate::session::conn::Debug;
+use linerate::session::server::{Server, ServerConfig};
+use linerate_wire::control::{Direction, TestSpec, Transport};
+
+pub struct TestServer {
+    pub addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl TestServer {
+    pub fn start() -> TestServer {
+        Self::with(|_| {})
+    }
+
+    pub fn with(f: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        let mut cfg = ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            log: false,
+            handshake_timeout: Duration::from_secs(2),
+            ..ServerConfig::default()
+        };
+        f(&mut cfg);
+        let server = Server::bind(cfg).expect("bind test server");
+        let addr = server.local_addr().unwrap();
+        let stop = server.shutdown_handle();
+        let handle = Some(std::thread::spawn(move || server.run()));
+        TestServer { addr, stop, handle }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, SeqCst);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+pub fn spec(transport: Transport, direction: Direction) -> TestSpec {
+    let len = if transport == Transport::Tcp {
+        65536
+    } else {
+        1200
+    };
+    let mut s = linerate::model::plan::default_spec(transport, direction, len, 600);
+    s.interval_ms = 200;
+    s
+}
+
+pub fn plan(addr: SocketAddr, spec: TestSpec) -> StreamPlan {
+    StreamPlan {
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        spec,
+        local: Default::default(),
+        client_cpu: None,
+        connect_timeout: Duration::from_secs(3),
+        debug: Debug(false),
+        auth: None,
+    }
+}
+
+pub fn run(p: &StreamPlan) -> linerate::model::RunRecord {
+    let never = AtomicBool::new(false);
+    client::run(p, &mut client::Quiet, &never).expect("test run")
+}
+
+pub fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+}
+
+/// Runs `linerate ARGS...`, asserts that it exits 0, and returns its stdout.
+#[track_caller]
+pub fn run_ok(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "linerate {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `linerate CMD 127.0.0.1 -p PORT ARGS...` against `srv` as [`run_ok`] does.
+#[track_caller]
+pub fn run_against(srv: &TestServer, cmd: &str, args: &[&str]) -> String {
+    let (host, port) = (srv.addr.ip().to_string(), srv.addr.port().to_string());
+    let mut argv = vec![cmd, host.as_str(), "-p", port.as_str()];
+    argv.extend_from_slice(args);
+    run_ok(&argv)
+}
+
+/// [`run_against`] with output that must be JSON (the caller passes `--json`), parsed.
+#[track_caller]
+pub fn run_json(srv: &TestServer, cmd: &str, args: &[&str]) -> serde_json::Value {
+    let out = run_against(srv, cmd, args);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// Runs `linerate ARGS...`, asserts that it exits 2 (bad input), and returns its stderr.
+#[track_caller]
+pub fn run_usage_error(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "linerate {args:?}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A unique lab name for this test process: `prefix`, the pid, `tag`.
+pub fn lab_name(prefix: &str, tag: &str) -> String {
+    format!("{prefix}{}{tag}", std::process::id() % 100_000)
+}
+
+/// A `linerate serve` on the default port in lab host `host`, killed when dropped.
+pub struct LabServer(std::process::Child);
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `linerate serve` in `host` of `lab`, bound to the host's address.
+pub fn serve_in(lab: &linerate_lab::Lab, host: &str) -> LabServer {
+    let addr = lab.addr(host).unwrap().to_string();
+    let mut cmd = lab
+        .command(host, env!("CARGO_BIN_EXE_linerate"))
+        .expect("lab host");
+    cmd.args(["serve", "--bind", &addr, "-q"]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let child = cmd.spawn().expect("spawn server in namespace");
+    std::thread::sleep(Duration::from_millis(300));
+    LabServer(child)
+}

@@ -1,0 +1,68 @@
+//! UDP_RR with real loss in a lab namespace pair (root).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use linerate::model::RunRecord;
+use linerate_lab::{Lab, LabOptions};
+
+fn lab_name(tag: &str) -> String {
+    format!("rr{}{tag}", std::process::id() % 100_000)
+}
+
+/// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
+/// a transaction is lost when its request or its response is, so the expected loss is
+/// 1 − (1 − 0.1)² = 19 %.
+#[test]
+#[ignore = "needs root: network namespaces"]
+fn lab_udp_rr_counts_real_loss() {
+    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
+    let p = 0.10;
+    lab.set_loss("a", p).expect("loss on a");
+    lab.set_loss("b", p).expect("loss on b");
+    let b = lab.addr("b").unwrap().to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut srv = lab.spawn("b", &cmd).expect("server in b");
+    std::thread::sleep(Duration::from_millis(300));
+    let out = lab
+        .exec(
+            "a",
+            &[
+                env!("CARGO_BIN_EXE_linerate"),
+                "rr",
+                &b,
+                "--udp",
+                "-t",
+                "3",
+                "--burst",
+                "16",
+                "--timeout",
+                "20ms",
+                "--json",
+            ],
+        )
+        .expect("client in a");
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: RunRecord = serde_json::from_slice(&out.stdout).expect("record");
+    let rr = rec.rr.as_ref().unwrap();
+    let lost = rr.lost_transactions.unwrap();
+    let total = lost + rr.transactions;
+    let frac = lost as f64 / total as f64;
+    let want = 1.0 - (1.0 - p) * (1.0 - p);
+    // Binomial standard error at n ≥ 1000 is at most 1.3 points; allow ±5 points.
+    assert!(total >= 1000, "only {total} transactions");
+    assert!(
+        (frac - want).abs() < 0.05,
+        "lost {frac:.3} of {total}, expected {want:.3}"
+    );
+    assert!((rr.lost_percent.unwrap() - frac * 100.0).abs() < 1e-9);
+    assert!(lab.loss_dropped("b").unwrap() > 0);
+}

@@ -1,0 +1,618 @@
+//! The module graph of the application crate has layers, and no cycles.
+//!
+//! Reads every file under `src/`, finds the paths that leave a top-level module
+//! (`use crate::x::...`, `crate::x::f()`, `use crate::{x, y}`, and `super::` chains that climb
+//! to the crate root) and checks two rules over the graph of top-level modules:
+//!
+//! 1. **Layers.** Every module belongs to a layer in [`LAYERS`] (bottom first) and may import
+//!    only modules of its own layer or of layers below it.
+//! 2. **No cycles.** Two modules never import each other, directly or through others (in a
+//!    layer as well as across layers).
+//!
+//! Test code counts: a test that needs a higher layer lives in that layer. Comments and
+//! string literals are skipped, so a doc link to another module is not an import.
+//!
+//! The only exceptions are the edges in [`ALLOWED`], each with its reason. An entry whose
+//! edge no longer exists fails the test too, so the list only ever shrinks.
+//! `docs/ARCHITECTURE.md` draws the same layers.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, bottom first: a module may import modules of its own layer and of the layers
+/// before it.
+const LAYERS: &[(&str, &[&str])] = &[
+    // The kernel's interfaces: /proc, sysfs, getsockopt, AF_PACKET, ethtool, `ip`/`tc`.
+    ("sys", &["sys"]),
+    // Records and their pure derivations: RunRecord and its summary, the diagnosis result
+    // type, repetition and comparison statistics, trace and doctor records, units and
+    // labels, and the test plans.
+    ("model", &["model"]),
+    // What measures and judges: the stream and RR engines, RFC 2544's search, trace
+    // analysis, diagnosis, doctor's checks, the repetition runner.
+    (
+        "engines",
+        &[
+            "engine", "rr", "rfc2544", "analyze", "diagnose", "doctor", "repeat",
+        ],
+    ),
+    // The control protocol: connections, client and server sessions, authentication.
+    ("sessions", &["session"]),
+    // Pure renderings of records: table, JSON (+ schemas), CSV, netperf, ttcp, charts.
+    ("export", &["export"]),
+    // Command-line arguments and their validation into plans.
+    ("arguments", &["cli"]),
+    // One home per command (`linerate X` is app/X.rs or app/X/).
+    ("commands", &["app"]),
+];
+
+/// Edges that break the rules, each with its reason. Empty: keep it so; an edge that seems
+/// to need an entry usually means a type lives one layer too high.
+const ALLOWED: &[(&str, &str)] = &[];
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read {}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|e| e == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// A token of Rust source with comments, strings and char literals removed.
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Ident(String),
+    PathSep,
+    Open,
+    Close,
+    Comma,
+    Other,
+}
+
+/// Splits source into [`Tok`]s with their line numbers; comments (nested block comments
+/// too), string literals (raw ones too) and char literals are dropped.
+fn tokens(src: &str) -> Vec<(Tok, usize)> {
+    let c: Vec<char> = src.chars().collect();
+    let mut out = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let at = |i: usize| c.get(i).copied().unwrap_or('\0');
+    while i < c.len() {
+        let ch = c[i];
+        if ch == '\n' {
+            line += 1;
+            i += 1;
+        } else if ch.is_whitespace() {
+            i += 1;
+        } else if ch == '/' && at(i + 1) == '/' {
+            while i < c.len() && c[i] != '\n' {
+                i += 1;
+            }
+        } else if ch == '/' && at(i + 1) == '*' {
+            let mut depth = 0;
+            while i < c.len() {
+                if c[i] == '/' && at(i + 1) == '*' {
+                    depth += 1;
+                    i += 2;
+                } else if c[i] == '*' && at(i + 1) == '/' {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    if c[i] == '\n' {
+                        line += 1;
+                    }
+                    i += 1;
+                }
+            }
+        } else if (ch == 'r' || ch == 'b') && raw_string_start(&c, i).is_some() {
+            let (hashes, body) = raw_string_start(&c, i).unwrap_or((0, i));
+            i = body;
+            loop {
+                if i >= c.len() {
+                    break;
+                }
+                if c[i] == '"' && (1..=hashes).all(|k| at(i + k) == '#') {
+                    i += 1 + hashes;
+                    break;
+                }
+                if c[i] == '\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            out.push((Tok::Other, line));
+        } else if ch == '"' {
+            i += 1;
+            while i < c.len() && c[i] != '"' {
+                if c[i] == '\\' {
+                    i += 1;
+                }
+                if at(i) == '\n' {
+                    line += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push((Tok::Other, line));
+        } else if ch == '\'' {
+            // A char literal ('a', '\n', '\u{1F600}') or a lifetime ('a).
+            if at(i + 1) == '\\' {
+                i += 2;
+                while i < c.len() && c[i] != '\'' {
+                    i += 1;
+                }
+                i += 1;
+            } else if at(i + 2) == '\'' {
+                i += 3;
+            } else {
+                i += 1;
+            }
+            out.push((Tok::Other, line));
+        } else if ch.is_alphabetic() || ch == '_' {
+            let start = i;
+            while i < c.len() && (c[i].is_alphanumeric() || c[i] == '_') {
+                i += 1;
+            }
+            let word: String = c[start..i].iter().collect();
+            // b"..." and b'x': the prefix of a literal, not an identifier.
+            if word == "b" && (at(i) == '"' || at(i) == '\'') {
+                continue;
+            }
+            out.push((Tok::Ident(word), line));
+        } else if ch == ':' && at(i + 1) == ':' {
+            out.push((Tok::PathSep, line));
+            i += 2;
+        } else {
+            out.push((
+                match ch {
+                    '{' => Tok::Open,
+                    '}' => Tok::Close,
+                    ',' => Tok::Comma,
+                    _ => Tok::Other,
+                },
+                line,
+            ));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// At `r"`, `r#"`, `br"`, `br#"`: the number of `#` and the index after the opening quote.
+fn raw_string_start(c: &[char], i: usize) -> Option<(usize, usize)> {
+    // Only at the start of a token.
+    if i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_') {
+        return None;
+    }
+    let mut j = i;
+    if c.get(j) == Some(&'b') {
+        j += 1;
+    }
+    if c.get(j) != Some(&'r') {
+        return None;
+    }
+    j += 1;
+    let mut hashes = 0;
+    while c.get(j) == Some(&'#') {
+        hashes += 1;
+        j += 1;
+    }
+    (c.get(j) == Some(&'"')).then_some((hashes, j + 1))
+}
+
+/// The module path of a file: `src/a/b.rs` is `[a, b]`, `src/a/mod.rs` is `[a]`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        let stem = last.trim_end_matches(".rs").to_string();
+        if stem != "mod" {
+            parts.push(stem);
+        }
+    }
+    parts
+}
+
+/// The first segment of each item of a `{...}` group starting at `toks[i]` (the `{`).
+fn group_heads(toks: &[(Tok, usize)], mut i: usize) -> Vec<String> {
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut expect_head = true;
+    while i < toks.len() {
+        match &toks[i].0 {
+            Tok::Open => {
+                depth += 1;
+                if depth == 1 {
+                    expect_head = true;
+                }
+            }
+            Tok::Close => {
+                depth -= 1;
+                if depth == 0 {
+                    break;
+                }
+            }
+            Tok::Comma if depth == 1 => expect_head = true,
+            Tok::Ident(w) if depth == 1 && expect_head => {
+                heads.push(w.clone());
+                expect_head = false;
+            }
+            _ => {
+                if depth == 1 {
+                    expect_head = false;
+                }
+            }
+        }
+        i += 1;
+    }
+    heads
+}
+
+/// One import of another top-level module: where it is.
+#[derive(Debug, Clone)]
+struct Site {
+    file: String,
+    line: usize,
+}
+
+type Graph = BTreeMap<String, BTreeMap<String, Vec<Site>>>;
+
+/// Top-level modules and the edges between them.
+fn graph() -> (BTreeSet<String>, Graph) {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let roots: BTreeSet<String> = files
+        .iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(&src).ok()?;
+            let first = rel.iter().next()?.to_string_lossy().into_owned();
+            let name = first.trim_end_matches(".rs").to_string();
+            (name != "lib" && name != "main").then_some(name)
+        })
+        .collect();
+    let mut g: Graph = BTreeMap::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        let path = module_path(rel);
+        let Some(top) = path.first().cloned() else {
+            continue;
+        };
+        if top == "lib" || top == "main" {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("read source");
+        let toks = tokens(&text);
+        // Inline modules (`mod tests { ... }`) deepen the path that `super` climbs.
+        let mut inline: Vec<(String, usize)> = Vec::new();
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < toks.len() {
+            match &toks[i].0 {
+                Tok::Open => depth += 1,
+                Tok::Close => {
+                    depth = depth.saturating_sub(1);
+                    if inline.last().is_some_and(|(_, d)| *d == depth) {
+                        inline.pop();
+                    }
+                }
+                Tok::Ident(w) if w == "mod" => {
+                    if let (Some((Tok::Ident(name), _)), Some((Tok::Open, _))) =
+                        (toks.get(i + 1), toks.get(i + 2))
+                    {
+                        inline.push((name.clone(), depth));
+                    }
+                }
+                Tok::Ident(w) if w == "crate" || w == "super" => {
+                    let mut j = i;
+                    let climbs_to_root = if w == "crate" {
+                        j += 1;
+                        true
+                    } else {
+                        let mut ups = 0;
+                        while matches!(&toks.get(j), Some((Tok::Ident(s), _)) if s == "super")
+                            && toks.get(j + 1).map(|t| &t.0) == Some(&Tok::PathSep)
+                        {
+                            ups += 1;
+                            j += 2;
+                        }
+                        // `super` alone (`pub(super)`, `use super::*` inside) never leaves.
+                        j = j.saturating_sub(1);
+                        ups > 0 && ups >= path.len() + inline.len()
+                    };
+                    if climbs_to_root && toks.get(j).map(|t| &t.0) == Some(&Tok::PathSep) {
+                        let line = toks[i].1;
+                        let heads = match toks.get(j + 1) {
+                            Some((Tok::Ident(name), _)) => vec![name.clone()],
+                            Some((Tok::Open, _)) => group_heads(&toks, j + 1),
+                            _ => Vec::new(),
+                        };
+                        for h in heads {
+                            if h != top && roots.contains(&h) {
+                                g.entry(top.clone())
+                                    .or_default()
+                                    .entry(h)
+                                    .or_default()
+                                    .push(Site {
+                                        file: rel.display().to_string(),
+                                        line,
+                                    });
+                            }
+                        }
+                    }
+                    i = j.max(i);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    (roots, g)
+}
+
+fn layer_of(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, ms)| ms.contains(&module))
+}
+
+fn sites(s: &[Site]) -> String {
+    let mut v: Vec<String> = s.iter().map(|s| format!("{}:{}", s.file, s.line)).collect();
+    v.dedup();
+    if v.len() > 4 {
+        let more = v.len() - 4;
+        v.truncate(4);
+        v.push(format!("and {more} more"));
+    }
+    v.join(", ")
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(
+    nodes: &BTreeSet<String>,
+    edges: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<Vec<String>> {
+    struct St<'a> {
+        edges: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<String, usize>,
+        low: BTreeMap<String, usize>,
+        stack: Vec<String>,
+        on: BTreeSet<String>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    fn visit(st: &mut St, v: &str) {
+        st.index.insert(v.to_string(), st.next);
+        st.low.insert(v.to_string(), st.next);
+        st.next += 1;
+        st.stack.push(v.to_string());
+        st.on.insert(v.to_string());
+        let succ: Vec<String> = st
+            .edges
+            .get(v)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        for w in succ {
+            if !st.index.contains_key(&w) {
+                visit(st, &w);
+                let lw = st.low[&w];
+                let lv = st.low[v];
+                st.low.insert(v.to_string(), lv.min(lw));
+            } else if st.on.contains(&w) {
+                let iw = st.index[&w];
+                let lv = st.low[v];
+                st.low.insert(v.to_string(), lv.min(iw));
+            }
+        }
+        if st.low[v] == st.index[v] {
+            let mut comp = Vec::new();
+            while let Some(w) = st.stack.pop() {
+                st.on.remove(&w);
+                let done = w == v;
+                comp.push(w);
+                if done {
+                    break;
+                }
+            }
+            if comp.len() > 1 {
+                comp.sort();
+                st.out.push(comp);
+            }
+        }
+    }
+    let mut st = St {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for n in nodes {
+        if !st.index.contains_key(n) {
+            visit(&mut st, n);
+        }
+    }
+    st.out
+}
+
+/// A shortest cycle through `start` inside `comp` (breadth-first), as module names.
+fn cycle_path(
+    start: &str,
+    comp: &[String],
+    edges: &BTreeMap<String, BTreeSet<String>>,
+) -> Vec<String> {
+    let inside: BTreeSet<&str> = comp.iter().map(String::as_str).collect();
+    let mut prev: BTreeMap<String, String> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start.to_string()]);
+    while let Some(v) = queue.pop_front() {
+        for w in edges.get(&v).into_iter().flatten() {
+            if !inside.contains(w.as_str()) {
+                continue;
+            }
+            if w == start {
+                let mut path = vec![v.clone()];
+                let mut cur = v.clone();
+                while let Some(p) = prev.get(&cur) {
+                    path.push(p.clone());
+                    cur = p.clone();
+                }
+                path.reverse();
+                path.push(start.to_string());
+                return path;
+            }
+            if !prev.contains_key(w) && w != start {
+                prev.insert(w.clone(), v.clone());
+                queue.push_back(w.clone());
+            }
+        }
+    }
+    vec![start.to_string()]
+}
+
+#[test]
+fn module_graph_has_layers_and_no_cycles() {
+    let (roots, g) = graph();
+    let mut problems = Vec::new();
+    for m in &roots {
+        if layer_of(m).is_none() {
+            problems.push(format!(
+                "module `{m}` has no layer: add it to LAYERS in tests/layers.rs and to docs/ARCHITECTURE.md"
+            ));
+        }
+    }
+    for (_, ms) in LAYERS {
+        for m in *ms {
+            if !roots.contains(*m) {
+                problems.push(format!("LAYERS names `{m}`, which is not a module of src/"));
+            }
+        }
+    }
+    let allowed: BTreeSet<(String, String)> = ALLOWED
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    for (a, b) in &allowed {
+        if !g.get(a).is_some_and(|t| t.contains_key(b)) {
+            problems.push(format!(
+                "ALLOWED lists {a} -> {b}, which no longer exists: remove it from tests/layers.rs"
+            ));
+        }
+    }
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (a, targets) in &g {
+        for (b, s) in targets {
+            if allowed.contains(&(a.clone(), b.clone())) {
+                continue;
+            }
+            edges.entry(a.clone()).or_default().insert(b.clone());
+            if let (Some(la), Some(lb)) = (layer_of(a), layer_of(b)) {
+                if lb > la {
+                    problems.push(format!(
+                        "{a} ({}) imports {b} ({}), a higher layer: {}",
+                        LAYERS[la].0,
+                        LAYERS[lb].0,
+                        sites(s)
+                    ));
+                }
+            }
+        }
+    }
+    // Every module of a strongly connected component lies on a cycle: the shortest one
+    // through each, printed once with the imports behind every step.
+    for comp in cycles(&roots, &edges) {
+        let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
+        for start in &comp {
+            let path = cycle_path(start, &comp, &edges);
+            let mut key = path[..path.len() - 1].to_vec();
+            key.sort();
+            if !seen.insert(key) {
+                continue;
+            }
+            let steps: Vec<String> = path
+                .windows(2)
+                .map(|w| format!("  {} -> {}: {}", w[0], w[1], sites(&g[&w[0]][&w[1]])))
+                .collect();
+            problems.push(format!(
+                "cycle {}:\n{}",
+                path.join(" -> "),
+                steps.join("\n")
+            ));
+        }
+    }
+    println!("module graph (allowed exceptions marked *):");
+    for (a, targets) in &g {
+        let t: Vec<String> = targets
+            .keys()
+            .map(|b| {
+                if allowed.contains(&(a.clone(), b.clone())) {
+                    format!("{b}*")
+                } else {
+                    b.clone()
+                }
+            })
+            .collect();
+        println!("  {a} -> {}", t.join(", "));
+    }
+    assert!(
+        problems.is_empty(),
+        "the module graph breaks its rules:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The parser on a fixture: groups, `super` chains out of inline modules, comments and
+/// strings that mention other modules.
+#[test]
+fn the_parser_finds_imports_and_skips_comments_and_strings() {
+    let src = r##"
+        use crate::{model::RunRecord, export::{self, Format}};
+        // use crate::doc_only;
+        /* crate::block_comment */
+        const S: &str = "crate::in_a_string";
+        const R: &str = r#"crate::in_a_raw_string"#;
+        fn f<'a>(x: &'a str) -> char { let _ = crate::sys::cpu(); '"' }
+        mod tests {
+            use super::super::session;
+            use super::*;
+        }
+    "##;
+    let toks = tokens(src);
+    let idents: Vec<&str> = toks
+        .iter()
+        .filter_map(|(t, _)| match t {
+            Tok::Ident(w) => Some(w.as_str()),
+            _ => None,
+        })
+        .collect();
+    for absent in [
+        "doc_only",
+        "block_comment",
+        "in_a_string",
+        "in_a_raw_string",
+    ] {
+        assert!(!idents.contains(&absent), "{absent} in {idents:?}");
+    }
+    assert!(idents.contains(&"sys"));
+    let open = toks
+        .iter()
+        .position(|(t, _)| *t == Tok::Open)
+        .expect("a group");
+    assert_eq!(group_heads(&toks, open), ["model", "export"]);
+    assert_eq!(module_path(Path::new("a/b.rs")), ["a", "b"]);
+    assert_eq!(module_path(Path::new("a/mod.rs")), ["a"]);
+}
