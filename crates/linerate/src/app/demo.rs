@@ -13,11 +13,11 @@ use linerate_wire::control::{Direction, Transport};
 use super::{signal_flag, write_out};
 use crate::cli::demo::DemoArgs;
 use crate::cli::stream::DEFAULT_TCP_LEN;
+use crate::model::plan::Debug;
+use crate::model::plan::StreamPlan;
 use crate::model::units::{format_bps, format_per_sec};
 use crate::model::{EndSummary, RunRecord};
-use crate::model::plan::StreamPlan;
 use crate::session::client;
-use crate::model::plan::Debug;
 use crate::session::server::{Server, ServerConfig};
 
 /// Runs `linerate demo`.

@@ -21,10 +21,10 @@ use crate::cli::analyze::CaptureArgs;
 use crate::cli::UsageError;
 use crate::export::{self, Format};
 use crate::model::criteria::Criteria;
+use crate::model::plan::StreamPlan;
 use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
-use crate::model::plan::StreamPlan;
 use crate::session::client::{self, Observer};
 
 /// The interval lines of a table: stream tests show both ends, RR tests the client's.

@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::signal_flag;
 use crate::cli::serve::ServeArgs;
 use crate::cli::UsageError;
-use crate::session::auth;
 use crate::model::plan::Debug;
+use crate::session::auth;
 use crate::session::server::{Server, ServerConfig};
 
 /// Runs `linerate serve`.

@@ -18,11 +18,11 @@ use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
 use super::conn::{self, ControlWriter, Incoming};
-use crate::model::plan::Debug;
 use super::engine_select::{CrrTarget, Running, StartLinks};
 use super::machine::client::{Action, ClientConfig, ClientMachine, EngineStatus, Input, Phase};
 use super::machine::earliest;
 use crate::engine::{DataSocket, StreamSetup};
+use crate::model::plan::Debug;
 use crate::model::plan::{stream_slots, Credentials, SockOpts};
 use crate::model::{self, PlanRecord, RunRecord};
 use crate::rr::RrClientData;

@@ -52,7 +52,6 @@ impl SockOpts {
 /// the receiving socket is not what limits a UDP test (the kernel caps it at rmem_max).
 pub const UDP_DEFAULT_RCVBUF: u32 = 4 * 1024 * 1024;
 
-
 /// Applies `opts` to a socket. An option the kernel refuses is an error naming the option.
 pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Result<()> {
     let ctx = |what: &str, e: io::Error| io::Error::new(e.kind(), format!("{what}: {e}"));

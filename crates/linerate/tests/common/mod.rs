@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use linerate::session::client::{self, StreamPlan};
-use linerate::session::conn::Debug;
+use linerate::model::plan::{Debug, StreamPlan};
+use linerate::session::client;
 use linerate::session::server::{Server, ServerConfig};
 use linerate_wire::control::{Direction, TestSpec, Transport};
 

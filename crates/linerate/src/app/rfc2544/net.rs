@@ -19,13 +19,13 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
+use crate::model::plan::Debug;
+use crate::model::plan::StreamPlan;
 use crate::model::{FlowDirection, RunRecord};
 use crate::rfc2544::frame_sizes::{self, IpVersion};
 use crate::rfc2544::record::Generator;
 use crate::rfc2544::trial::{self as trial_mod, CountedAt, Trial, TrialOutcome, Way, WayOutcome};
-use crate::model::plan::StreamPlan;
 use crate::session::client;
-use crate::model::plan::Debug;
 use anyhow::{anyhow, bail};
 use linerate_wire::control::{DelaySpec, Direction, Transport};
 use linerate_wire::report::SideReport;
