@@ -344,6 +344,9 @@ fn lab_small_receive_buffer_through_a_shaped_link_is_receive_window_limited() {
                 "2",
                 "--remote-rcvbuf",
                 "4K",
+                // cubic, not the default bbr: see the TCP_INFO comparison below.
+                "--congestion",
+                "cubic",
                 "--capture",
                 file.to_str().unwrap(),
                 "--json",
@@ -377,14 +380,20 @@ fn lab_small_receive_buffer_through_a_shaped_link_is_receive_window_limited() {
             && v["message"].as_str().unwrap().starts_with("packet trace:")),
         "{verdicts:?}"
     );
-    // TCP_INFO at the sender: rwnd_limited / busy_time. The kernel does not count time the
-    // congestion window also held the sender, so its share is lower; both must say the
-    // window held the sender for a large share.
+    // The independent witness: the sender's own TCP_INFO, rwnd_limited / busy_time, must
+    // tell the same share within 10 points. The kernel starts its rwnd-limited clock only
+    // when tcp_write_xmit stops at the window; under bbr its pacing check comes first, so
+    // time spent waiting for the pacing timer counts as busy, not window limited (85-88 %
+    // against the capture's 98 % in this lab). cubic does not pace here (no fq qdisc), and
+    // the two agree within a point or two.
     let ti = &run["client"]["streams"][0]["tcp_info"];
     let kernel =
         ti["rwnd_limited_us"].as_f64().unwrap() * 100.0 / ti["busy_time_us"].as_f64().unwrap();
     eprintln!("receive-window limited: capture {ours:.1}%, TCP_INFO {kernel:.1}%");
-    assert!(kernel > 30.0, "TCP_INFO rwnd_limited {kernel}%");
+    assert!(
+        (ours - kernel).abs() <= 10.0,
+        "receive-window limited: capture {ours:.1}%, TCP_INFO {kernel:.1}%"
+    );
 }
 
 #[test]
