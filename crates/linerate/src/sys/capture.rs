@@ -4,12 +4,15 @@
 //!
 //! The capture runs on its own thread, reading with a 100 ms time-out so that it sees its
 //! stop flag; the kernel cuts each packet to the snap length (the filter's return value)
-//! and stamps it (`SO_TIMESTAMPNS`). On loopback every packet passes the tap twice (going
+//! and stamps it (`SO_TIMESTAMPNS`); each record's original length is the packet's length
+//! before that cut (`PACKET_AUXDATA`), as libpcap writes it, so that readers such as tshark
+//! take segment lengths from it. On loopback every packet passes the tap twice (going
 //! out and coming in); the outgoing copy is skipped, as libpcap does. The file is capped
 //! at `max_bytes`; packets past the cap are counted, not written. Needs CAP_NET_RAW.
 
 use std::fs::File;
-use std::io::{self, BufWriter, IoSliceMut, Write};
+use std::io::{self, BufWriter, Write};
+use std::mem::size_of;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -20,7 +23,6 @@ use std::thread::JoinHandle;
 use linerate_wire::capture::{
     pcap_file_header, pcap_record_header, LINKTYPE_ETHERNET, LINKTYPE_RAW,
 };
-use nix::sys::socket::{recvmsg, ControlMessageOwned, LinkAddr, MsgFlags};
 
 use super::bpf;
 
@@ -147,59 +149,121 @@ fn capture_loop(
         if stop.load(Ordering::SeqCst) && !draining {
             draining = true;
         }
-        let flags = if draining {
-            MsgFlags::MSG_TRUNC | MsgFlags::MSG_DONTWAIT
-        } else {
-            MsgFlags::MSG_TRUNC
+        let got = match recv_packet(fd, &mut buf, draining) {
+            Ok(g) => g,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN | libc::EINTR)) => {
+                if draining {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(e) => return Err(e),
         };
-        let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-        let mut iov = [IoSliceMut::new(&mut buf)];
-        let (len, ts, outgoing) =
-            match recvmsg::<LinkAddr>(fd.as_raw_fd(), &mut iov, Some(&mut cmsg), flags) {
-                Ok(m) => {
-                    let mut ts = None;
-                    if let Ok(cm) = m.cmsgs() {
-                        for c in cm {
-                            if let ControlMessageOwned::ScmTimestampns(t) = c {
-                                ts = Some(t);
-                            }
-                        }
-                    }
-                    let outgoing = m
-                        .address
-                        .map(|a| a.pkttype() == libc::PACKET_OUTGOING)
-                        .unwrap_or(false);
-                    (m.bytes, ts, outgoing)
-                }
-                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => {
-                    if draining {
-                        return Ok(());
-                    }
-                    continue;
-                }
-                Err(e) => return Err(io::Error::from(e)),
-            };
+        let Received {
+            caplen,
+            wire_len,
+            ts_ns,
+            outgoing,
+        } = got;
         if loopback && outgoing {
             continue;
         }
-        let caplen = len.min(buf.len());
         let rec_len = 16 + caplen as u64;
         if written + rec_len > max_bytes {
             stats.over_cap += 1;
             continue;
         }
-        let ts_ns = ts.map_or(0, |t| {
-            (t.tv_sec().max(0) as u64) * 1_000_000_000 + t.tv_nsec().max(0) as u64
-        });
         out.write_all(&pcap_record_header(
             ts_ns,
             caplen as u32,
-            u32::try_from(len).unwrap_or(u32::MAX),
+            u32::try_from(wire_len).unwrap_or(u32::MAX),
         ))?;
         out.write_all(&buf[..caplen])?;
         written += rec_len;
         stats.packets += 1;
     }
+}
+
+/// PACKET_AUXDATA (linux/if_packet.h): with it on, each read carries a `tpacket_auxdata`
+/// whose `tp_len` is the packet's length before the filter cut it to the snap length.
+const PACKET_AUXDATA: libc::c_int = 8;
+
+/// One packet read from the capture socket.
+struct Received {
+    /// Bytes captured (at most the snap length).
+    caplen: usize,
+    /// The packet's length on the wire (a GSO super-packet's whole length), which the pcap
+    /// record's `orig_len` must carry: tools such as tshark take the segment length from it.
+    wire_len: usize,
+    /// Kernel time stamp, ns since the epoch (0 when the kernel gave none).
+    ts_ns: u64,
+    /// The host sent it (PACKET_OUTGOING).
+    outgoing: bool,
+}
+
+/// Reads one packet into `buf` with its time stamp, its length before the snap-length cut
+/// (PACKET_AUXDATA) and its direction.
+fn recv_packet(fd: &OwnedFd, buf: &mut [u8], nonblocking: bool) -> io::Result<Received> {
+    // 8-byte aligned room for SCM_TIMESTAMPNS (16 bytes of data) and PACKET_AUXDATA (20),
+    // each with its cmsghdr.
+    let mut control = [0u64; 16];
+    // SAFETY: sockaddr_ll is plain old data; all-zero is a valid value for the kernel to
+    // fill in.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: msghdr is plain old data; all-zero is valid before the fields are set.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = std::ptr::addr_of_mut!(addr).cast();
+    msg.msg_namelen = size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let flags = libc::MSG_TRUNC | if nonblocking { libc::MSG_DONTWAIT } else { 0 };
+    // SAFETY: `msg` points at `addr`, `iov` (over `buf`) and `control`, all live and
+    // writable for this call, with their true lengths; the kernel writes within them.
+    let n = unsafe { libc::recvmsg(fd.as_raw_fd(), &mut msg, flags) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let n = n as usize;
+    let mut got = Received {
+        caplen: n.min(buf.len()),
+        wire_len: n,
+        ts_ns: 0,
+        outgoing: addr.sll_pkttype == libc::PACKET_OUTGOING,
+    };
+    // SAFETY: `msg` was filled by recvmsg; CMSG_FIRSTHDR/CMSG_NXTHDR stay within
+    // msg_controllen and return null at its end.
+    let mut c = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+    while !c.is_null() {
+        // SAFETY: `c` is a non-null cmsghdr inside `control`, as CMSG_*HDR returned it.
+        let h = unsafe { std::ptr::read_unaligned(c) };
+        // SAFETY: CMSG_DATA of a header inside `control` points inside `control`.
+        let data = unsafe { libc::CMSG_DATA(c) };
+        // SAFETY: CMSG_LEN is arithmetic on a constant.
+        let hdr_len = unsafe { libc::CMSG_LEN(0) } as usize;
+        let len = h.cmsg_len.saturating_sub(hdr_len);
+        if h.cmsg_level == libc::SOL_SOCKET
+            && h.cmsg_type == libc::SCM_TIMESTAMPNS
+            && len >= size_of::<libc::timespec>()
+        {
+            // SAFETY: the kernel wrote a timespec there (checked length); read unaligned.
+            let t = unsafe { std::ptr::read_unaligned(data.cast::<libc::timespec>()) };
+            got.ts_ns = (t.tv_sec.max(0) as u64) * 1_000_000_000 + t.tv_nsec.max(0) as u64;
+        } else if h.cmsg_level == libc::SOL_PACKET && h.cmsg_type == PACKET_AUXDATA && len >= 8 {
+            // tpacket_auxdata: u32 tp_status, u32 tp_len, ...
+            // SAFETY: at least 8 bytes of data are there (checked length); read unaligned.
+            let tp_len = unsafe { std::ptr::read_unaligned(data.add(4).cast::<u32>()) };
+            got.wire_len = (tp_len as usize).max(n);
+        }
+        // SAFETY: as for CMSG_FIRSTHDR; `c` is a header inside `control`.
+        c = unsafe { libc::CMSG_NXTHDR(&msg, c) };
+    }
+    Ok(got)
 }
 
 /// Opens the packet socket: filter attached before it is bound to the interface, so no
@@ -244,6 +308,7 @@ fn open_socket(sock_type: i32, ifindex: u32, prog: &[bpf::Insn]) -> io::Result<O
     }
     let on: libc::c_int = 1;
     setsockopt(&fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on)?;
+    setsockopt(&fd, libc::SOL_PACKET, PACKET_AUXDATA, &on)?;
     let tv = libc::timeval {
         tv_sec: 0,
         tv_usec: 100_000,
