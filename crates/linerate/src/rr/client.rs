@@ -77,7 +77,7 @@ pub fn run(ctx: &LoopCtx, socket: &RrSocket, out: &mut RrOutcome) -> io::Result<
         RrSocket::Tcp(s) => tcp_rr(ctx, s, out),
         RrSocket::Udp(u) => udp_rr(ctx, u, out),
         RrSocket::Connect(c) => tcp_crr(ctx, c, out),
-        RrSocket::Accept => Err(io::Error::other(
+        RrSocket::Accept(_) => Err(io::Error::other(
             "a client stream cannot accept connections",
         )),
     }

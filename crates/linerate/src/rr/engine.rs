@@ -50,8 +50,9 @@ pub enum RrSocket {
     Udp(UdpSocket),
     /// Client TCP_CRR: a new connection per transaction.
     Connect(Connector),
-    /// Server TCP_CRR: connections arrive through [`RrEngine::add_connection`].
-    Accept,
+    /// Server TCP_CRR: connections arrive through [`RrEngine::add_connection`]; each gets
+    /// these options (the test's server-side socket options) before it is served.
+    Accept(SockOpts),
 }
 
 /// Settings of one end.
@@ -218,7 +219,7 @@ impl RrEngine {
                     .map(|t| crate::model::plan::split(t, n, k as u16).max(1)),
             };
             let mut queue = None;
-            if matches!(socket, RrSocket::Accept) {
+            if matches!(socket, RrSocket::Accept(_)) {
                 let (tx, rx) = std::sync::mpsc::sync_channel(CRR_QUEUE);
                 queues.push((index, tx));
                 queue = Some(rx);
@@ -424,7 +425,7 @@ fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
             udp: false,
             bufs: (None, None),
         },
-        RrSocket::Accept => StreamInfo {
+        RrSocket::Accept(_) => StreamInfo {
             index,
             local: None,
             remote: None,
@@ -465,7 +466,8 @@ fn run_stream(
         (Role::Client, s, _) => client::run(&ctx, s, &mut out),
         (Role::Server, RrSocket::Tcp(t), _) => server::tcp(&ctx, t),
         (Role::Server, RrSocket::Udp(u), _) => server::udp(&ctx, u),
-        (Role::Server, _, Some(q)) => server::crr(&ctx, &q),
+        (Role::Server, RrSocket::Accept(opts), Some(q)) => server::crr(&ctx, &q, opts),
+        (Role::Server, _, Some(_)) => Ok(()),
         (Role::Server, _, None) => Ok(()),
     };
     if let Err(e) = r {

@@ -17,9 +17,11 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use linerate_wire::probe;
+use socket2::SockRef;
 
 use super::io::{is_timeout, pattern, read_n, write_all};
 use super::{LoopCtx, POLL};
+use crate::sys::sockets::{self, SockOpts};
 
 /// Most response bytes written in one call.
 const MAX_WRITE: usize = 1 << 20;
@@ -65,7 +67,7 @@ pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
 }
 
 /// TCP_CRR responder: connections of one stream, one after another.
-pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>) -> io::Result<()> {
+pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::Result<()> {
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
     let mut rbuf = vec![0u8; req.clamp(64, MAX_WRITE)];
@@ -78,7 +80,11 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>) -> io::Result<()> {
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         };
         super::bump(&ctx.counters.connections, 1);
-        if crr_serve(ctx, &s, req, &resp, &mut rbuf).is_err() {
+        // The test's options on every connection, as the client sets them on its end.
+        let v6 = s.local_addr().is_ok_and(|a| a.is_ipv6());
+        if sockets::apply(&SockRef::from(&s), opts, true, v6).is_err()
+            || crr_serve(ctx, &s, req, &resp, &mut rbuf).is_err()
+        {
             super::bump(&ctx.counters.errors, 1);
         }
     }

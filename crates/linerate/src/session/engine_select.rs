@@ -171,7 +171,7 @@ fn rr_sockets(
                         opts: t.opts.clone(),
                         timeout: t.timeout,
                     }),
-                    _ => RrSocket::Accept,
+                    _ => RrSocket::Accept(SockOpts::server(spec)),
                 };
                 (index, s)
             })

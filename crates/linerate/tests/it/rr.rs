@@ -103,6 +103,45 @@ fn tcp_crr_opens_a_connection_per_transaction() {
 }
 
 #[test]
+fn tcp_crr_connections_carry_the_tests_socket_options_at_the_server() {
+    // The witness is ss(8), reading the server's sockets on the test's port while the test
+    // runs. -S 32K asks the server for 32 KiB buffers, which the kernel doubles (rb65536,
+    // tb65536); a socket left with the defaults shows rb131072 and tb16384 or more.
+    let srv = TestServer::start();
+    let filter = format!("sport = :{}", srv.addr.port());
+    let (rec, skmem) = std::thread::scope(|s| {
+        let t = s.spawn(|| rr(&srv, &["-t", "2", "--connect", "-S", "32K"]));
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut skmem = Vec::new();
+        for _ in 0..40 {
+            let out = std::process::Command::new("ss")
+                .args(["-tmnaH", &filter])
+                .output()
+                .expect("ss (iproute2; scripts/test.sh installs it)");
+            skmem.extend(
+                String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .filter(|l| l.contains("skmem:"))
+                    .map(String::from),
+            );
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        (t.join().unwrap(), skmem)
+    });
+    check_common(&rec, RrKind::TcpCrr);
+    let with_opts = skmem
+        .iter()
+        .filter(|l| l.contains("rb65536,") && l.contains("tb65536,"))
+        .count();
+    assert!(
+        with_opts > 0,
+        "no server-side TCP_CRR socket with the test's buffers among {} seen: {:?}",
+        skmem.len(),
+        skmem.iter().take(5).collect::<Vec<_>>()
+    );
+}
+
+#[test]
 fn udp_rr_on_loopback_loses_nothing() {
     let srv = TestServer::start();
     let rec = rr(
