@@ -156,9 +156,15 @@ impl Lab {
             }
         }
         if let Some(shaping) = &opts.rate_limit {
-            let (h, i) = self.plan.shaped;
-            let host = &self.plan.hosts[h];
-            shape::apply(&host.ns, &host.ifaces[i].name, shaping)?;
+            for (on, (h, i)) in [
+                (opts.rate_ways.toward_b(), self.plan.shaped),
+                (opts.rate_ways.toward_a(), self.plan.shaped_back),
+            ] {
+                if on {
+                    let host = &self.plan.hosts[h];
+                    shape::apply(&host.ns, &host.ifaces[i].name, shaping)?;
+                }
+            }
         }
         if let Some(loss) = opts.loss {
             if loss > 0.0 {
@@ -314,9 +320,17 @@ impl Lab {
         self.host(host).map(|h| h.ifaces.as_slice())
     }
 
-    /// (host, interface) whose egress carries [`LabOptions::rate_limit`].
+    /// (host, interface) whose egress carries [`LabOptions::rate_limit`] towards `b`.
     pub fn shaped_link(&self) -> (&str, &str) {
         let (h, i) = self.plan.shaped;
+        let host = &self.plan.hosts[h];
+        (&host.name, &host.ifaces[i].name)
+    }
+
+    /// (host, interface) whose egress carries traffic towards `a`, where
+    /// [`crate::ShapedWays::TowardA`] and [`crate::ShapedWays::Both`] put a shaper.
+    pub fn shaped_link_back(&self) -> (&str, &str) {
+        let (h, i) = self.plan.shaped_back;
         let host = &self.plan.hosts[h];
         (&host.name, &host.ifaces[i].name)
     }

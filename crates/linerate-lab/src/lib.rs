@@ -52,4 +52,4 @@ pub use error::{LabError, Result};
 pub use lab::Lab;
 pub use netns::run_in;
 pub use shape::{QdiscStats, Shaping, ShapingKind};
-pub use topology::{Interface, LabInfo, LabOptions, Topology};
+pub use topology::{Interface, LabInfo, LabOptions, ShapedWays, Topology};

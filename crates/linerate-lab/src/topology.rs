@@ -51,13 +51,41 @@ pub enum Topology {
     Router,
 }
 
+/// Which directions [`LabOptions::rate_limit`] shapes: a shaper is a qdisc on an egress,
+/// so each direction has its own (towards `b`: `a`'s veth in a pair, `r`'s `b`-facing veth
+/// in a router; towards `a`: `b`'s veth in a pair, `r`'s `a`-facing veth in a router).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ShapedWays {
+    /// Only traffic towards `b` (the default of the library, as before).
+    #[default]
+    TowardB,
+    /// Only traffic towards `a`.
+    TowardA,
+    /// Both directions, each at the rate.
+    Both,
+}
+
+impl ShapedWays {
+    /// Whether traffic towards `b` is shaped.
+    pub fn toward_b(self) -> bool {
+        matches!(self, ShapedWays::TowardB | ShapedWays::Both)
+    }
+
+    /// Whether traffic towards `a` is shaped.
+    pub fn toward_a(self) -> bool {
+        matches!(self, ShapedWays::TowardA | ShapedWays::Both)
+    }
+}
+
 /// Impairments and settings applied when a lab is created.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabOptions {
     /// MTU of every veth (default: the kernel's, 1500); `1280..=65535`.
     pub mtu: Option<u32>,
-    /// Rate limit on the egress of the link towards `b`.
+    /// Rate limit on the egress of the link towards `b` (and/or `a`: [`Self::rate_ways`]).
     pub rate_limit: Option<Shaping>,
+    /// Which directions `rate_limit` shapes.
+    pub rate_ways: ShapedWays,
     /// Fraction (`0..=1`) of packets towards `b` dropped by nftables.
     pub loss: Option<f64>,
 }
@@ -139,6 +167,9 @@ pub struct Plan {
     pub links: Vec<LinkPlan>,
     /// (host index, interface index) whose egress gets [`LabOptions::rate_limit`].
     pub shaped: (usize, usize),
+    /// (host index, interface index) whose egress carries traffic towards `a`: where
+    /// [`ShapedWays::TowardA`] puts the shaper.
+    pub shaped_back: (usize, usize),
     /// Host index whose namespace gets [`LabOptions::loss`].
     pub lossy: usize,
 }
@@ -291,9 +322,9 @@ pub fn plan(name: &str, topology: Topology) -> Result<Plan> {
         hosts[0].gateway = Some(gw_a);
         hosts[b].gateway = Some(gw_b);
     }
-    let (shaped, lossy) = match topology {
-        Topology::Pair => ((0, 0), b),
-        Topology::Router => ((1, 1), 1),
+    let (shaped, shaped_back, lossy) = match topology {
+        Topology::Pair => ((0, 0), (b, 0), b),
+        Topology::Router => ((1, 1), (1, 0), 1),
     };
     Ok(Plan {
         name: name.to_string(),
@@ -301,6 +332,7 @@ pub fn plan(name: &str, topology: Topology) -> Result<Plan> {
         hosts,
         links,
         shaped,
+        shaped_back,
         lossy,
     })
 }
@@ -430,6 +462,9 @@ mod tests {
             }]
         );
         assert_eq!(p.shaped, (0, 0));
+        // Towards a: b's veth.
+        assert_eq!(p.shaped_back, (1, 0));
+        assert_eq!(p.hosts[1].ifaces[0].peer, "a");
         assert_eq!(p.lossy, 1);
         assert!(p.hosts.iter().all(|h| h.gateway.is_none() && !h.forwarding));
     }
@@ -454,6 +489,9 @@ mod tests {
         assert_eq!(b.gateway.map(|g| g.1), Some(r.ifaces[1].addr6));
         assert_eq!(r.ifaces[1].addr6.segments()[7], 0xfe);
         assert_eq!(p.shaped, (1, 1));
+        // Towards a: r's a-facing veth.
+        assert_eq!(p.shaped_back, (1, 0));
+        assert_eq!(p.hosts[1].ifaces[0].peer, "a");
         assert_eq!(p.lossy, 1);
         let names: std::collections::HashSet<_> = p
             .hosts

@@ -1,5 +1,6 @@
-//! `linerate compare A.json B.json [more]`: reads the result files, compares every one with
-//! the first (`model::compare`) and prints the table (`export::compare`) or JSON.
+//! `linerate compare A.json B.json [more]`: reads the result files (stream and RR runs,
+//! repeated runs, RFC 2544 runs), compares every one with the first (`model::compare`) and
+//! prints the table (`export::compare`) or JSON.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -8,61 +9,137 @@ use super::write_out;
 use crate::cli::compare::CompareArgs;
 use crate::cli::UsageError;
 use crate::export;
-use crate::model::compare::{compare, Input};
+use crate::model::compare::{compare, compare_figures, FigureInput, Input};
 use crate::model::{RunRecord, RunSetRecord};
+use crate::rfc2544::record::Rfc2544Record;
+
+/// One file: stream or RR runs, or an RFC 2544 run.
+enum Loaded {
+    Runs(Input),
+    Rfc2544(FigureInput),
+}
+
+impl Loaded {
+    fn file(&self) -> &str {
+        match self {
+            Loaded::Runs(i) => &i.file,
+            Loaded::Rfc2544(i) => &i.file,
+        }
+    }
+
+    /// What kind of test, for "compare like with like".
+    fn kind(&self) -> String {
+        match self {
+            Loaded::Runs(i) => i.runs.first().map_or("empty".into(), |t| match &t.rr {
+                Some(rr) => rr.kind.netperf_name().to_string(),
+                None => "stream".to_string(),
+            }),
+            Loaded::Rfc2544(_) => "rfc2544".to_string(),
+        }
+    }
+}
 
 /// `linerate compare`.
 pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let inputs: Vec<Input> = a
+    let loaded: Vec<Loaded> = a
         .files
         .iter()
         .enumerate()
         .map(|(i, p): (usize, &PathBuf)| {
             let label = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0)).to_string();
-            load(p, &label)
+            load_any(p, &label)
         })
         .collect::<Result<_, _>>()?;
-    let kind = |i: &Input| i.runs.first().map(|t| t.rr.as_ref().map(|r| r.kind));
-    if let Some(first) = inputs.first() {
-        if first.runs.is_empty() {
-            return Err(UsageError(format!("{} holds no runs", first.file)).into());
+    if let Some(first) = loaded.first() {
+        if let Loaded::Runs(i) = first {
+            if i.runs.is_empty() {
+                return Err(UsageError(format!("{} holds no runs", i.file)).into());
+            }
         }
-        for other in &inputs[1..] {
-            if kind(other) != kind(first) {
+        for other in &loaded[1..] {
+            if other.kind() != first.kind() {
                 return Err(UsageError(format!(
-                    "{} and {} are different kinds of test (stream vs request/response, or TCP_RR vs UDP_RR): compare like with like",
-                    first.file, other.file
+                    "{} ({}) and {} ({}) are different kinds of test: compare like with like",
+                    first.file(),
+                    first.kind(),
+                    other.file(),
+                    other.kind()
                 ))
                 .into());
             }
         }
     }
-    let report = compare(&inputs).ok_or_else(|| UsageError("nothing to compare".into()))?;
-    let text = if a.json {
-        serde_json::to_string_pretty(&report)? + "\n"
+    let nothing = || UsageError("nothing to compare".into());
+    let text = if loaded.iter().all(|l| matches!(l, Loaded::Runs(_))) {
+        let inputs: Vec<Input> = loaded
+            .into_iter()
+            .filter_map(|l| match l {
+                Loaded::Runs(i) => Some(i),
+                Loaded::Rfc2544(_) => None,
+            })
+            .collect();
+        let report = compare(&inputs).ok_or_else(nothing)?;
+        if a.json {
+            serde_json::to_string_pretty(&report)? + "\n"
+        } else {
+            let counts: Vec<(String, String, usize)> = inputs
+                .iter()
+                .map(|i| (i.label.clone(), i.file.clone(), i.runs.len()))
+                .collect();
+            export::compare::render(&report, &counts)
+        }
     } else {
-        export::compare::render(&report, &inputs)
+        let inputs: Vec<FigureInput> = loaded
+            .into_iter()
+            .filter_map(|l| match l {
+                Loaded::Rfc2544(i) => Some(i),
+                Loaded::Runs(_) => None,
+            })
+            .collect();
+        let report = compare_figures(&inputs, crate::rfc2544::compare::sentence)
+            .ok_or_else(nothing)?;
+        if a.json {
+            serde_json::to_string_pretty(&report)? + "\n"
+        } else {
+            let counts: Vec<(String, String, usize)> = inputs
+                .iter()
+                .map(|i| (i.label.clone(), i.file.clone(), i.runs.len()))
+                .collect();
+            export::compare::render(&report, &counts)
+        }
     };
     write_out(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads a result file: a repeated run or a single run.
-pub fn load(path: &Path, label: &str) -> Result<Input, UsageError> {
+/// Reads a result file of any kind `compare` takes.
+fn load_any(path: &Path, label: &str) -> Result<Loaded, UsageError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
     let file = path.display().to_string();
-    if let Ok(set) = serde_json::from_str::<RunSetRecord>(&text) {
+    if let Ok(rec) = serde_json::from_str::<Rfc2544Record>(&text) {
+        return Ok(Loaded::Rfc2544(FigureInput {
+            label: label.into(),
+            file,
+            runs: vec![crate::rfc2544::compare::figures(&rec)],
+        }));
+    }
+    parse_runs(&text, file, label).map(Loaded::Runs)
+}
+
+/// A repeated run or a single run, from the text of a result file.
+fn parse_runs(text: &str, file: String, label: &str) -> Result<Input, UsageError> {
+    if let Ok(set) = serde_json::from_str::<RunSetRecord>(text) {
         return Ok(Input {
             label: label.into(),
             file,
             runs: set.runs,
         });
     }
-    match serde_json::from_str::<RunRecord>(&text) {
+    match serde_json::from_str::<RunRecord>(text) {
         Ok(rec) => Ok(Input { label: label.into(), file, runs: vec![rec] }),
         Err(e) => Err(UsageError(format!(
-            "{file} is not a linerate result ({e}): give the --json output of tcp, udp or rr, or of a repeated run"
+            "{file} is not a linerate result ({e}): give the --json output of tcp, udp, rr or rfc2544, or of a repeated run"
         ))),
     }
 }

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use linerate_lab::topology::{self, plan, Topology};
-use linerate_lab::{netns, Lab, LabOptions, Shaping, ShapingKind};
+use linerate_lab::{netns, Lab, LabOptions, ShapedWays, Shaping, ShapingKind};
 
 use super::write_out;
 use crate::cli::lab::{LabArgs, LabCommand, LabUpArgs};
@@ -56,9 +56,20 @@ pub fn options(u: &LabUpArgs) -> Result<(Topology, LabOptions), UsageError> {
         }),
         None => None,
     };
+    let rate_ways = match u.rate_dir.as_str() {
+        "both" => ShapedWays::Both,
+        "to-b" => ShapedWays::TowardB,
+        "to-a" => ShapedWays::TowardA,
+        other => {
+            return Err(UsageError(format!(
+                "--rate-dir {other}: use both, to-b (a -> b) or to-a (b -> a)"
+            )))
+        }
+    };
     let opts = LabOptions {
         mtu: u.mtu,
         rate_limit,
+        rate_ways,
         loss: u.loss,
     };
     topology::validate_name(&u.name).map_err(|e| UsageError(e.to_string()))?;
@@ -66,8 +77,9 @@ pub fn options(u: &LabUpArgs) -> Result<(Topology, LabOptions), UsageError> {
     Ok((topo, opts))
 }
 
-/// What `lab up` prints: each host's addresses and how to start.
-pub fn describe(p: &topology::Plan) -> String {
+/// What `lab up` prints: each host's addresses, which directions are shaped and where, and
+/// how to start.
+pub fn describe(p: &topology::Plan, opts: &LabOptions) -> String {
     let mut out = format!(
         "lab {} is up ({}):\n",
         p.name,
@@ -87,6 +99,33 @@ pub fn describe(p: &topology::Plan) -> String {
             h.name,
             h.ns,
             addrs.join(", ")
+        ));
+    }
+    if let Some(s) = &opts.rate_limit {
+        let at = |(h, i): (usize, usize)| {
+            let host = &p.hosts[h];
+            format!("{} on {}", host.ifaces[i].name, host.name)
+        };
+        let mut ways = Vec::new();
+        if opts.rate_ways.toward_b() {
+            ways.push(format!("a -> b ({})", at(p.shaped)));
+        }
+        if opts.rate_ways.toward_a() {
+            ways.push(format!("b -> a ({})", at(p.shaped_back)));
+        }
+        let other = match opts.rate_ways {
+            ShapedWays::Both => String::new(),
+            ShapedWays::TowardB => "; b -> a is not shaped (--rate-dir both shapes it too)".into(),
+            ShapedWays::TowardA => "; a -> b is not shaped (--rate-dir both shapes it too)".into(),
+        };
+        out.push_str(&format!(
+            "  shaped to {} bit/s ({}): {}{other}\n",
+            s.rate_bps,
+            match s.kind {
+                ShapingKind::Tbf => "tbf",
+                ShapingKind::Htb => "htb",
+            },
+            ways.join(", ")
         ));
     }
     let b = p
@@ -110,7 +149,7 @@ fn up(u: &LabUpArgs) -> anyhow::Result<ExitCode> {
         stop_processes(&u.name, &old.hosts);
     }
     let lab = Lab::up(&u.name, topo, &opts)?;
-    let text = describe(lab.plan());
+    let text = describe(lab.plan(), &opts);
     lab.detach();
     write_out(&text)?;
     Ok(ExitCode::SUCCESS)
@@ -309,12 +348,43 @@ mod tests {
     #[test]
     fn describe_prints_addresses_and_an_example() {
         let p = plan("demo", Topology::Router).unwrap();
-        let text = describe(&p);
+        let text = describe(&p, &LabOptions::default());
         let b = p.hosts[2].ifaces[0].addr.to_string();
         assert!(
             text.contains(&format!("linerate lab exec demo a -- linerate tcp {b}")),
             "{text}"
         );
         assert!(text.contains("lr-demo-r"), "{text}");
+        assert!(!text.contains("shaped"), "{text}");
+    }
+
+    #[test]
+    fn rate_shapes_both_ways_by_default_and_says_where() {
+        let args = |extra: &[&str]| {
+            let mut argv = vec!["linerate", "lab", "up", "demo", "--topology", "router"];
+            argv.extend_from_slice(extra);
+            match Args::try_parse_from(argv).unwrap().command {
+                Command::Lab(LabArgs {
+                    command: LabCommand::Up(u),
+                }) => u,
+                _ => unreachable!(),
+            }
+        };
+        let (topo, opts) = options(&args(&["--rate", "20M"])).unwrap();
+        assert_eq!(opts.rate_ways, ShapedWays::Both);
+        let p = plan("demo", topo).unwrap();
+        let text = describe(&p, &opts);
+        let (to_b, to_a) = (&p.hosts[1].ifaces[1].name, &p.hosts[1].ifaces[0].name);
+        assert!(
+            text.contains(&format!(
+                "shaped to 20000000 bit/s (tbf): a -> b ({to_b} on r), b -> a ({to_a} on r)"
+            )),
+            "{text}"
+        );
+        let (_, opts) = options(&args(&["--rate", "20M", "--rate-dir", "to-b"])).unwrap();
+        assert_eq!(opts.rate_ways, ShapedWays::TowardB);
+        assert!(describe(&p, &opts).contains("b -> a is not shaped"));
+        let e = options(&args(&["--rate", "20M", "--rate-dir", "up"])).unwrap_err();
+        assert!(e.0.contains("--rate-dir up"), "{}", e.0);
     }
 }

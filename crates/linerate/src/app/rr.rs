@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use super::run;
-use crate::cli::output::output_format;
+use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::rr::{criteria, rr_plan, RrArgs};
 use crate::cli::UsageError;
@@ -13,11 +13,11 @@ use crate::repeat::RepeatPlan;
 /// Runs `linerate rr HOST ...`.
 pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let plan = rr_plan(a)?;
-    let format = output_format(&a.output)?;
+    let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a)?;
     if rp == RepeatPlan::ONCE {
-        return run::run_once(&plan, format, None, &a.capture, &criteria);
+        return run::run_once(&plan, out, None, &a.capture, &criteria);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(
@@ -25,5 +25,5 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(&plan, format, rp, None, &criteria)
+    run::run_repeated(&plan, out, rp, None, &criteria)
 }

@@ -2,6 +2,9 @@
 //! live output (the Ctrl-C flag, interval lines or JSON-stream events as they arrive, then
 //! the record in the chosen format, warnings on stderr where the format has no place for
 //! them), or repeated by `--repeat`/`--confidence` (`crate::repeat`).
+//!
+//! stdout is written and flushed before anything goes to stderr, so that with the two merged
+//! (rsh, `2>&1`) a classic netperf or ttcp block comes first; `-q` leaves stderr silent.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -18,6 +21,7 @@ use super::analyze::analyze_path;
 use super::{signal_flag, write_out};
 use crate::analyze::AnalyzeOptions;
 use crate::cli::analyze::CaptureArgs;
+use crate::cli::output::Output;
 use crate::cli::UsageError;
 use crate::export::{self, Format};
 use crate::model::criteria::Criteria;
@@ -111,30 +115,37 @@ fn line(mut s: String) -> String {
 /// prints it in `format`, and exits 1 when it fails one of the `criteria`.
 pub fn run_once(
     plan: &StreamPlan,
-    format: Format,
+    out: Output,
     link_rate_bps: Option<u64>,
     capture: &CaptureArgs,
     criteria: &Criteria,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
-    let mut live = LiveOutput::new(format, plan);
+    let mut live = LiveOutput::new(out.format, plan);
     let rec = with_capture(capture, plan, |plan| {
         let mut rec = client::run(plan, &mut live, &interrupt)?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;
-    emit(format, &rec)?;
-    Ok(verdict(criteria.failures(&rec)))
+    emit(out, &rec)?;
+    Ok(verdict(criteria.failures(&rec), out))
 }
 
-/// Exit code 1 with each failed criterion on stderr, or 0.
-fn verdict(failures: Vec<String>) -> ExitCode {
+/// Exit code 1 with each failed criterion on stderr (unless `-q`), or 0.
+fn verdict(failures: Vec<String>, out: Output) -> ExitCode {
     if failures.is_empty() {
         return ExitCode::SUCCESS;
     }
-    for f in &failures {
-        eprintln!("linerate: failed: {f}");
+    if !out.quiet {
+        let classic = matches!(out.format, Format::Netperf | Format::Ttcp);
+        for f in &failures {
+            if classic {
+                eprintln!("# linerate: failed: {f}");
+            } else {
+                eprintln!("linerate: failed: {f}");
+            }
+        }
     }
     ExitCode::from(1)
 }
@@ -143,29 +154,38 @@ fn verdict(failures: Vec<String>) -> ExitCode {
 /// every run must meet the `criteria` for exit code 0.
 pub fn run_repeated(
     plan: &StreamPlan,
-    format: Format,
+    out: Output,
     rp: RepeatPlan,
     link_rate_bps: Option<u64>,
     criteria: &Criteria,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
-        return run_once(plan, format, link_rate_bps, &Default::default(), criteria);
+        return run_once(plan, out, link_rate_bps, &Default::default(), criteria);
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
+    let format = out.format;
     let json = matches!(format, Format::Json | Format::JsonStream);
-    let show = std::io::stderr().is_terminal() && !json;
+    let classic = matches!(format, Format::Netperf | Format::Ttcp);
+    // Progress lines would come before a classic block when stderr and stdout are merged.
+    let show = std::io::stderr().is_terminal() && !json && !classic && !out.quiet;
     let set = run_repetitions(rp, show, &interrupt, |_| {
         let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;
-    if !matches!(format, Format::Table | Format::Json) {
+    write_out(&export::repeat::render(format, &set, out.classic))?;
+    if !out.quiet && !matches!(format, Format::Table | Format::Json) {
+        let prefix = if classic { "# linerate: warning: " } else { "warning: " };
         for w in &set.warnings {
-            eprintln!("warning: {w}");
+            eprintln!("{prefix}{w}");
+        }
+        if classic {
+            for l in export::repeat::confidence_lines(&set) {
+                eprintln!("{l}");
+            }
         }
     }
-    write_out(&export::repeat::render(format, &set))?;
     let failures = set
         .runs
         .iter()
@@ -177,27 +197,34 @@ pub fn run_repeated(
                 .map(move |f| format!("run {}: {f}", k + 1))
         })
         .collect();
-    Ok(verdict(failures))
+    Ok(verdict(failures, out))
 }
 
-fn emit(format: Format, rec: &RunRecord) -> anyhow::Result<()> {
-    if !matches!(format, Format::Table | Format::Json | Format::JsonStream) {
-        for w in &rec.warnings {
-            eprintln!("warning: {w}");
-        }
-    }
-    // The emulated formats keep their classic stdout; the diagnosis (stream and RR tests
-    // alike) goes to stderr as `# linerate:` comment lines.
-    if let (Format::Netperf | Format::Ttcp, Some(d)) = (format, &rec.diagnosis) {
-        for l in export::diagnosis::comment_lines(d) {
-            eprintln!("{l}");
-        }
-    }
-    let text = export::render(format, rec);
+/// Prints the record: stdout first and flushed, then (unless `-q`) what the format has no
+/// place for on stderr: warnings, and for the classic formats their `# linerate:` lines.
+fn emit(out: Output, rec: &RunRecord) -> anyhow::Result<()> {
+    let format = out.format;
+    let text = export::render_with(format, rec, out.classic);
     if format == Format::Table && !rec.client.intervals.is_empty() {
         write_out("\n")?;
     }
     write_out(&text)?;
+    if out.quiet {
+        return Ok(());
+    }
+    match format {
+        Format::Table | Format::Json | Format::JsonStream => {}
+        Format::Netperf | Format::Ttcp => {
+            for l in export::classic_stderr_lines(format, rec) {
+                eprintln!("{l}");
+            }
+        }
+        Format::Csv => {
+            for w in &rec.warnings {
+                eprintln!("warning: {w}");
+            }
+        }
+    }
     Ok(())
 }
 

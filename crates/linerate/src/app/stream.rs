@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use linerate_wire::control::Transport;
 
 use super::run;
-use crate::cli::output::output_format;
+use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::stream::{criteria, stream_plan, StreamArgs};
 use crate::cli::UsageError;
@@ -20,11 +20,11 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         .into());
     }
     let plan = stream_plan(a, transport)?;
-    let format = output_format(&a.output)?;
+    let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a, transport)?;
     if !a.repeat.is_set() {
-        return run::run_once(&plan, format, a.link_rate, &a.capture, &criteria);
+        return run::run_once(&plan, out, a.link_rate, &a.capture, &criteria);
     }
-    run::run_repeated(&plan, format, rp, a.link_rate, &criteria)
+    run::run_repeated(&plan, out, rp, a.link_rate, &criteria)
 }

@@ -20,7 +20,7 @@ pub struct AnalyzeArgs {
     /// Write a time-sequence graph (SVG) of every direction that carried data into DIR.
     #[arg(long, value_name = "DIR")]
     pub graph: Option<std::path::PathBuf>,
-    /// One JSON record (schema: docs/json-schema/analyze-v1.json).
+    /// One JSON record (its schema: `linerate schema analyze`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// CSV: a header and one row per TCP direction and UDP flow.

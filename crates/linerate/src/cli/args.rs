@@ -51,7 +51,7 @@ pub enum Command {
     /// RFC 2544 benchmarks of a device between this host and a `linerate serve` beyond it:
     /// throughput, latency, frame loss rate, back-to-back frames per frame size.
     #[command(
-        after_help = "Examples:\n  linerate rfc2544 198.51.100.2                        # throughput, RFC 2544 frame sizes\n  linerate rfc2544 HOST --bidir --line-rate 1G --chart tput.svg\n  linerate rfc2544 HOST --test all --loss 0,0.1 --json > rfc2544.json\n  linerate rfc2544 HOST --frame-sizes 64,512,1518 --trial-time 2 --confirm-time 10\n\nThe server runs `linerate serve` on the far side of the device; see docs/rfc2544.md."
+        after_help = "Examples:\n  linerate rfc2544 198.51.100.2                        # throughput, RFC 2544 frame sizes\n  linerate rfc2544 HOST --bidir --line-rate 1G --chart tput.svg\n  linerate rfc2544 HOST --test all --loss 0,0.1 --json > rfc2544.json\n  linerate rfc2544 HOST --frame-sizes 64,512,1518 --trial-time 2 --confirm-time 10\n\nThe server runs `linerate serve` on the far side of the device."
     )]
     Rfc2544(rfc2544::Rfc2544Args),
     /// Network-namespace labs on this machine (needs root): try linerate without a second host.
@@ -74,7 +74,7 @@ pub enum Command {
         after_help = "Examples:\n  linerate analyze trace.pcap\n  linerate analyze trace.pcapng --link-rate 100M --json > a.json\n  linerate analyze trace.pcap --graph graphs/       # time-sequence SVGs\n  tcpdump -i eth0 -s 128 -w - port 5301 | linerate analyze -"
     )]
     Analyze(analyze::AnalyzeArgs),
-    /// Print the JSON Schema of a record (docs/json-schema/NAME-v1.json).
+    /// Print the JSON Schema of a record.
     #[command(hide = true)]
     Schema(schema::SchemaArgs),
 }

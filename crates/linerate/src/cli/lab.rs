@@ -17,7 +17,7 @@ pub struct LabArgs {
 pub enum LabCommand {
     /// Create a lab (an existing lab of the same name is removed first).
     #[command(
-        after_help = "Examples:\n  linerate lab up demo                              # hosts a and b on one link\n  linerate lab up edge --topology router            # a - r - b, r forwards\n  linerate lab up slow --topology router --rate 20M --loss 0.5%\n  linerate lab up jumbo --mtu 9000"
+        after_help = "Examples:\n  linerate lab up demo                              # hosts a and b on one link\n  linerate lab up edge --topology router            # a - r - b, r forwards\n  linerate lab up slow --topology router --rate 20M --loss 0.5%\n  linerate lab up up --rate 10M --rate-dir to-b          # shape a -> b only\n  linerate lab up jumbo --mtu 9000"
     )]
     Up(LabUpArgs),
     /// Remove a lab and everything it made (nothing to do if it does not exist).
@@ -56,9 +56,13 @@ pub struct LabUpArgs {
     /// pair (a - b) or router (a - r - b, r forwarding).
     #[arg(long, default_value = "pair")]
     pub topology: String,
-    /// Rate-limit the link towards b (e.g. 20M).
+    /// Rate-limit the link (e.g. 20M): both directions, each with its own shaper, unless
+    /// --rate-dir says otherwise.
     #[arg(long, value_parser = units::parse_rate)]
     pub rate: Option<u64>,
+    /// Which directions --rate shapes: both, to-b (a -> b) or to-a (b -> a).
+    #[arg(long, default_value = "both", requires = "rate")]
+    pub rate_dir: String,
     /// Qdisc that enforces --rate: tbf or htb.
     #[arg(long, default_value = "tbf", requires = "rate")]
     pub shaper: String,

@@ -98,7 +98,7 @@ pub struct Rfc2544Args {
     pub connect_timeout: Duration,
     #[command(flatten)]
     pub auth: crate::cli::args::AuthArgs,
-    /// One JSON record with every trial (schema: docs/json-schema/rfc2544-v1.json).
+    /// One JSON record with every trial (its schema: `linerate schema rfc2544`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
     /// CSV: a header and one row per result.

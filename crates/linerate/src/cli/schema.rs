@@ -7,7 +7,7 @@ use crate::export::json::SchemaName;
 /// `linerate schema [NAME]`.
 #[derive(Debug, ClapArgs)]
 pub struct SchemaArgs {
-    /// The record whose schema to print (docs/json-schema/NAME-v1.json).
+    /// The record whose schema to print.
     #[arg(value_enum, default_value_t = SchemaName::Run)]
     pub which: SchemaName,
 }

@@ -826,7 +826,8 @@ fn socket_buffers_below_one_mss_are_window_limited_not_retransmission_bound() {
         .unwrap();
     assert_eq!(cpu.confidence, Confidence::Low);
     assert!(
-        cpu.message.contains("other processes' work"),
+        cpu.message.contains("The host was busy with other work: ")
+            && cpu.message.contains(", linerate "),
         "{}",
         cpu.message
     );

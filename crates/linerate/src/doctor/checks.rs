@@ -584,7 +584,7 @@ fn coalescing(i: &InterfaceFacts) -> Finding {
         finding(
             Severity::Warn,
             check,
-            "no receive coalescing: an interrupt for every packet (seed 000: \"completely interrupt bound\")".into(),
+            "no receive coalescing: an interrupt for every packet, which can leave a host completely interrupt bound".into(),
             Some(value),
             Some(format!("ethtool -C {} adaptive-rx on  # or: rx-usecs 50 rx-frames 64", i.name)),
         )

@@ -1,7 +1,8 @@
 //! `linerate compare`'s table: the inputs, then per comparison every metric with its
-//! difference, ratio, interval, p-value and verdict, and the sentence.
+//! difference, ratio, interval, p-value and verdict, the sentence, and the warnings where
+//! the two differ in plan or host.
 
-use crate::model::compare::{CompareReport, Input};
+use crate::model::compare::CompareReport;
 use crate::model::units::format_metric;
 
 fn signed(name: &str, v: f64) -> String {
@@ -9,16 +10,13 @@ fn signed(name: &str, v: f64) -> String {
     format!("{s}{}", format_metric(name, v.abs()))
 }
 
-/// The table of a report.
-pub fn render(r: &CompareReport, inputs: &[Input]) -> String {
+/// The table of a report; `inputs` are (label, file, runs) of each file.
+pub fn render(r: &CompareReport, inputs: &[(String, String, usize)]) -> String {
     let mut out = String::new();
-    for i in inputs {
+    for (label, file, runs) in inputs {
         out.push_str(&format!(
-            "{} = {} ({} trial{})\n",
-            i.label,
-            i.file,
-            i.runs.len(),
-            if i.runs.len() == 1 { "" } else { "s" }
+            "{label} = {file} ({runs} trial{})\n",
+            if *runs == 1 { "" } else { "s" }
         ));
     }
     out.push_str(&format!("Test: {}.\n", r.method));
@@ -58,6 +56,9 @@ pub fn render(r: &CompareReport, inputs: &[Input]) -> String {
         out.push('\n');
         out.push_str(&c.sentence);
         out.push('\n');
+        for w in &c.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
     }
     out
 }
@@ -69,11 +70,27 @@ mod tests {
     use crate::model::compare::tests::{input, runs};
 
     #[test]
+    fn a_plan_mismatch_is_a_warning_under_the_sentence() {
+        let a = runs(&[663.0, 660.0], &[63.0, 62.0]);
+        let mut b = runs(&[588.0, 590.0], &[100.0, 99.0]);
+        for r in &mut b {
+            r.plan.write_size = 16384;
+        }
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let text = render(&r, &[("A".into(), "A.json".into(), 2), ("B".into(), "B.json".into(), 2)]);
+        // fixtures::tcp_send writes 65535 bytes.
+        assert!(
+            text.contains("warning: B differs from A in write size (65535 bytes → 16384 bytes)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn single_runs_have_no_verdict() {
         let a = runs(&[663.0], &[63.0]);
         let b = runs(&[588.0], &[100.0]);
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
-        let text = render(&r, &[input("A", vec![]), input("B", vec![])]);
+        let text = render(&r, &[("A".into(), "A.json".into(), 1), ("B".into(), "B.json".into(), 1)]);
         assert!(
             text.contains("too few trials: use --repeat 5 or more"),
             "{text}"

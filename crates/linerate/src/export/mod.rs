@@ -11,7 +11,9 @@
 //!   (SVG), pure functions of an `AnalysisRecord`.
 //!
 //! Warnings are part of the record; only the table prints them. For the emulated formats the
-//! caller writes them to stderr so that scripts parsing stdout see the tool's exact shape.
+//! caller writes them to stderr, after the classic block, as `# linerate:` lines
+//! ([`classic_stderr_lines`]), so that scripts parsing stdout (or stdout and stderr merged,
+//! as rsh does) see the tool's exact shape first.
 
 pub mod analyze;
 pub mod compare;
@@ -128,9 +130,24 @@ impl FromStr for Format {
     }
 }
 
+/// What the classic formats take besides the format: ttcp's `-f` unit, and whether repeated
+/// runs print every run's netperf table before the table of means.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Classic {
+    /// ttcp's throughput unit (`-f`).
+    pub ttcp_unit: ttcp::TtcpUnit,
+    /// `--each-run`: with `--format netperf`, every run's table before the means.
+    pub each_run: bool,
+}
+
 /// Renders `rec` in `format`. For [`Format::JsonStream`] this is only the final `end` event;
 /// interval lines are emitted live by the caller with [`json::event_line`].
 pub fn render(format: Format, rec: &RunRecord) -> String {
+    render_with(format, rec, Classic::default())
+}
+
+/// [`render`] with the classic formats' choices.
+pub fn render_with(format: Format, rec: &RunRecord, classic: Classic) -> String {
     match format {
         Format::Table => table::render(rec),
         Format::Json => json::render(rec),
@@ -139,8 +156,30 @@ pub fn render(format: Format, rec: &RunRecord) -> String {
         }),
         Format::Csv => self::csv::render(rec),
         Format::Netperf => netperf::render(rec),
-        Format::Ttcp => ttcp::render(rec),
+        Format::Ttcp => ttcp::render_with_unit(rec, classic.ttcp_unit),
     }
+}
+
+/// What the classic formats (netperf, ttcp) print on stderr after their block, each line
+/// starting `# linerate: `: the warnings, ttcp's note on what its "I/O calls" count, and the
+/// diagnosis.
+pub fn classic_stderr_lines(format: Format, rec: &RunRecord) -> Vec<String> {
+    let mut out: Vec<String> = rec
+        .warnings
+        .iter()
+        .map(|w| format!("# linerate: warning: {w}"))
+        .collect();
+    if format == Format::Ttcp {
+        out.extend(
+            ttcp::call_notes(rec)
+                .into_iter()
+                .map(|n| format!("# linerate: note: {n}")),
+        );
+    }
+    if let Some(d) = &rec.diagnosis {
+        out.extend(diagnosis::comment_lines(d));
+    }
+    out
 }
 
 /// The end that wrote a flow's data, if its report arrived.

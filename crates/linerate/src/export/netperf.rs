@@ -14,8 +14,11 @@
 //! * Both directions: one table per direction, client→server first.
 //!
 //! Unmeasured values use netperf's own placeholders: -1.00 utilisation, -1.000 service demand,
-//! -1 for a socket size or count that is unknown. The UDP "Errors" column (failed sends) is not
-//! counted by linerate and is always -1. Throughput is receiver bytes × 8 / elapsed; when the
+//! -1 for a socket size or count that is unknown. The UDP "Errors" column counts sends that
+//! failed: netperf gives up such a datagram (ENOBUFS), linerate's sender retries it until the
+//! kernel takes it, so none fails and the column is 0 (-1 without the sender's report).
+//! Repeated runs (`--repeat`, `--confidence`) print one table of means, as netperf `-i`/`-I`
+//! does ([`render_average`]). Throughput is receiver bytes × 8 / elapsed; when the
 //! receiver's report is missing it falls back to the sender's bytes, as netperf does without a
 //! remote result. Elapsed is the client's measured window. Warnings are not printed here.
 
@@ -56,15 +59,183 @@ pub fn render(rec: &RunRecord) -> String {
     if let Some(rr) = &rec.rr {
         return super::rr::netperf(rec, rr);
     }
+    blocks(rec).iter().map(Block::text).collect()
+}
+
+/// One netperf table per flow, as numbers (placeholders already applied).
+pub(crate) fn blocks(rec: &RunRecord) -> Vec<Block> {
+    rec.summary
+        .flows
+        .iter()
+        .map(|flow| match (rec.plan.transport, flow.direction) {
+            (Transport::Tcp, FlowDirection::ClientToServer) => tcp_stream(rec, flow),
+            (Transport::Tcp, FlowDirection::ServerToClient) => tcp_maerts(rec, flow),
+            (Transport::Udp, _) => udp_stream(rec, flow),
+        })
+        .collect()
+}
+
+/// The one table netperf `-i`/`-I` prints for repeated runs: every figure is the mean over
+/// the runs that measured it, netperf's placeholder when a run did not; socket and message
+/// sizes are the first run's. Runs whose tables differ in shape (another transport or
+/// direction) are left out of the mean. `None` without runs or for RR tests.
+pub fn render_average(runs: &[RunRecord]) -> Option<String> {
+    let first = runs.first()?;
+    if first.rr.is_some() {
+        return super::rr::netperf_average(runs);
+    }
+    let per_run: Vec<Vec<Block>> = runs.iter().map(blocks).collect();
+    let shape = &per_run[0];
     let mut out = String::new();
-    for flow in &rec.summary.flows {
-        match (rec.plan.transport, flow.direction) {
-            (Transport::Tcp, FlowDirection::ClientToServer) => tcp_stream(&mut out, rec, flow),
-            (Transport::Tcp, FlowDirection::ServerToClient) => tcp_maerts(&mut out, rec, flow),
-            (Transport::Udp, _) => udp_stream(&mut out, rec, flow),
+    for (i, b) in shape.iter().enumerate() {
+        let same: Vec<&Block> = per_run
+            .iter()
+            .filter_map(|bs| bs.get(i))
+            .filter(|o| o.same_shape(b))
+            .collect();
+        out.push_str(&Block::average(b, &same).text());
+    }
+    Some(out)
+}
+
+/// One netperf table.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Block {
+    Tcp(TcpBlock),
+    Udp(UdpBlock),
+}
+
+/// TCP_STREAM or TCP_MAERTS.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TcpBlock {
+    banner: String,
+    maerts: bool,
+    recv_size: i64,
+    send_size: i64,
+    message: u32,
+    elapsed: f64,
+    tput: f64,
+    local_util: f64,
+    remote_util: f64,
+    local_sd: f64,
+    remote_sd: f64,
+}
+
+/// UDP_STREAM's two rows.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct UdpBlock {
+    banner: String,
+    tx_socket: i64,
+    message: u32,
+    elapsed: f64,
+    tx_msgs: i128,
+    errors: i64,
+    tx_tput: f64,
+    rx_socket: i64,
+    rx_msgs: i128,
+    rx_tput: f64,
+    /// (sender util, sender SD, receiver util, receiver SD) when an end measured CPU.
+    cpu: Option<[f64; 4]>,
+}
+
+/// Mean of figures where every one is measured (netperf's placeholders are negative), else
+/// the placeholder -1.
+fn mean_or_unknown(v: impl Iterator<Item = f64> + Clone) -> f64 {
+    let n = v.clone().count();
+    if n == 0 || v.clone().any(|x| x < 0.0) {
+        return -1.0;
+    }
+    v.sum::<f64>() / n as f64
+}
+
+fn mean_count(v: impl Iterator<Item = i128> + Clone) -> i128 {
+    let n = v.clone().count() as i128;
+    if n == 0 || v.clone().any(|x| x < 0) {
+        return -1;
+    }
+    (v.sum::<i128>() + n / 2) / n
+}
+
+impl Block {
+    fn same_shape(&self, other: &Block) -> bool {
+        match (self, other) {
+            (Block::Tcp(a), Block::Tcp(b)) => a.maerts == b.maerts,
+            (Block::Udp(a), Block::Udp(b)) => {
+                a.banner == b.banner && a.cpu.is_some() == b.cpu.is_some()
+            }
+            _ => false,
         }
     }
-    out
+
+    /// The mean of `blocks` (all of `first`'s shape), with `first`'s sizes and banner.
+    fn average(first: &Block, blocks: &[&Block]) -> Block {
+        match first {
+            Block::Tcp(t) => {
+                let all: Vec<&TcpBlock> = blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Tcp(t) => Some(t),
+                        Block::Udp(_) => None,
+                    })
+                    .collect();
+                let m = |f: fn(&TcpBlock) -> f64| mean_or_unknown(all.iter().map(|t| f(t)));
+                Block::Tcp(TcpBlock {
+                    elapsed: m(|t| t.elapsed),
+                    tput: m(|t| t.tput),
+                    local_util: m(|t| t.local_util),
+                    remote_util: m(|t| t.remote_util),
+                    local_sd: m(|t| t.local_sd),
+                    remote_sd: m(|t| t.remote_sd),
+                    ..t.clone()
+                })
+            }
+            Block::Udp(u) => {
+                let all: Vec<&UdpBlock> = blocks
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Udp(u) => Some(u),
+                        Block::Tcp(_) => None,
+                    })
+                    .collect();
+                let m = |f: fn(&UdpBlock) -> f64| mean_or_unknown(all.iter().map(|u| f(u)));
+                let c = |f: fn(&UdpBlock) -> i128| mean_count(all.iter().map(|u| f(u)));
+                let cpu = u.cpu.map(|_| {
+                    let k = |i: usize| {
+                        mean_or_unknown(all.iter().map(move |u| u.cpu.map_or(-1.0, |c| c[i])))
+                    };
+                    [k(0), k(1), k(2), k(3)]
+                });
+                Block::Udp(UdpBlock {
+                    elapsed: m(|u| u.elapsed),
+                    tx_msgs: c(|u| u.tx_msgs),
+                    errors: i64::try_from(c(|u| i128::from(u.errors))).unwrap_or(-1),
+                    tx_tput: m(|u| u.tx_tput),
+                    rx_msgs: c(|u| u.rx_msgs),
+                    rx_tput: m(|u| u.rx_tput),
+                    cpu,
+                    ..u.clone()
+                })
+            }
+        }
+    }
+
+    /// The table as netperf prints it.
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Block::Tcp(t) => {
+                let mut out = t.banner.clone();
+                out.push_str(if t.maerts {
+                    TCP_MAERTS_TITLE
+                } else {
+                    TCP_STREAM_TITLE
+                });
+                out.push_str(&tcp_units_line());
+                out.push_str(&tcp_row(t));
+                out
+            }
+            Block::Udp(u) => udp_text(u),
+        }
+    }
 }
 
 /// "MIGRATED <TEST> from 0.0.0.0 (0.0.0.0) port 0 AF_INET to HOST () port 0 AF_INET".
@@ -117,21 +288,18 @@ fn flow_bytes(rec: &RunRecord, flow: &FlowSummary) -> Option<u64> {
 }
 
 /// netperf: `"%6d %6d %6d    %-6.2f     %7.2f   %-6.2f   %-6.2f   %-6.3f  %-6.3f %s\n"`.
-#[allow(clippy::too_many_arguments)]
-fn tcp_row(
-    recv_size: i64,
-    send_size: i64,
-    message: u32,
-    elapsed: f64,
-    tput: f64,
-    local_util: f64,
-    remote_util: f64,
-    local_sd: f64,
-    remote_sd: f64,
-) -> String {
+fn tcp_row(t: &TcpBlock) -> String {
     format!(
-        "{recv_size:>6} {send_size:>6} {message:>6}    {elapsed:<6.2}     {tput:>7.2}   \
-         {local_util:<6.2}   {remote_util:<6.2}   {local_sd:<6.3}  {remote_sd:<6.3} \n"
+        "{:>6} {:>6} {:>6}    {:<6.2}     {:>7.2}   {:<6.2}   {:<6.2}   {:<6.3}  {:<6.3} \n",
+        t.recv_size,
+        t.send_size,
+        t.message,
+        t.elapsed,
+        t.tput,
+        t.local_util,
+        t.remote_util,
+        t.local_sd,
+        t.remote_sd
     )
 }
 
@@ -142,74 +310,83 @@ fn tcp_units_line() -> String {
     )
 }
 
-fn tcp_stream(out: &mut String, rec: &RunRecord, flow: &FlowSummary) {
+fn tcp_stream(rec: &RunRecord, flow: &FlowSummary) -> Block {
     let client = Some(&rec.summary.client);
     let server = rec.summary.server.as_ref();
     let elapsed = elapsed_secs(rec);
-    out.push_str(&banner(rec, "TCP STREAM", true));
-    out.push_str(TCP_STREAM_TITLE);
-    out.push_str(&tcp_units_line());
-    out.push_str(&tcp_row(
-        size(server.and_then(|s| s.rcvbuf_bytes)),
-        size(rec.summary.client.sndbuf_bytes),
-        rec.plan.write_size,
+    Block::Tcp(TcpBlock {
+        banner: banner(rec, "TCP STREAM", true),
+        maerts: false,
+        recv_size: size(server.and_then(|s| s.rcvbuf_bytes)),
+        send_size: size(rec.summary.client.sndbuf_bytes),
+        message: rec.plan.write_size,
         elapsed,
-        mbps(flow_bytes(rec, flow), elapsed),
-        util(client),
-        util(server),
-        demand(client),
-        demand(server),
-    ));
+        tput: mbps(flow_bytes(rec, flow), elapsed),
+        local_util: util(client),
+        remote_util: util(server),
+        local_sd: demand(client),
+        remote_sd: demand(server),
+    })
 }
 
-fn tcp_maerts(out: &mut String, rec: &RunRecord, flow: &FlowSummary) {
+fn tcp_maerts(rec: &RunRecord, flow: &FlowSummary) -> Block {
     let client = Some(&rec.summary.client);
     let server = rec.summary.server.as_ref();
     let elapsed = elapsed_secs(rec);
-    out.push_str(&banner(rec, "TCP MAERTS", true));
-    out.push_str(TCP_MAERTS_TITLE);
-    out.push_str(&tcp_units_line());
-    out.push_str(&tcp_row(
-        size(rec.summary.client.rcvbuf_bytes),
-        size(server.and_then(|s| s.sndbuf_bytes)),
-        rec.plan.write_size,
+    Block::Tcp(TcpBlock {
+        banner: banner(rec, "TCP MAERTS", true),
+        maerts: true,
+        recv_size: size(rec.summary.client.rcvbuf_bytes),
+        send_size: size(server.and_then(|s| s.sndbuf_bytes)),
+        message: rec.plan.write_size,
         elapsed,
-        mbps(flow_bytes(rec, flow), elapsed),
-        util(client),
-        util(server),
-        demand(client),
-        demand(server),
-    ));
+        tput: mbps(flow_bytes(rec, flow), elapsed),
+        local_util: util(client),
+        remote_util: util(server),
+        local_sd: demand(client),
+        remote_sd: demand(server),
+    })
 }
 
-fn udp_stream(out: &mut String, rec: &RunRecord, flow: &FlowSummary) {
+fn udp_stream(rec: &RunRecord, flow: &FlowSummary) -> Block {
     let dir = flow.direction;
     let (tx_end, rx_end) = (sender_end(rec, dir), receiver_end(rec, dir));
     let tx_report = sender_report(rec, dir);
     let rx_report = receiver_report(rec, dir);
     let elapsed = elapsed_secs(rec);
-    let write_size = rec.plan.write_size;
-
-    let tx_socket = size(tx_end.and_then(|e| e.sndbuf_bytes));
-    let tx_msgs = count(tx_report.and_then(|r| r.totals.tx_packets));
-    let tx_tput = mbps(tx_report.map(|_| flow.sender_bytes), elapsed);
-    let rx_socket = size(rx_end.and_then(|e| e.rcvbuf_bytes));
-    let rx_msgs = count(rx_report.and_then(|r| r.totals.rx_packets));
-    let rx_tput = mbps(flow.receiver_bytes, elapsed);
-    // linerate does not count failed sends (ENOBUFS); netperf's "Errors" stays unknown.
-    let errors = -1;
-
-    out.push_str(&banner(
-        rec,
-        "UDP STREAM",
-        dir == FlowDirection::ClientToServer,
-    ));
     let measured = [tx_end, rx_end]
         .iter()
         .any(|e| e.is_some_and(|e| e.cpu_util_percent.is_some()));
-    if measured {
-        let (tx_util, tx_sd) = (util(tx_end), demand(tx_end));
-        let (rx_util, rx_sd) = (util(rx_end), demand(rx_end));
+    Block::Udp(UdpBlock {
+        banner: banner(rec, "UDP STREAM", dir == FlowDirection::ClientToServer),
+        tx_socket: size(tx_end.and_then(|e| e.sndbuf_bytes)),
+        message: rec.plan.write_size,
+        elapsed,
+        tx_msgs: count(tx_report.and_then(|r| r.totals.tx_packets)),
+        // netperf counts sends that failed (ENOBUFS) and moves on; linerate's sender retries
+        // them until the kernel takes the datagram, so no message fails: 0 when the sender
+        // reported, netperf's -1 when it did not.
+        errors: if tx_report.is_some() { 0 } else { -1 },
+        tx_tput: mbps(tx_report.map(|_| flow.sender_bytes), elapsed),
+        rx_socket: size(rx_end.and_then(|e| e.rcvbuf_bytes)),
+        rx_msgs: count(rx_report.and_then(|r| r.totals.rx_packets)),
+        rx_tput: mbps(flow.receiver_bytes, elapsed),
+        cpu: measured.then(|| [util(tx_end), demand(tx_end), util(rx_end), demand(rx_end)]),
+    })
+}
+
+fn udp_text(u: &UdpBlock) -> String {
+    let mut out = u.banner.clone();
+    let (tx_socket, write_size, elapsed, tx_msgs, errors, tx_tput) = (
+        u.tx_socket,
+        u.message,
+        u.elapsed,
+        u.tx_msgs,
+        u.errors,
+        u.tx_tput,
+    );
+    let (rx_socket, rx_msgs, rx_tput) = (u.rx_socket, u.rx_msgs, u.rx_tput);
+    if let Some([tx_util, tx_sd, rx_util, rx_sd]) = u.cpu {
         out.push_str(UDP_CPU_TITLE);
         out.push_str(&format!(
             "bytes   bytes    secs            #      #   10^6bits/sec % {CPU_METHOD}{CPU_METHOD}     \
@@ -237,6 +414,7 @@ fn udp_stream(out: &mut String, rec: &RunRecord, flow: &FlowSummary) {
             "{rx_socket:>6}           {elapsed:<7.2}   {rx_msgs:>7}           {rx_tput:>7.2}\n\n"
         ));
     }
+    out
 }
 
 fn count(v: Option<u64>) -> i128 {
@@ -292,14 +470,14 @@ bytes  bytes   bytes    secs.    10^6bits/s  % S      % S      us/KB   us/KB
     fn udp_stream_prints_sender_and_receiver_rows() {
         // Sender: 1,000,000 datagrams, 1.4e9 B × 8 / 10 s = 1120.0; SD 0.1255 × 4 × 10e6 /
         // 1,367,187.5 KB = 3.672. Receiver: 990,050 datagrams, 1,386,070,000 B → 1108.9;
-        // SD 0.0812 × 4 × 10e6 / 1,353,583.98 KB = 2.400. Errors are not counted: -1.
+        // SD 0.0812 × 4 × 10e6 / 1,353,583.98 KB = 2.400. No send failed: Errors 0.
         let expected = "\
 MIGRATED UDP STREAM TEST from 0.0.0.0 (0.0.0.0) port 0 AF_INET to 10.0.0.2 () port 0 AF_INET
 Socket  Message  Elapsed      Messages                   CPU      Service
 Size    Size     Time         Okay Errors   Throughput   Util     Demand
 bytes   bytes    secs            #      #   10^6bits/sec % SS     us/KB
 
-212992    1400   10.00     1000000     -1     1120.0     12.55    3.672 
+212992    1400   10.00     1000000      0     1120.0     12.55    3.672 
 212992           10.00      990050            1108.9     8.12     2.400 
 
 ";
@@ -321,7 +499,7 @@ Socket  Message  Elapsed      Messages                \n\
 Size    Size     Time         Okay Errors   Throughput
 bytes   bytes    secs            #      #   10^6bits/sec
 
-212992    1400   10.00     1000000     -1    1120.00
+212992    1400   10.00     1000000      0    1120.00
 212992           10.00      990050           1108.86
 
 ";

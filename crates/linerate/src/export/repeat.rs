@@ -6,20 +6,22 @@
 //! * json-stream: each run's `end` event, one line each;
 //! * csv: the per-run CSV rows of every run under one header, with a leading `trial`
 //!   column;
-//! * netperf: each run's netperf table, then the interval as netperf's confidence lines;
-//! * ttcp: each run's ttcp lines.
+//! * netperf: one table of the means, as netperf `-i`/`-I` prints (every run's table first
+//!   with `--each-run`); how wide the interval came out goes to stderr
+//!   ([`confidence_lines`]), after the table;
+//! * ttcp: each run's ttcp lines, then an average line per end.
 //!
 //! The printed words ("3 trials of tcp", the `trial` column) are the published output
 //! format and stay as they are.
 
 use super::table::align;
-use super::Format;
+use super::{Classic, Format};
 use crate::model::repeat::MetricSummary;
 use crate::model::units::format_metric;
 use crate::model::{RunSetRecord, StreamEvent};
 
 /// Renders a set in `format`.
-pub fn render(format: Format, set: &RunSetRecord) -> String {
+pub fn render(format: Format, set: &RunSetRecord, classic: Classic) -> String {
     match format {
         Format::Json => {
             let mut t = serde_json::to_string_pretty(set).unwrap_or_else(|e| {
@@ -38,8 +40,16 @@ pub fn render(format: Format, set: &RunSetRecord) -> String {
             })
             .collect(),
         Format::Csv => csv(set),
-        Format::Netperf => netperf(set),
-        Format::Ttcp => set.runs.iter().map(super::ttcp::render).collect(),
+        Format::Netperf => netperf(set, classic.each_run),
+        Format::Ttcp => {
+            let mut out: String = set
+                .runs
+                .iter()
+                .map(|r| super::ttcp::render_with_unit(r, classic.ttcp_unit))
+                .collect();
+            out.push_str(&super::ttcp::average_lines(&set.runs, classic.ttcp_unit));
+            out
+        }
         Format::Table => table(set),
     }
 }
@@ -161,22 +171,48 @@ fn csv(set: &RunSetRecord) -> String {
     out
 }
 
-fn netperf(set: &RunSetRecord) -> String {
+fn netperf(set: &RunSetRecord, each_run: bool) -> String {
     let mut out = String::new();
-    for t in &set.runs {
-        out.push_str(&super::netperf::render(t));
-    }
-    if let Some(m) = set.metrics.first() {
-        // netperf -I prints how wide the interval came out when it misses the target.
-        if let Some(h) = m.ci_half_width_percent {
-            out.push_str(&format!(
-                "\n{} trials: {} mean {}, {}% confidence interval ±{h:.3}% of the mean\n",
-                m.n,
-                m.name,
-                format_metric(&m.name, m.mean),
-                m.ci_level_percent
-            ));
+    if each_run {
+        for t in &set.runs {
+            out.push_str(&super::netperf::render(t));
         }
+    }
+    if let Some(avg) = super::netperf::render_average(&set.runs) {
+        out.push_str(&avg);
+    }
+    out
+}
+
+/// The interval of the primary metric in words, for stderr after a netperf or ttcp block:
+/// `# linerate: 5 runs: throughput_bps mean 292.0 Mbit/s, 95% confidence interval ±1.702% of
+/// the mean`, and whether `--confidence` was met.
+pub fn confidence_lines(set: &RunSetRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(m) = set.metrics.first() {
+        let interval = m.ci_half_width_percent.map_or(String::new(), |h| {
+            format!(
+                ", {}% confidence interval ±{h:.3}% of the mean",
+                m.ci_level_percent
+            )
+        });
+        out.push(format!(
+            "# linerate: {} runs: {} mean {}{interval}",
+            m.n,
+            m.name,
+            format_metric(&m.name, m.mean),
+        ));
+    }
+    match set.converged {
+        Some(true) => out.push(
+            "# linerate: the confidence asked for was achieved".to_string(),
+        ),
+        Some(false) => out.push(
+            "# linerate: the confidence asked for was not achieved within the runs allowed: \
+             the results varied; find out why before trusting the mean"
+                .to_string(),
+        ),
+        None => {}
     }
     out
 }
@@ -230,7 +266,7 @@ mod tests {
 
     #[test]
     fn csv_has_a_trial_column_and_one_header() {
-        let out = render(Format::Csv, &set());
+        let out = render(Format::Csv, &set(), Classic::default());
         assert_eq!(out.lines().count(), 4);
         assert!(out.starts_with("trial,started_at,"));
         assert!(out.lines().nth(3).unwrap().starts_with("3,"));

@@ -8,8 +8,8 @@
 //! ```
 //!
 //! The arithmetic is ttcp's own, quirks included, so numbers compare with real ttcp runs:
-//! * KB/sec = bytes / 1024 / seconds; Mbit/sec = bytes × 8 / 1024 / 1024 / seconds (ttcp's
-//!   `outfmt` uses binary prefixes for both);
+//! * KB/sec = bytes / 1024 / seconds; Mbit/sec = bytes × 8 / 1024 / 1024 / seconds, and so
+//!   on for ttcp's other `-f` units ([`TtcpUnit`]; ttcp's `outfmt` uses binary prefixes);
 //! * msec/call = **1024** × seconds / calls (ttcp multiplies by 1024, not 1000; the table and
 //!   JSON carry the true µs per call);
 //! * user/sys are truncated to tenths, real prints as `m:ss` (`h:mm:ss` from an hour), and the
@@ -20,6 +20,11 @@
 //! write size, `nbuf` bytes / buflen, `port` the server's port, and `sockbufsize` is printed
 //! only when a socket buffer was requested for that end (ttcp's `-b`). An end whose report is
 //! missing prints no lines; an unmeasured CPU time prints as "-".
+//!
+//! "I/O calls" are system calls. A UDP end moves many datagrams per call (sendmmsg,
+//! recvmmsg, GSO/GRO), where ttcp makes one call per datagram; [`call_notes`] says so with
+//! the per-datagram figures, for stderr. After repeated runs [`average_lines`] adds one
+//! line per end.
 
 use super::{receiver_report, sender_report};
 use crate::model::labels::split_host_port;
@@ -27,14 +32,51 @@ use crate::model::{FlowDirection, FlowSummary, RunRecord};
 use linerate_wire::control::Transport;
 use linerate_wire::report::{ProcessCpu, SideReport, StreamRole};
 
-/// Unit of the throughput figure.
+/// Unit of the throughput figure: ttcp's `-f` letters, binary prefixes as ttcp's `outfmt`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum TtcpUnit {
+    /// "Kbit/sec", 1 Kbit = 1024 bits (`-f k`).
+    KBits,
     /// "KB/sec", 1 KB = 1024 bytes (ttcp's default, `-f K`).
     #[default]
     KBytes,
-    /// "Mbit/sec", 1 Mbit = 1024 × 1024 bits (ttcp's `-f m`).
+    /// "Mbit/sec", 1 Mbit = 1024 × 1024 bits (`-f m`).
     MBits,
+    /// "MB/sec" (`-f M`).
+    MBytes,
+    /// "Gbit/sec", 1 Gbit = 1024³ bits (`-f g`).
+    GBits,
+    /// "GB/sec" (`-f G`).
+    GBytes,
+}
+
+impl TtcpUnit {
+    /// ttcp's `-f` letter: k, m, g (bits) or K, M, G (bytes).
+    pub fn from_letter(s: &str) -> Option<TtcpUnit> {
+        Some(match s {
+            "k" => TtcpUnit::KBits,
+            "K" => TtcpUnit::KBytes,
+            "m" => TtcpUnit::MBits,
+            "M" => TtcpUnit::MBytes,
+            "g" => TtcpUnit::GBits,
+            "G" => TtcpUnit::GBytes,
+            _ => return None,
+        })
+    }
+
+    /// `bytes` over `secs` as ttcp's `outfmt` prints it, with "/sec".
+    fn rate(self, bytes: f64, secs: f64) -> String {
+        let b = bytes / secs;
+        let (v, name) = match self {
+            TtcpUnit::KBits => (b / 1024.0 * 8.0, "Kbit"),
+            TtcpUnit::KBytes => (b / 1024.0, "KB"),
+            TtcpUnit::MBits => (b / 1024.0 / 1024.0 * 8.0, "Mbit"),
+            TtcpUnit::MBytes => (b / 1024.0 / 1024.0, "MB"),
+            TtcpUnit::GBits => (b / 1024.0 / 1024.0 / 1024.0 * 8.0, "Gbit"),
+            TtcpUnit::GBytes => (b / 1024.0 / 1024.0 / 1024.0, "GB"),
+        };
+        format!("{v:.2} {name}/sec")
+    }
 }
 
 /// ttcp lines in KB/sec.
@@ -44,7 +86,16 @@ pub fn render(rec: &RunRecord) -> String {
 
 /// ttcp lines with the throughput in `unit`.
 pub fn render_with_unit(rec: &RunRecord, unit: TtcpUnit) -> String {
-    let mut out = String::new();
+    ends(rec)
+        .iter()
+        .map(|(flow, end)| end.lines(rec, flow, unit))
+        .collect()
+}
+
+/// Every end that reported, flow by flow: the sender (`ttcp-t`), then the receiver
+/// (`ttcp-r`).
+fn ends(rec: &RunRecord) -> Vec<(&FlowSummary, End<'_>)> {
+    let mut out = Vec::new();
     for flow in &rec.summary.flows {
         if let Some(sender) = sender_report(rec, flow.direction) {
             let end = End {
@@ -53,8 +104,9 @@ pub fn render_with_unit(rec: &RunRecord, unit: TtcpUnit) -> String {
                 bytes: flow.sender_bytes,
                 real_ns: flow.sender_duration_ns,
                 calls: sender.totals.tx_calls,
+                datagrams: sender.totals.tx_packets,
             };
-            out.push_str(&end.lines(rec, flow, unit));
+            out.push((flow, end));
         }
         if let Some(receiver) = receiver_report(rec, flow.direction) {
             let end = End {
@@ -65,11 +117,83 @@ pub fn render_with_unit(rec: &RunRecord, unit: TtcpUnit) -> String {
                     .receiver_duration_ns
                     .unwrap_or(receiver.totals.rx_duration_ns),
                 calls: receiver.totals.rx_calls,
+                datagrams: receiver.totals.rx_packets,
             };
-            out.push_str(&end.lines(rec, flow, unit));
+            out.push((flow, end));
         }
     }
     out
+}
+
+/// After repeated runs, one line per end with the means over the runs:
+/// `ttcp-t: average of 3 runs = 8.48 Mbit/sec, msec/call = 7.55, calls/sec = 135.67`.
+/// The rate is the mean of each run's bytes ÷ real seconds; msec/call and calls/sec are
+/// ttcp's figures averaged the same way. Ends are matched by position (flow, then sender
+/// before receiver); a run without that end is left out of its mean.
+pub fn average_lines(runs: &[RunRecord], unit: TtcpUnit) -> String {
+    let per_run: Vec<Vec<(&FlowSummary, End<'_>)>> = runs.iter().map(ends).collect();
+    let Some(shape) = per_run.first() else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, (_, e0)) in shape.iter().enumerate() {
+        let same: Vec<&End<'_>> = per_run
+            .iter()
+            .filter_map(|r| r.get(i).map(|(_, e)| e))
+            .filter(|e| e.tag == e0.tag)
+            .collect();
+        let n = same.len() as f64;
+        // Bytes per second, msec/call and calls/sec of each run, as its own lines print them.
+        let bps = same.iter().map(|e| e.bytes as f64 / e.real_secs()).sum::<f64>() / n;
+        let calls: Vec<&&End<'_>> = same.iter().filter(|e| e.calls > 0).collect();
+        let msec = (calls.len() == same.len() && !calls.is_empty()).then(|| {
+            calls
+                .iter()
+                .map(|e| 1024.0 * e.real_secs() / e.calls as f64)
+                .sum::<f64>()
+                / n
+        });
+        let cps = same
+            .iter()
+            .map(|e| e.calls as f64 / e.real_secs())
+            .sum::<f64>()
+            / n;
+        out.push_str(&format!(
+            "{}: average of {} runs = {}, msec/call = {}, calls/sec = {cps:.2}\n",
+            e0.tag,
+            same.len(),
+            unit.rate(bps, 1.0),
+            msec.map_or("-".to_string(), |m| format!("{m:.2}")),
+        ));
+    }
+    out
+}
+
+/// What ttcp's "I/O calls" means here, where it differs from ttcp: a UDP end moves many
+/// datagrams per system call (sendmmsg/recvmmsg, GSO/GRO), while ttcp makes one call per
+/// datagram. One line per such end, with the per-datagram figure ttcp's msec/call would
+/// show; for stderr after the lines.
+pub fn call_notes(rec: &RunRecord) -> Vec<String> {
+    ends(rec)
+        .iter()
+        .filter_map(|(_, e)| {
+            let d = e.datagrams?;
+            if rec.plan.transport != Transport::Udp || e.calls == 0 || d <= e.calls {
+                return None;
+            }
+            let real = e.real_secs();
+            Some(format!(
+                "{}: the {} I/O calls are system calls that carried {d} datagrams ({:.1} per \
+                 call, sendmmsg/recvmmsg with GSO/GRO); ttcp makes one call per datagram, which \
+                 would be msec/call = {:.4}, calls/sec = {:.2}",
+                e.tag,
+                e.calls,
+                d as f64 / e.calls as f64,
+                1024.0 * real / d as f64,
+                d as f64 / real,
+            ))
+        })
+        .collect()
 }
 
 /// One end of one flow, as ttcp would have reported it.
@@ -79,11 +203,23 @@ struct End<'a> {
     bytes: u64,
     real_ns: u64,
     calls: u64,
+    /// Datagrams moved by those calls (UDP).
+    datagrams: Option<u64>,
 }
 
 impl End<'_> {
     fn is_sender(&self) -> bool {
         self.tag == "ttcp-t"
+    }
+
+    /// Real seconds, a zero time counting as 1 ms as ttcp does (`if (realt <= 0.0) realt =
+    /// 0.001`).
+    fn real_secs(&self) -> f64 {
+        if self.real_ns == 0 {
+            0.001
+        } else {
+            self.real_ns as f64 / 1e9
+        }
     }
 
     fn lines(&self, rec: &RunRecord, flow: &FlowSummary, unit: TtcpUnit) -> String {
@@ -110,19 +246,8 @@ impl End<'_> {
             first.push_str(&format!("  {proto}\n"));
         }
 
-        // ttcp: if (realt <= 0.0) realt = 0.001;
-        let real = if self.real_ns == 0 {
-            0.001
-        } else {
-            self.real_ns as f64 / 1e9
-        };
-        let rate = match unit {
-            TtcpUnit::KBytes => format!("{:.2} KB/sec", self.bytes as f64 / 1024.0 / real),
-            TtcpUnit::MBits => format!(
-                "{:.2} Mbit/sec",
-                self.bytes as f64 * 8.0 / 1024.0 / 1024.0 / real
-            ),
-        };
+        let real = self.real_secs();
+        let rate = unit.rate(self.bytes as f64, real);
         let msec_per_call = if self.calls == 0 {
             "-".to_string()
         } else {

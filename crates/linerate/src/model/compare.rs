@@ -16,6 +16,12 @@
 //! Then one sentence per comparison in an engineer's words, after seed 001's "11.3 % lower
 //! network performance while using 58.7 % more CPU": the primary metric's change, p99 latency
 //! for RR tests, and the largest change of CPU per unit of work (service demand).
+//!
+//! A comparison also warns when the two files differ in plan or host ([`facts_of`]: write
+//! size, streams, direction, rate, buffers, MTU, interface, kernel, CPUs), so that a ratio is
+//! not read as a like-for-like change when it is not. Any kind of result compares the same
+//! way once it is a list of named figures and facts ([`RunFigures`]): RFC 2544 records give
+//! theirs in the rfc2544 module.
 
 use serde::Serialize;
 
@@ -26,6 +32,27 @@ use super::RunRecord;
 pub const ALPHA: f64 = 0.05;
 /// The method, as printed and recorded.
 pub const METHOD: &str = "Welch's two-sided t-test (unequal variances), significant when p < 0.05";
+
+/// One run as `compare` reads it: named figures and the facts a like-for-like comparison
+/// needs to match.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFigures {
+    /// (snake_case name with its unit, value), the primary figure first.
+    pub metrics: Vec<(String, f64)>,
+    /// (what, value) of the plan and the hosts, e.g. ("write size", "131072 bytes").
+    pub facts: Vec<(String, String)>,
+}
+
+/// One input file as figures.
+#[derive(Debug, Clone)]
+pub struct FigureInput {
+    /// "A", "B", ...
+    pub label: String,
+    /// Where it came from.
+    pub file: String,
+    /// Its runs.
+    pub runs: Vec<RunFigures>,
+}
 
 /// One input file.
 #[derive(Debug, Clone)]
@@ -140,6 +167,9 @@ pub struct Comparison {
     pub metrics: Vec<MetricComparison>,
     /// The summary in words.
     pub sentence: String,
+    /// Where the two differ in plan or host: the ratios are then not a like-for-like change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The whole comparison (`--json`).
@@ -158,27 +188,55 @@ pub struct CompareReport {
 
 /// Compares every input after the first with the first.
 pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
-    let (a, rest) = inputs.split_first()?;
-    let first = a.runs.first()?;
-    let defs: Vec<MetricDef> = metrics_of(first).into_iter().map(|(d, _)| d).collect();
+    let first = inputs.first()?.runs.first()?;
     let primary = primary_metric(first);
+    let figs: Vec<FigureInput> = inputs
+        .iter()
+        .map(|i| FigureInput {
+            label: i.label.clone(),
+            file: i.file.clone(),
+            runs: i.runs.iter().map(figures_of).collect(),
+        })
+        .collect();
+    compare_figures(&figs, |label, metrics| sentence(label, primary, metrics))
+}
+
+/// A run's figures ([`metrics_of`]) and facts ([`facts_of`]).
+pub fn figures_of(rec: &RunRecord) -> RunFigures {
+    RunFigures {
+        metrics: metrics_of(rec)
+            .into_iter()
+            .map(|(d, v)| (d.name.to_string(), v))
+            .collect(),
+        facts: facts_of(rec),
+    }
+}
+
+/// Compares every input after the first with the first, figure by figure (the names of
+/// the baseline's first run, in its order), with `sentence(label, metrics)` for the words.
+pub fn compare_figures(
+    inputs: &[FigureInput],
+    sentence: impl Fn(&str, &[MetricComparison]) -> String,
+) -> Option<CompareReport> {
+    let (a, rest) = inputs.split_first()?;
+    let names: Vec<&str> = a.runs.first()?.metrics.iter().map(|(n, _)| n.as_str()).collect();
+    let values = |runs: &[RunFigures], name: &str| -> Vec<f64> {
+        runs.iter()
+            .filter_map(|r| r.metrics.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
+            .collect()
+    };
     let comparisons = rest
         .iter()
         .map(|b| {
-            let metrics: Vec<MetricComparison> = defs
+            let metrics: Vec<MetricComparison> = names
                 .iter()
-                .filter_map(|d| {
-                    MetricComparison::new(
-                        d.name,
-                        &repeat::values(&a.runs, d.name),
-                        &repeat::values(&b.runs, d.name),
-                    )
-                })
+                .filter_map(|n| MetricComparison::new(n, &values(&a.runs, n), &values(&b.runs, n)))
                 .collect();
             Comparison {
                 label: b.label.clone(),
                 file: b.file.clone(),
-                sentence: sentence(&b.label, primary, &metrics),
+                sentence: sentence(&b.label, &metrics),
+                warnings: mismatch(&a.label, &a.runs, &b.label, &b.runs),
                 metrics,
             }
         })
@@ -189,6 +247,96 @@ pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
         baseline_runs: a.runs.len(),
         comparisons,
     })
+}
+
+/// The plan and host facts of a run that a like-for-like comparison keeps equal. A fact
+/// that was not recorded is left out (it cannot be said to differ).
+pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
+    let p = &rec.plan;
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut push = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            out.push((k.to_string(), v));
+        }
+    };
+    let test = match &rec.rr {
+        Some(rr) => rr.kind.netperf_name().to_string(),
+        None => format!("{:?}", p.transport).to_lowercase(),
+    };
+    push("test", Some(test));
+    push("direction", Some(format!("{:?}", p.direction).to_lowercase()));
+    push("streams", Some(p.streams.to_string()));
+    if rec.rr.is_none() {
+        push("write size", Some(format!("{} bytes", p.write_size)));
+    }
+    let size = |v: Option<u32>| Some(v.map_or("autotuned".to_string(), |b| format!("{b} bytes")));
+    push("client send buffer", size(p.local_sndbuf));
+    push("client receive buffer", size(p.local_rcvbuf));
+    push("server send buffer", size(p.remote_sndbuf));
+    push("server receive buffer", size(p.remote_rcvbuf));
+    push(
+        "paced rate",
+        Some(p.rate_bps.map_or("unpaced".to_string(), |r| format!("{r} bit/s"))),
+    );
+    push("congestion control", p.congestion.clone());
+    for (end, side) in [("client", Some(&rec.client)), ("server", rec.server.as_ref())] {
+        let Some(side) = side else { continue };
+        push(&format!("{end} kernel"), side.host.kernel.clone());
+        push(&format!("{end} CPUs"), Some(side.host.cpu_count.to_string()));
+        if let Some(i) = &side.interface {
+            push(&format!("{end} interface"), Some(i.name.clone()));
+            push(&format!("{end} MTU"), i.mtu.map(|m| m.to_string()));
+        }
+    }
+    out
+}
+
+/// "B differs from A in write size (131072 bytes → 65536 bytes), ...": the facts of the
+/// first run of each side that both recorded and that differ; and within a side, facts that
+/// change from run to run.
+fn mismatch(la: &str, a: &[RunFigures], lb: &str, b: &[RunFigures]) -> Vec<String> {
+    let mut out = Vec::new();
+    let (Some(fa), Some(fb)) = (a.first(), b.first()) else {
+        return out;
+    };
+    let diffs: Vec<String> = fa
+        .facts
+        .iter()
+        .filter_map(|(k, va)| {
+            let (_, vb) = fb.facts.iter().find(|(kb, _)| kb == k)?;
+            (va != vb).then(|| format!("{k} ({va} → {vb})"))
+        })
+        .collect();
+    if !diffs.is_empty() {
+        out.push(format!(
+            "{lb} differs from {la} in {}: its ratios measure these changes together, not a \
+             like-for-like change",
+            diffs.join(", ")
+        ));
+    }
+    for (label, runs) in [(la, a), (lb, b)] {
+        let Some(first) = runs.first() else { continue };
+        let varying: Vec<&str> = first
+            .facts
+            .iter()
+            .filter(|(k, v)| {
+                runs.iter().any(|r| {
+                    r.facts
+                        .iter()
+                        .find(|(kr, _)| kr == k)
+                        .is_some_and(|(_, vr)| vr != v)
+                })
+            })
+            .map(|(k, _)| k.as_str())
+            .collect();
+        if !varying.is_empty() {
+            out.push(format!(
+                "the runs of {label} differ among themselves in {}",
+                varying.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 fn def_of(name: &str) -> Option<MetricDef> {
@@ -203,6 +351,8 @@ fn def_of(name: &str) -> Option<MetricDef> {
         repeat::LOST_TRAN,
         repeat::CLIENT_CPU,
         repeat::SERVER_CPU,
+        repeat::CLIENT_IRQS,
+        repeat::SERVER_IRQS,
         repeat::CLIENT_SD_KB,
         repeat::SERVER_SD_KB,
         repeat::CLIENT_SD_TR,

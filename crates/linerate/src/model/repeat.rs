@@ -54,9 +54,14 @@ pub const THROUGHPUT: MetricDef = def("throughput_bps", "throughput", true);
 pub const THROUGHPUT_BACK: MetricDef = def("reverse_throughput_bps", "reverse throughput", true);
 /// UDP datagrams received per second (the socket's count).
 pub const PPS: MetricDef = def("receiver_pps", "datagram rate", true);
-/// UDP packets per second the receiver's interface received (fewer than datagrams with
-/// GSO/GRO).
+/// Packets per second the receiver's interface received: for UDP the flow's packets (fewer
+/// than datagrams with GSO/GRO); for TCP every packet the receiving end's interface counted
+/// over its window (its host counters).
 pub const IFACE_PPS: MetricDef = def("receiver_interface_pps", "interface packet rate", true);
+/// Hardware interrupts per second on the client host, all CPUs (its host counters).
+pub const CLIENT_IRQS: MetricDef = def("client_interrupts_per_sec", "client interrupt rate", false);
+/// Hardware interrupts per second on the server host, all CPUs.
+pub const SERVER_IRQS: MetricDef = def("server_interrupts_per_sec", "server interrupt rate", false);
 /// UDP loss.
 pub const LOSS: MetricDef = def("loss_percent", "loss", false);
 /// Transactions per second.
@@ -116,7 +121,18 @@ pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
             if first {
                 push(THROUGHPUT, f.receiver_bps);
                 push(PPS, f.receiver_pps);
-                push(IFACE_PPS, f.receiver_interface_pps);
+                let receiver = match f.direction {
+                    FlowDirection::ClientToServer => rec.server.as_ref(),
+                    FlowDirection::ServerToClient => Some(&rec.client),
+                };
+                let host_rx_pps = receiver
+                    .and_then(|r| r.host_counters.as_ref())
+                    .and_then(|h| h.rates.rx_packets_per_sec);
+                let iface_pps = match rec.plan.transport {
+                    linerate_wire::control::Transport::Udp => f.receiver_interface_pps,
+                    linerate_wire::control::Transport::Tcp => host_rx_pps,
+                };
+                push(IFACE_PPS, iface_pps);
                 push(LOSS, f.loss_percent);
             } else {
                 push(THROUGHPUT_BACK, f.receiver_bps);
@@ -127,6 +143,12 @@ pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
     let server = rec.summary.server.as_ref();
     push(CLIENT_CPU, client.cpu_util_percent);
     push(SERVER_CPU, server.and_then(|s| s.cpu_util_percent));
+    let irqs = |side: Option<&linerate_wire::report::SideReport>| {
+        side.and_then(|s| s.host_counters.as_ref())
+            .and_then(|h| h.rates.interrupts_per_sec)
+    };
+    push(CLIENT_IRQS, irqs(Some(&rec.client)));
+    push(SERVER_IRQS, irqs(rec.server.as_ref()));
     if let Some(rr) = &rec.rr {
         push(CLIENT_SD_TR, rr.client_service_demand_us_per_tran);
         push(SERVER_SD_TR, rr.server_service_demand_us_per_tran);

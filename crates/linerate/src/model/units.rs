@@ -136,6 +136,8 @@ pub fn format_metric(name: &str, v: f64) -> String {
         format_bps(v)
     } else if name.ends_with("_pps") {
         format_pps(v)
+    } else if name.ends_with("_fps") {
+        format_per_sec(v, "frames/s")
     } else if name.ends_with("_ns") {
         format_duration_ns(v.max(0.0).round() as u64)
     } else if name.ends_with("_percent") {

@@ -10,6 +10,7 @@
 //! RFC.
 
 pub mod back_to_back;
+pub mod compare;
 pub mod frame_loss;
 pub mod frame_sizes;
 pub mod latency;

@@ -3,6 +3,7 @@
 //! (network namespaces, packet capture) are in `tests/lab/`.
 
 mod auth;
+mod classic;
 mod cli;
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,7 +1,7 @@
 //! Stream tests with a real client and server in network namespaces built by linerate-lab:
 //! across a veth pair, and through a shaped router.
 
-use linerate_lab::{Lab, LabOptions, Shaping};
+use linerate_lab::{Lab, LabOptions, ShapedWays, Shaping};
 
 use crate::common::{self, serve_in};
 
@@ -66,4 +66,52 @@ fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
     let loss = udp["summary"]["flows"][0]["loss_percent"].as_f64().unwrap();
     drop(srv);
     assert!(loss > 20.0 && loss < 45.0, "loss {loss}%");
+}
+
+#[test]
+#[ignore = "needs root: network namespaces"]
+fn lab_rate_shapes_both_directions_of_a_router() {
+    // `linerate lab up --rate` shapes both ways: a shaper on r's egress towards b and one
+    // towards a, so sending and receiving cross the same shaped link (seed 002).
+    let opts = LabOptions {
+        rate_limit: Some(Shaping::tbf(20_000_000)),
+        rate_ways: ShapedWays::Both,
+        ..LabOptions::default()
+    };
+    let lab = Lab::router(&common::lab_name("k", "bw"), &opts).expect("lab up (needs root)");
+    let (host_b, to_b) = lab.shaped_link();
+    let (host_a, to_a) = lab.shaped_link_back();
+    let (host_b, to_b, host_a, to_a) = (
+        host_b.to_string(),
+        to_b.to_string(),
+        host_a.to_string(),
+        to_a.to_string(),
+    );
+    assert_eq!((host_b.as_str(), host_a.as_str()), ("r", "r"));
+    assert_ne!(to_b, to_a);
+    let before_b = lab.qdisc_stats(&host_b, &to_b).unwrap();
+    let before_a = lab.qdisc_stats(&host_a, &to_a).unwrap();
+    assert_eq!((before_b.kind.as_str(), before_a.kind.as_str()), ("tbf", "tbf"));
+    let srv = serve_in(&lab, "b");
+    let b = lab.addr("b").unwrap().to_string();
+    let send = client_json(&lab, "a", &["tcp", &b, "-t", "2"]);
+    let recv = client_json(&lab, "a", &["tcp", &b, "-t", "2", "-R"]);
+    drop(srv);
+    let after_b = lab.qdisc_stats(&host_b, &to_b).unwrap();
+    let after_a = lab.qdisc_stats(&host_a, &to_a).unwrap();
+    for (rec, way) in [(&send, "a -> b"), (&recv, "b -> a")] {
+        let f = &rec["summary"]["flows"][0];
+        let bps = f["receiver_bps"].as_f64().unwrap();
+        // The shaper holds each direction to its 20 Mbit/s (payload a little less).
+        assert!(bps < 21e6 && bps > 10e6, "{way}: {bps} bit/s through 20 Mbit/s");
+    }
+    // Witness: each direction's own shaper carried at least that direction's payload, and
+    // held it back (overlimits).
+    let bytes = |rec: &serde_json::Value| rec["summary"]["flows"][0]["receiver_bytes"].as_u64().unwrap();
+    let through_b = after_b.sent_bytes - before_b.sent_bytes;
+    let through_a = after_a.sent_bytes - before_a.sent_bytes;
+    assert!(through_b >= bytes(&send), "{through_b} B through {to_b}, {} B received at b", bytes(&send));
+    assert!(through_a >= bytes(&recv), "{through_a} B through {to_a}, {} B received at a", bytes(&recv));
+    assert!(after_b.overlimits > before_b.overlimits, "{after_b:?}");
+    assert!(after_a.overlimits > before_a.overlimits, "{after_a:?}");
 }

@@ -80,9 +80,16 @@ impl CpuText {
             e.summary.tool_cpu_percent
         };
         let others = own.is_some_and(|o| o < OWN_CPU_MIN_PERCENT) && branch != Branch::Softirq;
+        // linerate's share of the whole host, in the unit of `cpu_util_percent` (all CPUs),
+        // so the two can be read side by side.
+        let cpus = f64::from(c.cpu_count.max(1));
+        let own_host = own.map(|o| (o / cpus).min(100.0));
         if let Some(o) = own {
             let th = others.then_some("< 10");
             evidence.push(ev("tool_cpu_percent", o, "percent_of_one_cpu", th));
+        }
+        if let Some(h) = own_host {
+            evidence.push(ev("tool_share_of_all_cpus_percent", h, "percent", None));
         }
         CpuText {
             others,
@@ -93,22 +100,23 @@ impl CpuText {
                 format!("the {}", role_name(e.role))
             },
             evidence,
-            own_text: own.map_or(String::new(), |o| {
-                if others {
-                    format!(
-                        " linerate's own threads used only {} of one CPU: other processes' \
-                         work kept the CPUs busy, which delays the test's threads but may not \
-                         be what set its rate.",
-                        pct(o)
-                    )
-                } else {
-                    format!(
-                        " linerate's own threads used {} of one CPU; the rest is the kernel's \
-                         work for them and other processes.",
-                        pct(o)
-                    )
-                }
-            }),
+            own_text: match (own, own_host) {
+                (Some(o), Some(h)) if others => format!(
+                    " The host was busy with other work: {} CPU, linerate {} (its threads used \
+                     {} of one CPU); other processes kept the CPUs busy, which delays the \
+                     test's threads but may not be what set its rate.",
+                    pct(c.util_percent),
+                    pct(h),
+                    pct(o)
+                ),
+                (Some(o), Some(h)) => format!(
+                    " linerate's own threads used {} of one CPU ({} of all CPUs); the rest is \
+                     the kernel's work for them and other processes'.",
+                    pct(o),
+                    pct(h)
+                ),
+                _ => String::new(),
+            },
             one_host: if ctx.same_host {
                 " Client and server share this host: run them on two hosts to measure either alone."
             } else {

@@ -206,9 +206,46 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     missed_pace(ctx, out);
 }
 
-/// What figures count, where it matters for reading them ([`loss::packet_notes`]).
+/// What figures count, where it matters for reading them ([`loss::packet_notes`]), and
+/// an MTU that differs between the two ends ([`mtu_note`]).
 pub(crate) fn notes(ctx: &Ctx<'_>) -> Vec<String> {
-    loss::packet_notes(ctx)
+    let mut out = loss::packet_notes(ctx);
+    out.extend(mtu_note(ctx));
+    out
+}
+
+/// The two ends' interfaces have different MTUs: TCP settles on the smaller one (its MSS
+/// comes from the path), but a UDP datagram that fits only the larger is fragmented or
+/// dropped on the way, so the two ends do not describe the same path.
+fn mtu_note(ctx: &Ctx<'_>) -> Option<String> {
+    let facts = |r: Option<&linerate_wire::report::SideReport>| {
+        let i = r?.interface.as_ref()?;
+        Some((i.name.clone(), i.mtu?))
+    };
+    let (cn, cm) = facts(Some(&ctx.rec.client))?;
+    let (sn, sm) = facts(ctx.rec.server.as_ref())?;
+    if cm == sm {
+        return None;
+    }
+    let small = cm.min(sm);
+    let mut text = format!(
+        "MTU mismatch: the client's {cn} has MTU {cm} and the server's {sn} MTU {sm}; packets \
+         larger than {small} bytes cannot cross the smaller end unfragmented"
+    );
+    if ctx.tcp {
+        text.push_str(", and TCP keeps its segments to the smaller MTU");
+    } else {
+        // IPv4 + UDP headers: 28 bytes.
+        let payload = small.saturating_sub(28);
+        if ctx.rec.plan.write_size > payload {
+            text.push_str(&format!(
+                "; this test's {}-byte datagrams do not fit (at most {payload} bytes over IPv4), \
+                 so they are fragmented or dropped: set one MTU on both ends, or -l {payload}",
+                ctx.rec.plan.write_size
+            ));
+        }
+    }
+    Some(text)
 }
 
 /// Every flow's sender reached at least [`PACE_ACHIEVED_FRACTION`] of the paced rate.

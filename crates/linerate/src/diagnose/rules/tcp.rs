@@ -92,7 +92,7 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Ve
                 "{:.2}% of data segments were retransmitted ({retrans} of {segments}, TCP_INFO){}.",
                 p * 100.0,
                 mathis.map_or(String::new(), |m| format!(
-                    "; with that loss Reno-style TCP is bounded near {} (Mathis: MSS/RTT × 1.22/√p) and the flow reached {}",
+                    "; with that loss Reno-style TCP is bounded near {} (MSS/RTT × 1.22/√p) and the flow reached {}",
                     format_bps(m),
                     format_bps(bps)
                 )),

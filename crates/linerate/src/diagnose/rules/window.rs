@@ -99,6 +99,9 @@ struct Bound {
     confidence: Confidence,
     by_sender: bool,
     buffer: u32,
+    /// `buffer` is the peer's advertised window (the receiver sent no report), not a
+    /// granted SO_RCVBUF.
+    buffer_is_window: bool,
     was_requested: bool,
 }
 
@@ -141,14 +144,16 @@ fn window_limited(
         return None;
     };
     let by_sender = sb_share >= rw_share;
-    let buffer = if by_sender {
+    let granted = if by_sender {
         f.tx_streams().iter().filter_map(|st| st.sndbuf_bytes).min()
     } else {
-        f.rx_streams()
-            .iter()
-            .filter_map(|st| st.rcvbuf_bytes)
-            .min()
-            .or(s.snd_wnd_bytes)
+        f.rx_streams().iter().filter_map(|st| st.rcvbuf_bytes).min()
+    };
+    let buffer_is_window = granted.is_none() && !by_sender;
+    let buffer = if by_sender {
+        granted
+    } else {
+        granted.or(s.snd_wnd_bytes)
     }?;
     if f64::from(buffer) > WINDOW_BDP_FACTOR * bdp {
         return None;
@@ -177,6 +182,7 @@ fn window_limited(
         confidence,
         by_sender,
         buffer,
+        buffer_is_window,
         was_requested,
     };
     Some(window_verdict(ctx, f, s, bps, bdp, &b))
@@ -206,15 +212,20 @@ fn window_verdict(
         )
     };
     let buffer = u64::from(b.buffer);
+    let floor = advice_floor(s.path_mss, b.by_sender);
     let target = capacity(ctx, f).map(|(cap, _)| cap / 8.0 / s.streams as f64 * s.srtt_us / 1e6);
     let evidence = window_evidence(s, bps, bdp, b, target);
+    // Never advise less than the window had, WINDOW_MIN_SEGMENTS segments or the kernel's
+    // minimum.
     let size_hint = match target {
-        Some(t) => format!(
+        Some(t) if (2.0 * t) as u64 > buffer.max(floor) => format!(
             "at least 2 × the BDP at the link rate, {}",
             format_bytes((2.0 * t) as u64)
         ),
-        None => format!("several times {}", format_bytes(buffer)),
+        _ => format!("several times {}", format_bytes(buffer.max(floor))),
     };
+    let (req_snd, req_rcv) = requested(ctx, f);
+    let asked = if b.by_sender { req_snd } else { req_rcv };
     let how = if b.was_requested {
         format!("request a larger buffer ({flag}) of {size_hint}")
     } else {
@@ -225,6 +236,25 @@ fn window_verdict(
             role_name(end)
         )
     };
+    // Name what the figure is: a granted buffer (with the request, if any), or the window
+    // the receiver advertised when it sent no report.
+    let holder = if b.buffer_is_window {
+        format!(
+            "window the {} advertised ({} at the end)",
+            role_name(end),
+            format_bytes(buffer)
+        )
+    } else {
+        let requested = match asked {
+            Some(r) => format!(", {} requested", format_bytes(u64::from(r))),
+            None => ", autotuned".to_string(),
+        };
+        format!(
+            "{}'s {what}, granted {}{requested},",
+            role_name(end),
+            format_bytes(buffer)
+        )
+    };
     Verdict {
         kind: VerdictKind::WindowLimited,
         side: Some(end),
@@ -232,23 +262,33 @@ fn window_verdict(
         confidence: b.confidence,
         evidence,
         message: format!(
-            "The sender was limited by the {} {:.0}% of its busy time; the {}'s {what} of {} is \
-             about the bandwidth-delay product {} = {} × {} RTT per stream, and throughput = \
-             window ÷ RTT.",
+            "The sender was limited by the {} {:.0}% of its busy time; the {holder} is about \
+             the bandwidth-delay product {} = {} × {} RTT per stream, and throughput = window \
+             ÷ RTT.",
             if b.by_sender {
                 "send buffer"
             } else {
                 "receive window"
             },
             b.share * 100.0,
-            role_name(end),
-            format_bytes(buffer),
             format_bytes(bdp as u64),
             format_bps(bps / s.streams as f64),
             us(s.srtt_us),
         ),
         suggestion: format!("A larger window: {how}; the kernel caps requests at {sysctl}."),
     }
+}
+
+/// The smallest buffer any advice names: [`WINDOW_MIN_SEGMENTS`] segments of the path's MSS
+/// and the kernel's minimum for that buffer (send or receive), in whole KiB.
+fn advice_floor(path_mss: f64, send_buffer: bool) -> u64 {
+    let kernel_min = if send_buffer {
+        KERNEL_MIN_SNDBUF_BYTES
+    } else {
+        KERNEL_MIN_RCVBUF_BYTES
+    };
+    let want = (WINDOW_MIN_SEGMENTS * path_mss.max(0.0)).max(kernel_min as f64);
+    (want / 1024.0).ceil() as u64 * 1024
 }
 
 /// The figures behind a `window_limited` verdict.
@@ -302,13 +342,14 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
     let granted_snd = f.tx_streams().iter().filter_map(|st| st.sndbuf_bytes).max();
     let granted_rcv = f.rx_streams().iter().filter_map(|st| st.rcvbuf_bytes).max();
     let candidates = [
-        (req_snd, granted_snd, f.sender_role, "send buffer"),
-        (req_rcv, granted_rcv, f.receiver_role, "receive buffer"),
+        (req_snd, granted_snd, f.sender_role, "send buffer", true),
+        (req_rcv, granted_rcv, f.receiver_role, "receive buffer", false),
     ];
-    let (buffer, end, what) = candidates
+    let (buffer, req, granted, end, what, send_buffer) = candidates
         .into_iter()
-        .filter_map(|(req, granted, end, what)| {
-            Some((granted.or(req)?, end, what)).filter(|_| req.is_some())
+        .filter_map(|(req, granted, end, what, snd)| {
+            let r = req?;
+            Some((granted.unwrap_or(r), r, granted, end, what, snd))
         })
         .max_by_key(|c| c.0)?;
     let factor = f64::from(buffer) / bdp;
@@ -337,18 +378,26 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
             ev("buffer_over_bdp", factor, "factor", Some(">= 50")),
         ],
         message: format!(
-            "The requested {what} on the {} ({}) is {factor:.0}× the bandwidth-delay product {} \
-             ({} × {} minimum RTT per stream): it cannot raise throughput and lets queues, delay \
-             and memory use grow.",
+            "The {what} on the {} ({}) is {factor:.0}× the bandwidth-delay product {} ({} × {} \
+             minimum RTT per stream): it cannot raise throughput and lets queues, delay and \
+             memory use grow.",
             role_name(end),
-            format_bytes(u64::from(buffer)),
+            match granted {
+                Some(g) => format!(
+                    "{} requested, {} granted",
+                    format_bytes(u64::from(req)),
+                    format_bytes(u64::from(g))
+                ),
+                None => format!("{} requested", format_bytes(u64::from(req))),
+            },
             format_bytes(bdp as u64),
             format_bps(rate / s.streams as f64),
             us(rtt_us),
         ),
         suggestion: format!(
-            "Request about 2-4 × the BDP ({}), or leave the buffers to autotuning (no -w/-s/-S).",
-            format_bytes((4.0 * bdp) as u64)
+            "Request about {} (2-4 × the BDP, and no less than {WINDOW_MIN_SEGMENTS:.0} segments \
+             or the kernel's minimum), or leave the buffers to autotuning (no -w/-s/-S).",
+            format_bytes(((4.0 * bdp) as u64).max(advice_floor(s.path_mss, send_buffer)))
         ),
     })
 }
