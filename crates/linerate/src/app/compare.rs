@@ -50,12 +50,12 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             load_any(p, &label)
         })
         .collect::<Result<_, _>>()?;
-    if let Some(first) = loaded.first() {
-        if let Loaded::Runs(i) = first {
-            if i.runs.is_empty() {
-                return Err(UsageError(format!("{} holds no runs", i.file)).into());
-            }
+    if let Some(Loaded::Runs(i)) = loaded.first() {
+        if i.runs.is_empty() {
+            return Err(UsageError(format!("{} holds no runs", i.file)).into());
         }
+    }
+    if let Some(first) = loaded.first() {
         for other in &loaded[1..] {
             if other.kind() != first.kind() {
                 return Err(UsageError(format!(

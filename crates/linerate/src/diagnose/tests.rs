@@ -459,6 +459,121 @@ fn window_oversized_as_in_seed_001() {
 }
 
 #[test]
+fn window_advice_never_names_less_than_the_buffer_it_had() {
+    // 300 Mbit/s × 200 µs = 7,500 B of BDP; a 22,500 B granted receive buffer (3 × BDP,
+    // 11,250 B requested) filled 90 % of the time. At a 315 Mbit/s link the BDP is 7,875 B:
+    // twice that, 15,750 B, is less than the buffer already had, so the advice is "several
+    // times" the buffer, never 15.38 KiB.
+    let mut c = Case::tcp(300e6);
+    c.info().rwnd_limited_us = Some(9_000_000);
+    c.server.streams[0].rcvbuf_bytes = Some(22_500);
+    c.plan.remote_rcvbuf = Some(11_250);
+    c.plan.link_rate_bps = Some(315_000_000);
+    let v = c.verdict(VerdictKind::WindowLimited);
+    assert!(
+        v.message.contains(
+            "the server's receive buffer (SO_RCVBUF), granted 21.97 KiB, 10.99 KiB requested, \
+             is about the bandwidth-delay product 7.32 KiB"
+        ),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.contains("of several times 21.97 KiB"),
+        "{}",
+        v.suggestion
+    );
+    assert!(!v.suggestion.contains("15.38 KiB"), "{}", v.suggestion);
+    // Autotuned (nothing requested): said so, with the granted size.
+    c.plan.remote_rcvbuf = None;
+    c.plan.link_rate_bps = None;
+    let v = c.verdict(VerdictKind::WindowLimited);
+    assert!(
+        v.message.contains("granted 21.97 KiB, autotuned,"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn oversized_names_requested_and_granted_and_advises_at_least_four_segments() {
+    // 663 Mbit/s with a 5 µs minimum RTT: BDP = 82,875,000 B/s × 5 µs = 414 B; 4 × BDP =
+    // 1,657 B is below 4 segments of 1448 B (5,792 B, 6 KiB in whole KiB): advise 6.00 KiB.
+    let mut c = Case::tcp(663e6);
+    c.info().rtt_us = 5;
+    c.info().min_rtt_us = Some(5);
+    c.plan.remote_rcvbuf = Some(768 * 1024);
+    c.server.streams[0].rcvbuf_bytes = Some(1_572_864);
+    let v = c.verdict(VerdictKind::WindowOversized);
+    assert!(
+        v.message
+            .starts_with("The receive buffer on the server (768.00 KiB requested, 1.50 MiB granted)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.starts_with("Request about 6.00 KiB (2-4 × the BDP, and no less than 4 segments"),
+        "{}",
+        v.suggestion
+    );
+}
+
+#[test]
+fn busy_host_with_little_of_it_linerates_says_both_shares() {
+    // All CPUs of the server 97 % busy while linerate's threads used 4 % of one CPU (0.4 s
+    // of 10 s): 2 % of the host's 2 CPUs.
+    let mut c = Case::tcp(300e6);
+    c.server.cpu = Some(cpu(97.0, 99.0, 5.0));
+    c.server.process_cpu = Some(ProcessCpu {
+        user_ns: SEC / 10,
+        system_ns: 3 * SEC / 10,
+    });
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert_eq!(v.confidence, Confidence::Low);
+    assert!(
+        v.message.contains(
+            "The host was busy with other work: 97.0% CPU, linerate 2.0% (its threads used \
+             4.0% of one CPU)"
+        ),
+        "{}",
+        v.message
+    );
+    let share = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "tool_share_of_all_cpus_percent")
+        .unwrap();
+    assert!((share.value - 2.0).abs() < 1e-9, "{share:?}");
+}
+
+#[test]
+fn an_mtu_mismatch_between_the_ends_is_named() {
+    let mut c = Case::udp(0);
+    c.plan.write_size = 8000;
+    let iface = |name: &str, mtu| InterfaceFacts {
+        name: name.into(),
+        mtu: Some(mtu),
+        ..InterfaceFacts::default()
+    };
+    c.client.interface = Some(iface("eth0", 9000));
+    c.server.interface = Some(iface("eth1", 1500));
+    let d = diagnose(&c.record());
+    let note = d
+        .notes
+        .iter()
+        .find(|n| n.starts_with("MTU mismatch"))
+        .unwrap_or_else(|| panic!("{:?}", d.notes));
+    assert!(
+        note.contains("the client's eth0 has MTU 9000 and the server's eth1 MTU 1500"),
+        "{note}"
+    );
+    // 1500 − 20 (IPv4) − 8 (UDP) = 1472.
+    assert!(note.contains("-l 1472"), "{note}");
+    c.server.interface = Some(iface("eth1", 9000));
+    assert!(!diagnose(&c.record()).notes.iter().any(|n| n.starts_with("MTU")));
+}
+
+#[test]
 fn link_bound_from_interface_speed_or_link_rate_never_on_loopback() {
     let mut c = Case::tcp(941e6);
     let eth = |speed| InterfaceFacts {
@@ -588,7 +703,7 @@ fn receiver_drops_when_udp_loss_is_socket_buffer_overflow() {
         (v.side, v.confidence),
         (Some(Role::Server), Confidence::High)
     );
-    assert!(v.message.contains("the receiving socket buffer of 6.00 MiB overflowed 9800 times (Udp.RcvbufErrors) against 10000 datagrams lost (1.00%)"), "{}", v.message);
+    assert!(v.message.contains("the receiving socket buffer (granted 6.00 MiB) overflowed 9800 times (Udp.RcvbufErrors) against 10000 datagrams lost (1.00%)"), "{}", v.message);
     // With GRO an overflow drops an aggregate of up to 64 datagrams: 200 errors can explain
     // 12,800 ≥ 10,000 lost, but no more than that: medium confidence.
     c.plan.udp_offload = true;

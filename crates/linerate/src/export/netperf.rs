@@ -76,9 +76,10 @@ pub(crate) fn blocks(rec: &RunRecord) -> Vec<Block> {
 }
 
 /// The one table netperf `-i`/`-I` prints for repeated runs: every figure is the mean over
-/// the runs that measured it, netperf's placeholder when a run did not; socket and message
+/// the runs, netperf's placeholder when any run did not measure it; socket and message
 /// sizes are the first run's. Runs whose tables differ in shape (another transport or
-/// direction) are left out of the mean. `None` without runs or for RR tests.
+/// direction) are left out of the mean. RR runs: [`super::rr::netperf_average`]. `None`
+/// without runs.
 pub fn render_average(runs: &[RunRecord]) -> Option<String> {
     let first = runs.first()?;
     if first.rr.is_some() {
@@ -535,5 +536,40 @@ bytes   bytes    secs            #      #   10^6bits/sec
         let maerts = out.find("MIGRATED TCP MAERTS TEST").unwrap();
         assert!(stream < maerts);
         assert_eq!(out.matches("MIGRATED").count(), 2);
+    }
+
+    #[test]
+    fn repeated_runs_print_one_table_of_means() {
+        // Two runs of seed 004's shape: 374,048,125 B and 380,000,000 B over 10.25 s =
+        // 291.94 and 296.59 Mbit/s; mean 294.26. Client utilisation 24.81 % and 30.00 %:
+        // mean 27.41 (27.405 rounds to even in binary: 27.40 or 27.41, both are the mean at
+        // two decimals); the server's is unknown in the second run: -1.00.
+        let a = fixtures::tcp_send();
+        let mut b = fixtures::tcp_send();
+        if let Some(s) = b.server.as_mut() {
+            s.totals.rx_bytes = 380_000_000;
+        }
+        b.summary.flows[0].receiver_bytes = Some(380_000_000);
+        b.summary.client.cpu_util_percent = Some(30.0);
+        if let Some(s) = b.summary.server.as_mut() {
+            s.cpu_util_percent = None;
+        }
+        let out = render_average(&[a.clone(), b.clone()]).unwrap();
+        assert_eq!(out.matches("MIGRATED").count(), 1, "{out}");
+        assert_eq!(out.lines().count(), 7, "{out}");
+        let row: Vec<&str> = out.lines().nth(6).unwrap().split_whitespace().collect();
+        let want = (374_048_125.0 + 380_000_000.0) / 2.0 * 8.0 / 10.25 / 1e6;
+        assert_eq!(row[4], format!("{want:.2}"), "{out}");
+        assert_eq!(row[5], format!("{:.2}", (24.81 + 30.0) / 2.0), "{out}");
+        assert_eq!(row[6], "-1.00", "{out}");
+        // One run: the same table as a single run's.
+        assert_eq!(render_average(&[a.clone()]).unwrap(), render(&a));
+    }
+
+    #[test]
+    fn repeated_udp_means_keep_the_errors_column() {
+        let a = fixtures::udp_send();
+        let out = render_average(&[a.clone(), a.clone()]).unwrap();
+        assert_eq!(out, render(&a));
     }
 }

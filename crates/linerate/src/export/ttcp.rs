@@ -407,4 +407,54 @@ ttcp-t: -user -sys 0:05real -%
         assert_eq!(psecs(75), "1:15");
         assert_eq!(psecs(3725), "1:02:05");
     }
+
+    #[test]
+    fn every_ttcp_unit_letter() {
+        // 16,777,216 B / 15.0954 s = 1,111,415.7 B/s.
+        let rec = fixtures::ttcp_seed();
+        let line = |u: &str| {
+            render_with_unit(&rec, TtcpUnit::from_letter(u).unwrap())
+                .lines()
+                .nth(1)
+                .unwrap()
+                .to_string()
+        };
+        // × 8 / 1024 = 8682.94 Kbit; / 1024 = 1085.37 KB ... as ttcp's outfmt.
+        assert!(line("k").ends_with("= 8682.94 Kbit/sec +++"), "{}", line("k"));
+        assert!(line("K").ends_with("= 1085.36 KB/sec +++"), "{}", line("K"));
+        assert!(line("m").ends_with("= 8.48 Mbit/sec +++"), "{}", line("m"));
+        assert!(line("M").ends_with("= 1.06 MB/sec +++"), "{}", line("M"));
+        assert!(line("g").ends_with("= 0.01 Gbit/sec +++"), "{}", line("g"));
+        assert!(line("G").ends_with("= 0.00 GB/sec +++"), "{}", line("G"));
+        assert_eq!(TtcpUnit::from_letter("x"), None);
+    }
+
+    #[test]
+    fn average_line_per_end_after_repeats() {
+        let rec = fixtures::ttcp_seed();
+        let out = average_lines(&[rec.clone(), rec.clone()], TtcpUnit::MBits);
+        assert_eq!(
+            out,
+            "ttcp-t: average of 2 runs = 8.48 Mbit/sec, msec/call = 7.55, calls/sec = 135.67\n\
+             ttcp-r: average of 2 runs = 8.48 Mbit/sec, msec/call = 1.41, calls/sec = 728.48\n"
+        );
+    }
+
+    #[test]
+    fn udp_io_calls_are_explained() {
+        // The UDP fixture: 1,000,000 datagrams; make them 15,625 sendmmsg calls of 64.
+        let mut rec = fixtures::udp_send();
+        rec.client.totals.tx_calls = 15_625;
+        let notes = call_notes(&rec);
+        let t = notes.iter().find(|n| n.starts_with("ttcp-t:")).unwrap();
+        assert!(
+            t.starts_with(
+                "ttcp-t: the 15625 I/O calls are system calls that carried 1000000 datagrams \
+                 (64.0 per call"
+            ),
+            "{t}"
+        );
+        // A TCP run has nothing to explain.
+        assert!(call_notes(&fixtures::ttcp_seed()).is_empty());
+    }
 }

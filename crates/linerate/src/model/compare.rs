@@ -230,7 +230,7 @@ pub fn compare_figures(
         .map(|b| {
             let metrics: Vec<MetricComparison> = names
                 .iter()
-                .filter_map(|n| MetricComparison::new(n, &values(&a.runs, n), &values(&b.runs, n)))
+                .filter_map(|&n| MetricComparison::new(n, &values(&a.runs, n), &values(&b.runs, n)))
                 .collect();
             Comparison {
                 label: b.label.clone(),

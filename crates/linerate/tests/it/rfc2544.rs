@@ -95,6 +95,51 @@ fn rfc2544_all_benchmarks_on_loopback() {
     let svg_text = std::fs::read_to_string(&svg).unwrap();
     assert!(svg_text.starts_with("<svg") && svg_text.contains(">1518<"));
     assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+    compare_rfc2544_files(&rec, dir.path());
+}
+
+/// `linerate compare` on RFC 2544 records: the record as A, a copy with 10 % more frames per
+/// second at one size and both directions as B. The ratio is the files' own, and the plan's
+/// difference is a warning.
+fn compare_rfc2544_files(rec: &Value, dir: &std::path::Path) {
+    let sizes = rec["frame_sizes"].as_array().unwrap();
+    let (k, fps) = sizes
+        .iter()
+        .enumerate()
+        .find_map(|(k, s)| ndr(s)["throughput_fps"].as_f64().map(|f| (k, f)))
+        .expect("a size with a throughput");
+    let frame = sizes[k]["frame_size"].as_u64().unwrap();
+    let mut b = rec.clone();
+    b["frame_sizes"][k]["throughput"]["goals"][0]["throughput_fps"] = (fps * 1.1).into();
+    b["plan"]["bidirectional"] = true.into();
+    let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
+    std::fs::write(&pa, rec.to_string()).unwrap();
+    std::fs::write(&pb, b.to_string()).unwrap();
+    let out = crate::common::run_ok(&["compare", "--json", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = &v["comparisons"][0];
+    let name = format!("throughput_{frame}b_fps");
+    let m = c["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("no {name}: {c:#}"));
+    assert_eq!(m["mean_a"].as_f64(), Some(fps));
+    assert!((m["ratio"].as_f64().unwrap() - 1.1).abs() < 1e-9, "{m}");
+    assert!(
+        c["sentence"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{frame} B 10.0% higher")),
+        "{c:#}"
+    );
+    assert!(
+        c["warnings"][0].as_str().unwrap().contains("directions (one → both)"),
+        "{c:#}"
+    );
+    let text = crate::common::run_ok(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    assert!(text.contains(&name) && text.contains("warning: B differs from A"), "{text}");
 }
 
 #[test]

@@ -141,7 +141,7 @@ fn udp_socket_drops(
         "the receiving socket buffer{} overflowed {errors} times (Udp.RcvbufErrors{}) against \
          {} datagrams lost ({loss:.2}%)",
         granted.map_or(String::new(), |g| format!(
-            " of {}",
+            " (granted {})",
             format_bytes(u64::from(g))
         )),
         if gro {
