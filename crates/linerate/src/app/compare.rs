@@ -96,8 +96,8 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                 Loaded::Runs(_) => None,
             })
             .collect();
-        let report = compare_figures(&inputs, crate::rfc2544::compare::sentence)
-            .ok_or_else(nothing)?;
+        let report =
+            compare_figures(&inputs, crate::rfc2544::compare::sentence).ok_or_else(nothing)?;
         if a.json {
             serde_json::to_string_pretty(&report)? + "\n"
         } else {

@@ -176,7 +176,11 @@ pub fn run_repeated(
     })?;
     write_out(&export::repeat::render(format, &set, out.classic))?;
     if !out.quiet && !matches!(format, Format::Table | Format::Json) {
-        let prefix = if classic { "# linerate: warning: " } else { "warning: " };
+        let prefix = if classic {
+            "# linerate: warning: "
+        } else {
+            "warning: "
+        };
         for w in &set.warnings {
             eprintln!("{prefix}{w}");
         }

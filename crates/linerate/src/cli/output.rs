@@ -131,7 +131,12 @@ mod tests {
 
     #[test]
     fn each_run_needs_netperf() {
-        assert!(output(&args(Some("netperf"), None, true)).unwrap().classic.each_run);
+        assert!(
+            output(&args(Some("netperf"), None, true))
+                .unwrap()
+                .classic
+                .each_run
+        );
         assert!(output(&args(None, None, true)).is_err());
     }
 }

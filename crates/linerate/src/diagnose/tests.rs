@@ -506,13 +506,15 @@ fn oversized_names_requested_and_granted_and_advises_at_least_four_segments() {
     c.server.streams[0].rcvbuf_bytes = Some(1_572_864);
     let v = c.verdict(VerdictKind::WindowOversized);
     assert!(
-        v.message
-            .starts_with("The receive buffer on the server (768.00 KiB requested, 1.50 MiB granted)"),
+        v.message.starts_with(
+            "The receive buffer on the server (768.00 KiB requested, 1.50 MiB granted)"
+        ),
         "{}",
         v.message
     );
     assert!(
-        v.suggestion.starts_with("Request about 6.00 KiB (2-4 × the BDP, and no less than 4 segments"),
+        v.suggestion
+            .starts_with("Request about 6.00 KiB (2-4 × the BDP, and no less than 4 segments"),
         "{}",
         v.suggestion
     );
@@ -570,7 +572,10 @@ fn an_mtu_mismatch_between_the_ends_is_named() {
     // 1500 − 20 (IPv4) − 8 (UDP) = 1472.
     assert!(note.contains("-l 1472"), "{note}");
     c.server.interface = Some(iface("eth1", 9000));
-    assert!(!diagnose(&c.record()).notes.iter().any(|n| n.starts_with("MTU")));
+    assert!(!diagnose(&c.record())
+        .notes
+        .iter()
+        .any(|n| n.starts_with("MTU")));
 }
 
 #[test]

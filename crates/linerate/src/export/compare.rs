@@ -77,7 +77,13 @@ mod tests {
             r.plan.write_size = 16384;
         }
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
-        let text = render(&r, &[("A".into(), "A.json".into(), 2), ("B".into(), "B.json".into(), 2)]);
+        let text = render(
+            &r,
+            &[
+                ("A".into(), "A.json".into(), 2),
+                ("B".into(), "B.json".into(), 2),
+            ],
+        );
         // fixtures::tcp_send writes 65535 bytes.
         assert!(
             text.contains("warning: B differs from A in write size (65535 bytes → 16384 bytes)"),
@@ -90,7 +96,13 @@ mod tests {
         let a = runs(&[663.0], &[63.0]);
         let b = runs(&[588.0], &[100.0]);
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
-        let text = render(&r, &[("A".into(), "A.json".into(), 1), ("B".into(), "B.json".into(), 1)]);
+        let text = render(
+            &r,
+            &[
+                ("A".into(), "A.json".into(), 1),
+                ("B".into(), "B.json".into(), 1),
+            ],
+        );
         assert!(
             text.contains("too few trials: use --repeat 5 or more"),
             "{text}"

@@ -204,9 +204,7 @@ pub fn confidence_lines(set: &RunSetRecord) -> Vec<String> {
         ));
     }
     match set.converged {
-        Some(true) => out.push(
-            "# linerate: the confidence asked for was achieved".to_string(),
-        ),
+        Some(true) => out.push("# linerate: the confidence asked for was achieved".to_string()),
         Some(false) => out.push(
             "# linerate: the confidence asked for was not achieved within the runs allowed: \
              the results varied; find out why before trusting the mean"

@@ -339,19 +339,29 @@ pub fn netperf_average(runs: &[RunRecord]) -> Option<String> {
     let mean = |v: Vec<Option<f64>>| -> Option<f64> {
         let n = v.len();
         let all: Option<Vec<f64>> = v.into_iter().collect();
-        all.filter(|_| n > 0).map(|a| a.iter().sum::<f64>() / n as f64)
+        all.filter(|_| n > 0)
+            .map(|a| a.iter().sum::<f64>() / n as f64)
     };
     let mut avg = first.clone();
     let mut rr = rr0.clone();
-    rr.duration_ns = (rrs.iter().map(|r| r.duration_ns as f64).sum::<f64>() / rrs.len() as f64)
-        .round() as u64;
+    rr.duration_ns =
+        (rrs.iter().map(|r| r.duration_ns as f64).sum::<f64>() / rrs.len() as f64).round() as u64;
     rr.transactions_per_sec = mean(rrs.iter().map(|r| r.transactions_per_sec).collect());
-    rr.client_service_demand_us_per_tran =
-        mean(rrs.iter().map(|r| r.client_service_demand_us_per_tran).collect());
-    rr.server_service_demand_us_per_tran =
-        mean(rrs.iter().map(|r| r.server_service_demand_us_per_tran).collect());
-    avg.summary.client.cpu_util_percent =
-        mean(runs.iter().map(|r| r.summary.client.cpu_util_percent).collect());
+    rr.client_service_demand_us_per_tran = mean(
+        rrs.iter()
+            .map(|r| r.client_service_demand_us_per_tran)
+            .collect(),
+    );
+    rr.server_service_demand_us_per_tran = mean(
+        rrs.iter()
+            .map(|r| r.server_service_demand_us_per_tran)
+            .collect(),
+    );
+    avg.summary.client.cpu_util_percent = mean(
+        runs.iter()
+            .map(|r| r.summary.client.cpu_util_percent)
+            .collect(),
+    );
     if let Some(s) = avg.summary.server.as_mut() {
         s.cpu_util_percent = mean(
             runs.iter()

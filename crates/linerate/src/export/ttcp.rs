@@ -144,7 +144,11 @@ pub fn average_lines(runs: &[RunRecord], unit: TtcpUnit) -> String {
             .collect();
         let n = same.len() as f64;
         // Bytes per second, msec/call and calls/sec of each run, as its own lines print them.
-        let bps = same.iter().map(|e| e.bytes as f64 / e.real_secs()).sum::<f64>() / n;
+        let bps = same
+            .iter()
+            .map(|e| e.bytes as f64 / e.real_secs())
+            .sum::<f64>()
+            / n;
         let calls: Vec<&&End<'_>> = same.iter().filter(|e| e.calls > 0).collect();
         let msec = (calls.len() == same.len() && !calls.is_empty()).then(|| {
             calls
@@ -410,7 +414,7 @@ ttcp-t: -user -sys 0:05real -%
 
     #[test]
     fn every_ttcp_unit_letter() {
-        // 16,777,216 B / 15.0954 s = 1,111,415.7 B/s.
+        // 16,777,216 B / 15.0954 s = 1,111,414.6 B/s.
         let rec = fixtures::ttcp_seed();
         let line = |u: &str| {
             render_with_unit(&rec, TtcpUnit::from_letter(u).unwrap())
@@ -419,8 +423,12 @@ ttcp-t: -user -sys 0:05real -%
                 .unwrap()
                 .to_string()
         };
-        // × 8 / 1024 = 8682.94 Kbit; / 1024 = 1085.37 KB ... as ttcp's outfmt.
-        assert!(line("k").ends_with("= 8682.94 Kbit/sec +++"), "{}", line("k"));
+        // × 8 / 1024 = 8682.91 Kbit; / 1024 = 1085.36 KB; each as ttcp's outfmt.
+        assert!(
+            line("k").ends_with("= 8682.91 Kbit/sec +++"),
+            "{}",
+            line("k")
+        );
         assert!(line("K").ends_with("= 1085.36 KB/sec +++"), "{}", line("K"));
         assert!(line("m").ends_with("= 8.48 Mbit/sec +++"), "{}", line("m"));
         assert!(line("M").ends_with("= 1.06 MB/sec +++"), "{}", line("M"));

@@ -219,7 +219,13 @@ pub fn compare_figures(
     sentence: impl Fn(&str, &[MetricComparison]) -> String,
 ) -> Option<CompareReport> {
     let (a, rest) = inputs.split_first()?;
-    let names: Vec<&str> = a.runs.first()?.metrics.iter().map(|(n, _)| n.as_str()).collect();
+    let names: Vec<&str> = a
+        .runs
+        .first()?
+        .metrics
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .collect();
     let values = |runs: &[RunFigures], name: &str| -> Vec<f64> {
         runs.iter()
             .filter_map(|r| r.metrics.iter().find(|(n, _)| n == name).map(|(_, v)| *v))
@@ -264,7 +270,10 @@ pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
         None => format!("{:?}", p.transport).to_lowercase(),
     };
     push("test", Some(test));
-    push("direction", Some(format!("{:?}", p.direction).to_lowercase()));
+    push(
+        "direction",
+        Some(format!("{:?}", p.direction).to_lowercase()),
+    );
     push("streams", Some(p.streams.to_string()));
     if rec.rr.is_none() {
         push("write size", Some(format!("{} bytes", p.write_size)));
@@ -276,13 +285,22 @@ pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
     push("server receive buffer", size(p.remote_rcvbuf));
     push(
         "paced rate",
-        Some(p.rate_bps.map_or("unpaced".to_string(), |r| format!("{r} bit/s"))),
+        Some(
+            p.rate_bps
+                .map_or("unpaced".to_string(), |r| format!("{r} bit/s")),
+        ),
     );
     push("congestion control", p.congestion.clone());
-    for (end, side) in [("client", Some(&rec.client)), ("server", rec.server.as_ref())] {
+    for (end, side) in [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ] {
         let Some(side) = side else { continue };
         push(&format!("{end} kernel"), side.host.kernel.clone());
-        push(&format!("{end} CPUs"), Some(side.host.cpu_count.to_string()));
+        push(
+            &format!("{end} CPUs"),
+            Some(side.host.cpu_count.to_string()),
+        );
         if let Some(i) = &side.interface {
             push(&format!("{end} interface"), Some(i.name.clone()));
             push(&format!("{end} MTU"), i.mtu.map(|m| m.to_string()));

@@ -40,12 +40,16 @@ pub fn figures(rec: &Rfc2544Record) -> RunFigures {
             },
         ),
         ("IP version".to_string(), p.ip_version.clone()),
-        ("line rate".to_string(), format!("{} bit/s", p.line_rate_bps)),
+        (
+            "line rate".to_string(),
+            format!("{} bit/s", p.line_rate_bps),
+        ),
         ("benchmarks".to_string(), benchmarks.join(",")),
         ("trial length".to_string(), format!("{} ms", p.trial_ms)),
         (
             "confirmation length".to_string(),
-            p.confirm_ms.map_or("none".to_string(), |c| format!("{c} ms")),
+            p.confirm_ms
+                .map_or("none".to_string(), |c| format!("{c} ms")),
         ),
         (
             "resolution".to_string(),
@@ -69,7 +73,9 @@ pub fn sentence(label: &str, metrics: &[MetricComparison]) -> String {
                 .name
                 .strip_prefix("throughput_")
                 .and_then(|n| n.strip_suffix("_fps"))
-                .map_or(m.name.clone(), |n| n.replacen('b', " B", 1).replace('_', " "));
+                .map_or(m.name.clone(), |n| {
+                    n.replacen('b', " B", 1).replace('_', " ")
+                });
             Some(match m.verdict {
                 Verdict::NotSignificant => format!(
                     "{what} no significant change ({pct:+.1}%, p = {:.2})",
@@ -137,6 +143,10 @@ mod tests {
         );
         assert_eq!(c.metrics[0].ratio, Some(1.2));
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
-        assert!(c.warnings[0].contains("directions (one → both)"), "{:?}", c.warnings);
+        assert!(
+            c.warnings[0].contains("directions (one → both)"),
+            "{:?}",
+            c.warnings
+        );
     }
 }

@@ -17,7 +17,11 @@ fn merged(srv: &TestServer, cmd: &str, args: &[&str], pipeline: &str) -> String 
         args.join(" ")
     );
     let out = Command::new("sh").arg("-c").arg(&line).output().unwrap();
-    assert!(out.status.success(), "{line}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{line}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -44,7 +48,12 @@ fn netperf_tcp_row_survives_stderr_merged_into_stdout() {
     assert!(number(row[4]) > 0.0, "{out}");
     assert!(lines.all(|l| l.starts_with("# linerate: ")), "{out}");
     // -q: the classic block alone, so the script's awk line yields exactly one figure.
-    let q = merged(&srv, "tcp", &[&args[..], &["-q"]].concat(), "sed '1,6d' | awk '{print $5}'");
+    let q = merged(
+        &srv,
+        "tcp",
+        &[&args[..], &["-q"]].concat(),
+        "sed '1,6d' | awk '{print $5}'",
+    );
     assert_eq!(q.lines().count(), 1, "{q}");
     assert!(number(&q) > 0.0, "{q}");
     let all = merged(&srv, "tcp", &[&args[..], &["-q"]].concat(), "cat");
@@ -54,19 +63,30 @@ fn netperf_tcp_row_survives_stderr_merged_into_stdout() {
 #[test]
 fn netperf_udp_rows_have_netperfs_errors_column_and_consistent_figures() {
     let srv = TestServer::start();
-    let args = ["-t", "0.5", "-b", "20M", "-l", "1400", "--format", "netperf", "-q"];
+    let args = [
+        "-t", "0.5", "-b", "20M", "-l", "1400", "--format", "netperf", "-q",
+    ];
     let out = merged(&srv, "udp", &args, "cat");
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("MIGRATED UDP STREAM TEST"), "{out}");
     // Sender row (line 6): socket, message, elapsed, messages, errors, throughput[, cpu...].
-    let tx = merged(&srv, "udp", &args, "sed -n 6p | awk '{print $2, $3, $4, $5, $6}'");
+    let tx = merged(
+        &srv,
+        "udp",
+        &args,
+        "sed -n 6p | awk '{print $2, $3, $4, $5, $6}'",
+    );
     let tx: Vec<f64> = tx.split_whitespace().map(number).collect();
     assert_eq!(tx.len(), 5, "{out}");
     assert_eq!(tx[0], 1400.0);
     assert_eq!(tx[3], 0.0, "no send failed: Errors 0, as netperf prints");
     // messages × size × 8 / elapsed is the printed throughput (the columns agree).
     let mbps = tx[2] * tx[0] * 8.0 / tx[1] / 1e6;
-    assert!((mbps - tx[4]).abs() <= 0.02 * tx[4] + 0.1, "{mbps} vs {}", tx[4]);
+    assert!(
+        (mbps - tx[4]).abs() <= 0.02 * tx[4] + 0.1,
+        "{mbps} vs {}",
+        tx[4]
+    );
     // Receiver row (line 7): at most what was sent.
     let rx = merged(&srv, "udp", &args, "sed -n 7p | awk '{print $3}'");
     assert!(number(&rx) <= tx[2], "{rx} received of {}", tx[2]);
@@ -77,7 +97,10 @@ fn ttcp_units_and_lines_in_a_merged_pipeline() {
     let srv = TestServer::start();
     let args = ["-n", "16M", "-l", "8K", "--format", "ttcp", "-f", "m"];
     let first = merged(&srv, "tcp", &args, "head -n 1");
-    assert!(first.starts_with("ttcp-t: buflen=8192, nbuf=2048"), "{first}");
+    assert!(
+        first.starts_with("ttcp-t: buflen=8192, nbuf=2048"),
+        "{first}"
+    );
     // `grep 'ttcp-r.*real seconds' | awk '{print $2, $9, $10}'`.
     let r = merged(
         &srv,
@@ -122,7 +145,9 @@ fn ttcp_udp_says_what_its_io_calls_count() {
             .find(|l| l.starts_with("# linerate: note: ttcp-t: the "))
             .unwrap_or_else(|| panic!("{out}"));
         assert!(
-            note.contains(&format!("the {calls} I/O calls are system calls that carried {nbuf} datagrams")),
+            note.contains(&format!(
+                "the {calls} I/O calls are system calls that carried {nbuf} datagrams"
+            )),
             "{note}"
         );
     }
@@ -150,7 +175,9 @@ fn repeated_netperf_prints_one_averaged_block_and_ttcp_an_average_line() {
     let t = merged(
         &srv,
         "tcp",
-        &["-n", "1M", "-l", "8K", "--repeat", "2", "--format", "ttcp", "-q"],
+        &[
+            "-n", "1M", "-l", "8K", "--repeat", "2", "--format", "ttcp", "-q",
+        ],
         "cat",
     );
     assert_eq!(t.matches("ttcp-t: 1048576 bytes in").count(), 2, "{t}");

@@ -115,7 +115,12 @@ fn compare_rfc2544_files(rec: &Value, dir: &std::path::Path) {
     let (pa, pb) = (dir.join("a.json"), dir.join("b.json"));
     std::fs::write(&pa, rec.to_string()).unwrap();
     std::fs::write(&pb, b.to_string()).unwrap();
-    let out = crate::common::run_ok(&["compare", "--json", pa.to_str().unwrap(), pb.to_str().unwrap()]);
+    let out = crate::common::run_ok(&[
+        "compare",
+        "--json",
+        pa.to_str().unwrap(),
+        pb.to_str().unwrap(),
+    ]);
     let v: Value = serde_json::from_str(&out).unwrap();
     let c = &v["comparisons"][0];
     let name = format!("throughput_{frame}b_fps");
@@ -135,11 +140,17 @@ fn compare_rfc2544_files(rec: &Value, dir: &std::path::Path) {
         "{c:#}"
     );
     assert!(
-        c["warnings"][0].as_str().unwrap().contains("directions (one → both)"),
+        c["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("directions (one → both)"),
         "{c:#}"
     );
     let text = crate::common::run_ok(&["compare", pa.to_str().unwrap(), pb.to_str().unwrap()]);
-    assert!(text.contains(&name) && text.contains("warning: B differs from A"), "{text}");
+    assert!(
+        text.contains(&name) && text.contains("warning: B differs from A"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -91,7 +91,10 @@ fn lab_rate_shapes_both_directions_of_a_router() {
     assert_ne!(to_b, to_a);
     let before_b = lab.qdisc_stats(&host_b, &to_b).unwrap();
     let before_a = lab.qdisc_stats(&host_a, &to_a).unwrap();
-    assert_eq!((before_b.kind.as_str(), before_a.kind.as_str()), ("tbf", "tbf"));
+    assert_eq!(
+        (before_b.kind.as_str(), before_a.kind.as_str()),
+        ("tbf", "tbf")
+    );
     let srv = serve_in(&lab, "b");
     let b = lab.addr("b").unwrap().to_string();
     let send = client_json(&lab, "a", &["tcp", &b, "-t", "2"]);
@@ -103,15 +106,30 @@ fn lab_rate_shapes_both_directions_of_a_router() {
         let f = &rec["summary"]["flows"][0];
         let bps = f["receiver_bps"].as_f64().unwrap();
         // The shaper holds each direction to its 20 Mbit/s (payload a little less).
-        assert!(bps < 21e6 && bps > 10e6, "{way}: {bps} bit/s through 20 Mbit/s");
+        assert!(
+            bps < 21e6 && bps > 10e6,
+            "{way}: {bps} bit/s through 20 Mbit/s"
+        );
     }
     // Witness: each direction's own shaper carried at least that direction's payload, and
     // held it back (overlimits).
-    let bytes = |rec: &serde_json::Value| rec["summary"]["flows"][0]["receiver_bytes"].as_u64().unwrap();
+    let bytes = |rec: &serde_json::Value| {
+        rec["summary"]["flows"][0]["receiver_bytes"]
+            .as_u64()
+            .unwrap()
+    };
     let through_b = after_b.sent_bytes - before_b.sent_bytes;
     let through_a = after_a.sent_bytes - before_a.sent_bytes;
-    assert!(through_b >= bytes(&send), "{through_b} B through {to_b}, {} B received at b", bytes(&send));
-    assert!(through_a >= bytes(&recv), "{through_a} B through {to_a}, {} B received at a", bytes(&recv));
+    assert!(
+        through_b >= bytes(&send),
+        "{through_b} B through {to_b}, {} B received at b",
+        bytes(&send)
+    );
+    assert!(
+        through_a >= bytes(&recv),
+        "{through_a} B through {to_a}, {} B received at a",
+        bytes(&recv)
+    );
     assert!(after_b.overlimits > before_b.overlimits, "{after_b:?}");
     assert!(after_a.overlimits > before_a.overlimits, "{after_a:?}");
 }

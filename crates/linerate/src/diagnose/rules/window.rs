@@ -343,7 +343,13 @@ fn oversized(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Optio
     let granted_rcv = f.rx_streams().iter().filter_map(|st| st.rcvbuf_bytes).max();
     let candidates = [
         (req_snd, granted_snd, f.sender_role, "send buffer", true),
-        (req_rcv, granted_rcv, f.receiver_role, "receive buffer", false),
+        (
+            req_rcv,
+            granted_rcv,
+            f.receiver_role,
+            "receive buffer",
+            false,
+        ),
     ];
     let (buffer, req, granted, end, what, send_buffer) = candidates
         .into_iter()
