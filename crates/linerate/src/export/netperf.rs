@@ -563,7 +563,10 @@ bytes   bytes    secs            #      #   10^6bits/sec
         assert_eq!(row[5], format!("{:.2}", (24.81 + 30.0) / 2.0), "{out}");
         assert_eq!(row[6], "-1.00", "{out}");
         // One run: the same table as a single run's.
-        assert_eq!(render_average(std::slice::from_ref(&a)).unwrap(), render(&a));
+        assert_eq!(
+            render_average(std::slice::from_ref(&a)).unwrap(),
+            render(&a)
+        );
     }
 
     #[test]
