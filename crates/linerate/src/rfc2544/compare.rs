@@ -95,7 +95,7 @@ pub fn sentence(label: &str, metrics: &[MetricComparison]) -> String {
         format!("{label}: throughput {}", parts.join(", "))
     };
     if metrics.iter().any(|m| m.verdict == Verdict::TooFewRuns) {
-        out.push_str(" (single runs: no verdict; repeat the run and compare the sets)");
+        out.push_str(" (one run on each side: the difference is not tested for significance)");
     }
     out.push('.');
     out
@@ -138,8 +138,8 @@ mod tests {
         // 12,000 / 10,000 = 1.2: 20.0 % higher; 8,000 / 8,000: +0.0 %.
         assert_eq!(
             c.sentence,
-            "B: throughput 64 B 20.0% higher, 1518 B 0.0% higher (single runs: no verdict; \
-             repeat the run and compare the sets)."
+            "B: throughput 64 B 20.0% higher, 1518 B 0.0% higher (one run on each side: the \
+             difference is not tested for significance)."
         );
         assert_eq!(c.metrics[0].ratio, Some(1.2));
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
