@@ -2,7 +2,7 @@
 //! `fuzz/` and by the bounded property tests that run with every `cargo test`: each takes
 //! arbitrary bytes, must never panic, and checks what must hold for any input.
 
-use crate::control::{decode_body, encode, FrameHeader, Message, FRAME_HEADER_LEN, MAX_CONTROL_FRAME};
+use crate::control::{decode_body, encode, FrameHeader, FRAME_HEADER_LEN, MAX_CONTROL_FRAME};
 use crate::text;
 
 /// A frame header and a message body from arbitrary bytes: the header is parsed (with a cap
@@ -32,7 +32,11 @@ pub fn message(body: &[u8]) {
         }
     };
     let again = decode_body(&frame[FRAME_HEADER_LEN..]);
-    assert_eq!(again.as_ref().ok(), Some(&m), "a message does not survive encoding");
+    assert_eq!(
+        again.as_ref().ok(),
+        Some(&m),
+        "a message does not survive encoding"
+    );
     let clean = text::sanitize_message(m);
     let json = serde_json::to_value(&clean).unwrap_or_default();
     assert!(!has_unsafe(&json), "an unsafe character survived escaping");

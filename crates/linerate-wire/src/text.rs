@@ -88,7 +88,8 @@ fn escape_strings(v: &mut serde_json::Value) -> bool {
                 }
                 changed = true;
             }
-            o.values_mut().fold(changed, |acc, x| escape_strings(x) | acc)
+            o.values_mut()
+                .fold(changed, |acc, x| escape_strings(x) | acc)
         }
         _ => false,
     }

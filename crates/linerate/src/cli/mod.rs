@@ -40,7 +40,9 @@ pub fn parse_error_line(e: &clap::Error) -> String {
     let first = lines.next().unwrap_or_default();
     let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
     let (mut more, mut tips) = (Vec::new(), Vec::new());
-    for l in lines.take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information")) {
+    for l in
+        lines.take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+    {
         match l.strip_prefix("tip: ") {
             Some(t) => tips.push(t),
             None if !l.is_empty() => more.push(l),
@@ -96,7 +98,10 @@ mod tests {
             assert!(!l.starts_with("error:"), "{argv:?}: {l}");
         }
         let l = line(&["linerate", "tcp"]);
-        assert!(l.contains("<HOST>") && l.contains("`linerate tcp --help`"), "{l}");
+        assert!(
+            l.contains("<HOST>") && l.contains("`linerate tcp --help`"),
+            "{l}"
+        );
         let l = line(&["linerate", "tcp", "h", "--paralel", "2"]);
         assert!(l.contains("--parallel"), "the tip is kept: {l}");
         let l = line(&["linerate"]);

@@ -32,11 +32,11 @@ pub struct ServeArgs {
     /// Most connections one client address may hold open besides the data connections of
     /// its running tests (control sessions, connections not yet identified).
     #[arg(long, default_value_t = crate::session::server::DEFAULT_CONNECTIONS_PER_ADDRESS,
-          value_parser = clap::value_parser!(u64).range(1..).map(|v| v as usize))]
+          value_parser = parse_count)]
     pub max_connections_per_address: usize,
     /// Most control sessions one client address may have before their test request.
     #[arg(long, default_value_t = crate::session::server::DEFAULT_HANDSHAKES_PER_ADDRESS,
-          value_parser = clap::value_parser!(u64).range(1..).map(|v| v as usize))]
+          value_parser = parse_count)]
     pub max_handshakes_per_address: usize,
     /// Tests running at once.
     #[arg(long, default_value_t = 16)]
@@ -73,4 +73,12 @@ pub struct ServeArgs {
     /// No per-test log lines.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// A count of at least 1.
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("'{s}' is not a count of 1 or more")),
+    }
 }

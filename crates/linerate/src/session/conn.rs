@@ -193,8 +193,8 @@ fn reserve(shared: &(Mutex<Queued>, Condvar), size: usize) -> bool {
         if q.closed {
             return false;
         }
-        let fits = q.frames == 0
-            || (q.frames < MAX_QUEUED_FRAMES && q.bytes + size <= MAX_QUEUED_BYTES);
+        let fits =
+            q.frames == 0 || (q.frames < MAX_QUEUED_FRAMES && q.bytes + size <= MAX_QUEUED_BYTES);
         if fits {
             q.frames += 1;
             q.bytes += size;
@@ -339,7 +339,10 @@ mod tests {
             backlog.took();
         }
         let got = rx.recv_timeout(Duration::from_secs(2));
-        assert!(matches!(got, Ok(Incoming::Msg(Message::Stop(_)))), "{got:?}");
+        assert!(
+            matches!(got, Ok(Incoming::Msg(Message::Stop(_)))),
+            "{got:?}"
+        );
         drop(backlog);
         drop(rx);
         let _ = writer.join();

@@ -351,7 +351,10 @@ impl AuthLimiter {
 
     /// Takes back the failure [`AuthLimiter::attempt`] counted for an attempt that passed.
     pub fn succeeded(&mut self, ip: IpAddr, user: &str) {
-        let user: String = user.chars().take(crate::session::auth::MAX_USER_LEN).collect();
+        let user: String = user
+            .chars()
+            .take(crate::session::auth::MAX_USER_LEN)
+            .collect();
         for w in [self.addresses.get_mut(&ip), self.users.get_mut(&user)]
             .into_iter()
             .flatten()
@@ -386,17 +389,29 @@ impl AuthLimiter {
     pub fn failed(&mut self, ip: IpAddr, user: &str, now: Instant) {
         let window = self.window;
         count(&mut self.addresses, ip, now, window);
-        let user: String = user.chars().take(crate::session::auth::MAX_USER_LEN).collect();
+        let user: String = user
+            .chars()
+            .take(crate::session::auth::MAX_USER_LEN)
+            .collect();
         count(&mut self.users, user, now, window);
     }
 }
 
-fn count<K: Hash + Eq + Clone>(map: &mut HashMap<K, Window>, key: K, now: Instant, window: Duration) {
+fn count<K: Hash + Eq + Clone>(
+    map: &mut HashMap<K, Window>,
+    key: K,
+    now: Instant,
+    window: Duration,
+) {
     let expired = |w: &Window| now.saturating_duration_since(w.start) >= window;
     if !map.contains_key(&key) && map.len() >= MAX_TRACKED {
         map.retain(|_, w| !expired(w));
         if map.len() >= MAX_TRACKED {
-            if let Some(oldest) = map.iter().min_by_key(|(_, w)| w.start).map(|(k, _)| k.clone()) {
+            if let Some(oldest) = map
+                .iter()
+                .min_by_key(|(_, w)| w.start)
+                .map(|(k, _)| k.clone())
+            {
                 map.remove(&oldest);
             }
         }
@@ -549,7 +564,10 @@ mod tests {
         s.direction = Direction::Both;
         s.streams = MAX_STREAMS;
         assert!(validate_spec(&s, &l).is_ok());
-        assert_eq!(stream_slots(&s, Role::Server).last().map(|x| x.index), Some(65_533));
+        assert_eq!(
+            stream_slots(&s, Role::Server).last().map(|x| x.index),
+            Some(65_533)
+        );
         s.streams = MAX_STREAMS + 1;
         let (code, msg) = validate_spec(&s, &l).unwrap_err();
         assert_eq!(code, ErrorCode::BadRequest);
@@ -616,7 +634,11 @@ mod tests {
         let t0 = Instant::now();
         let mut l = AuthLimiter::new(1, 1, Duration::from_secs(60));
         for i in 0..(MAX_TRACKED + 10) {
-            l.failed([10, 0, 0, 1].into(), &format!("u{i}"), t0 + Duration::from_millis(i as u64));
+            l.failed(
+                [10, 0, 0, 1].into(),
+                &format!("u{i}"),
+                t0 + Duration::from_millis(i as u64),
+            );
         }
         assert!(l.users.len() <= MAX_TRACKED);
         assert!(l.addresses.len() == 1);

@@ -81,7 +81,7 @@ pub fn report(r: &mut SideReport, seen: Duration) -> Result<Vec<String>, String>
             iv.cpu_percent = None;
         }
     }
-    r.intervals.retain(|iv| interval_rate_ok(iv));
+    r.intervals.retain(interval_rate_ok);
     Ok(notes)
 }
 

@@ -264,7 +264,8 @@ impl LogLimiter {
     fn admit(&mut self, ip: IpAddr, now: Instant) -> Option<u64> {
         if !self.peers.contains_key(&ip) && self.peers.len() >= MAX_LOG_PEERS {
             // Full buckets are the same as none.
-            self.peers.retain(|_, b| b.held_back > 0 || refill(b, now) < LOG_BURST);
+            self.peers
+                .retain(|_, b| b.held_back > 0 || refill(b, now) < LOG_BURST);
             if self.peers.len() >= MAX_LOG_PEERS {
                 return None;
             }
@@ -436,14 +437,18 @@ fn tell_busy(mut stream: TcpStream, why: String) {
     use std::io::{Read, Write};
     let deadline = Instant::now() + BUSY_ANSWER_TIME;
     let mut head = [0u8; 4];
-    if peek_exact(&stream, &mut head, deadline).ok() != Some(4) || head[..2] != control::frame::MAGIC
+    if peek_exact(&stream, &mut head, deadline).ok() != Some(4)
+        || head[..2] != control::frame::MAGIC
     {
         return;
     }
     // Read the hello (small; a longer frame is not one), so that closing sends a FIN and
     // not a reset that could discard the answer.
     let left = deadline.saturating_duration_since(Instant::now());
-    if stream.set_read_timeout(Some(left.max(Duration::from_millis(1)))).is_err() {
+    if stream
+        .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+        .is_err()
+    {
         return;
     }
     if super::conn::read_frame(&mut stream, 64 << 10).is_err() {
@@ -476,7 +481,11 @@ fn tell_busy(mut stream: TcpStream, why: String) {
 /// blocking `recv(MSG_PEEK | MSG_WAITALL)` with the time left as its time-out, so a peer
 /// that sends a byte and waits costs no CPU (no polling), and a peer that sends a byte now
 /// and then cannot stretch the time past `deadline`.
-pub(crate) fn peek_exact(stream: &TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<usize> {
+pub(crate) fn peek_exact(
+    stream: &TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> io::Result<usize> {
     use nix::errno::Errno;
     use nix::sys::socket::{recv, MsgFlags};
     use std::os::fd::AsRawFd;
@@ -618,7 +627,12 @@ fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<Tc
     if !ready {
         return Some(stream);
     }
-    handle_data(ctx, stream, peer, Instant::now() + ctx.cfg.handshake_timeout);
+    handle_data(
+        ctx,
+        stream,
+        peer,
+        Instant::now() + ctx.cfg.handshake_timeout,
+    );
     None
 }
 
@@ -643,7 +657,11 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr, deadline: Ins
         return;
     }
     let Ok(h) = StreamHello::parse(&b) else {
-        log(ctx, peer, &format!("{peer}: malformed stream hello; closed"));
+        log(
+            ctx,
+            peer,
+            &format!("{peer}: malformed stream hello; closed"),
+        );
         return;
     };
     let route = ctx

@@ -26,8 +26,8 @@ use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
 
 use super::{
-    Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS,
-    HARD_STOP_GRACE, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
+    Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, HARD_STOP_GRACE,
+    INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
 };
 use crate::model::plan::Credentials;
 use crate::session::auth::{self, Prover, NONCE_LEN};
@@ -661,7 +661,9 @@ impl ClientMachine {
     fn on_server_interval(&mut self, now: Instant, mut iv: IntervalReport) -> bool {
         self.server_interval_count += 1;
         let interval_ms = self.requested.as_ref().map_or(1000, |s| s.interval_ms);
-        let since = self.started.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let since = self
+            .started
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
         let allowed = allowed_intervals(since, interval_ms);
         if self.server_interval_count > allowed {
             let e = format!(
@@ -754,7 +756,9 @@ impl ClientMachine {
                 if r.intervals_streamed {
                     report.intervals = std::mem::take(&mut self.server_intervals);
                 }
-                let since = self.started.map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+                let since = self
+                    .started
+                    .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
                 match plausible::report(&mut report, since) {
                     Ok(notes) => {
                         self.warnings.extend(notes);
@@ -779,10 +783,12 @@ impl ClientMachine {
             Incoming::Msg(other) => {
                 format!("protocol error: expected results, got {}", other.name())
             }
-            Incoming::Closed => "the server closed the connection before sending its results".into(),
-            Incoming::Broken(e) => format!(
-                "the control connection broke before the server's results: {e}"
-            ),
+            Incoming::Closed => {
+                "the server closed the connection before sending its results".into()
+            }
+            Incoming::Broken(e) => {
+                format!("the control connection broke before the server's results: {e}")
+            }
         };
         if self.failure.is_none() {
             self.failure = Some(warning.clone());
@@ -864,7 +870,9 @@ fn sanitize(i: Incoming) -> Incoming {
 pub fn allowed_intervals(since: Duration, interval_ms: u64) -> u64 {
     let per = interval_ms.max(1) as u128;
     let ms = (since + INTERVAL_BURST).as_millis();
-    u64::try_from(2 * ms / per).unwrap_or(u64::MAX).saturating_add(16)
+    u64::try_from(2 * ms / per)
+        .unwrap_or(u64::MAX)
+        .saturating_add(16)
 }
 
 /// The message a phase waits for, as errors name it.

@@ -928,8 +928,14 @@ fn a_byte_count_that_stalls_ends_at_its_deadline_with_a_failure() {
             capture: None,
         }))),
     );
-    m.handle(t0 + limit, Input::EngineFinished(Box::new(report(Role::Client))));
-    m.handle(t0 + limit, msg(Message::Done(linerate_wire::control::Done {})));
+    m.handle(
+        t0 + limit,
+        Input::EngineFinished(Box::new(report(Role::Client))),
+    );
+    m.handle(
+        t0 + limit,
+        msg(Message::Done(linerate_wire::control::Done {})),
+    );
     let o = m.outcome();
     assert!(o.server_report.is_some());
     let f = o.failure.expect("a failure");
@@ -971,7 +977,10 @@ fn a_flood_of_intervals_ends_the_test_with_a_failure() {
     m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
     let o = m.outcome();
     let f = o.failure.expect("a failure");
-    assert!(f.contains("27 intervals") && f.contains("1000 ms interval"), "{f}");
+    assert!(
+        f.contains("27 intervals") && f.contains("1000 ms interval"),
+        "{f}"
+    );
     // Over time, more are allowed: an hour at 10 ms intervals is 360,000.
     assert!(super::client::allowed_intervals(Duration::from_secs(3600), 10) > 360_000);
 }
@@ -1043,12 +1052,7 @@ fn implausible_figures_from_the_server_are_left_out() {
         rx_bytes: u64::MAX,
         ..IntervalReport::default()
     };
-    m.handle(
-        t0,
-        msg(Message::Interval(IntervalMsg {
-            interval: absurd,
-        })),
-    );
+    m.handle(t0, msg(Message::Interval(IntervalMsg { interval: absurd })));
     assert!(drain(&mut m).is_empty(), "not shown");
     m.handle_timeout(t0 + Duration::from_secs(1));
     let mut server = report(Role::Server);
@@ -1071,7 +1075,9 @@ fn implausible_figures_from_the_server_are_left_out() {
         o.warnings
     );
     assert!(
-        o.warnings.iter().any(|w| w.starts_with("1 of the server's intervals were left out")),
+        o.warnings
+            .iter()
+            .any(|w| w.starts_with("1 of the server's intervals were left out")),
         "{:?}",
         o.warnings
     );

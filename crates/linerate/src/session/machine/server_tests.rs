@@ -346,17 +346,25 @@ fn an_address_or_user_over_the_failure_limit_is_refused_without_a_check() {
     let t0 = Instant::now();
     let mut m = challenged(t0);
     // The right key, but the limiter says no: refused late, like a failure, and not counted.
-    m.handle(t0, msg(auth_response("alice", &Key::derive("alice", "s3cret"))));
+    m.handle(
+        t0,
+        msg(auth_response("alice", &Key::derive("alice", "s3cret"))),
+    );
     drain(&mut m);
     m.handle(
         t0,
-        Input::AuthChecked(Err("too many failed authentications from 10.0.0.1: retry in 42 s".into())),
+        Input::AuthChecked(Err(
+            "too many failed authentications from 10.0.0.1: retry in 42 s".into(),
+        )),
     );
     assert!(drain(&mut m).is_empty());
     assert_eq!(m.poll_timeout(), Some(t0 + AUTH_FAIL_DELAY));
     m.handle_timeout(t0 + AUTH_FAIL_DELAY);
     let e = refused(&mut m, ErrorCode::AuthFailed);
-    assert!(e.contains("too many failed authentications") && e.contains("retry in 42 s"), "{e}");
+    assert!(
+        e.contains("too many failed authentications") && e.contains("retry in 42 s"),
+        "{e}"
+    );
     assert_eq!(m.user(), None);
 }
 
@@ -364,7 +372,10 @@ fn an_address_or_user_over_the_failure_limit_is_refused_without_a_check() {
 fn a_busy_server_refuses_after_hello() {
     let t0 = Instant::now();
     let mut s = settings(None);
-    s.refuse = Some((ErrorCode::Busy, "10.0.0.1 has 16 sessions in their handshake".into()));
+    s.refuse = Some((
+        ErrorCode::Busy,
+        "10.0.0.1 has 16 sessions in their handshake".into(),
+    ));
     let mut m = ServerMachine::new(s, t0);
     assert!(m.in_handshake());
     m.handle(t0, msg(hello(FEATURES)));
