@@ -360,7 +360,15 @@ fn an_address_or_user_over_the_failure_limit_is_refused_without_a_check() {
     assert!(drain(&mut m).is_empty());
     assert_eq!(m.poll_timeout(), Some(t0 + AUTH_FAIL_DELAY));
     m.handle_timeout(t0 + AUTH_FAIL_DELAY);
-    let e = refused(&mut m, ErrorCode::AuthFailed);
+    let a = drain(&mut m);
+    let Some(Action::Send(Message::Error(ErrorMsg { code, message: e }))) = a.first() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(*code, ErrorCode::AuthFailed);
+    assert_eq!(
+        m.outcome(),
+        Some(&Err(format!("authentication refused for user \"alice\": too many failed authentications from 10.0.0.1: retry in 42 s")))
+    );
     assert!(
         e.contains("too many failed authentications") && e.contains("retry in 42 s"),
         "{e}"
