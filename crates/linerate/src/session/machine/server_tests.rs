@@ -367,7 +367,7 @@ fn an_address_or_user_over_the_failure_limit_is_refused_without_a_check() {
     assert_eq!(*code, ErrorCode::AuthFailed);
     assert_eq!(
         m.outcome(),
-        Some(&Err(format!("authentication refused for user \"alice\": too many failed authentications from 10.0.0.1: retry in 42 s")))
+        Some(&Err("authentication refused for user \"alice\": too many failed authentications from 10.0.0.1: retry in 42 s".to_string()))
     );
     assert!(
         e.contains("too many failed authentications") && e.contains("retry in 42 s"),
