@@ -8,7 +8,8 @@
 //! * [`probe`]: the header at the front of every UDP test datagram;
 //! * [`report`]: the measurement records the two ends exchange at the end of a test;
 //! * [`host`]: host counters and interface facts each end measures around a test;
-//! * [`doctor`]: the findings `linerate doctor` reports for a host (and asks a server for).
+//! * [`doctor`]: the findings `linerate doctor` reports for a host (and asks a server for);
+//! * [`text`]: strings from a peer made safe to print (escapes, length cuts).
 //!
 //! The contract follows smoltcp's `Packet`/`Repr` split: a view over bytes is checked once
 //! (`new_checked`) and no accessor panics afterwards; `parse` turns a checked view into a plain
@@ -21,11 +22,14 @@ pub mod capture;
 pub mod control;
 pub mod doctor;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hex;
 pub mod host;
 pub mod probe;
 pub mod report;
 pub mod stream_hello;
+pub mod text;
 
 pub use error::{WireError, WireErrorKind};
 

@@ -9,13 +9,14 @@ use clap::Parser;
 fn main() -> ExitCode {
     let args = match linerate::cli::args::Args::try_parse() {
         Ok(a) => a,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
+            // --help and --version.
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("linerate: error: {}", linerate::cli::parse_error_line(&e));
+            return ExitCode::from(2);
         }
     };
     match linerate::app::run(args) {

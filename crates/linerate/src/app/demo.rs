@@ -112,6 +112,7 @@ fn demo_plan(
         connect_timeout: Duration::from_secs(5),
         debug: Debug(false),
         auth: None,
+        max_time: None,
     }
 }
 

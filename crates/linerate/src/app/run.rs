@@ -112,7 +112,8 @@ fn line(mut s: String) -> String {
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
 /// the record the `--link-rate` hint, records and analyses its packets with `--capture`,
-/// prints it in `format`, and exits 1 when it fails one of the `criteria`.
+/// prints it in `format`, and exits 1 when it fails one of the `criteria` (2 when the test
+/// itself failed once it had started: [`RunRecord::failure`]).
 pub fn run_once(
     plan: &StreamPlan,
     out: Output,
@@ -129,7 +130,29 @@ pub fn run_once(
         Ok(rec)
     })?;
     emit(out, &rec)?;
+    if let Some(code) = failed(std::slice::from_ref(&rec)) {
+        return Ok(code);
+    }
     Ok(verdict(criteria.failures(&rec), out))
+}
+
+/// Exit code 2 with one error line when a run failed after it started (the server ended it
+/// or vanished, no results, a byte count not reached in time); its record is printed first.
+fn failed(runs: &[RunRecord]) -> Option<ExitCode> {
+    let mut any = false;
+    for (k, f) in runs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, r)| Some((k, r.failure.as_ref()?)))
+    {
+        any = true;
+        if runs.len() > 1 {
+            eprintln!("linerate: error: run {}: {f}", k + 1);
+        } else {
+            eprintln!("linerate: error: {f}");
+        }
+    }
+    any.then(|| ExitCode::from(2))
 }
 
 /// Exit code 1 with each failed criterion on stderr (unless `-q`), or 0.
@@ -189,6 +212,9 @@ pub fn run_repeated(
                 eprintln!("{l}");
             }
         }
+    }
+    if let Some(code) = failed(&set.runs) {
+        return Ok(code);
     }
     let failures = set
         .runs

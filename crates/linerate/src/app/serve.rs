@@ -42,6 +42,15 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     cfg.limits.max_rate_bps = a.max_rate;
     cfg.limits.max_write_size = a.max_write_size;
     cfg.limits.max_socket_buffer = a.max_socket_buffer;
+    cfg.max_connections_per_address = a.max_connections_per_address;
+    cfg.max_handshakes_per_address = a.max_handshakes_per_address;
+    cfg.budget.streams = a.max_total_streams;
+    if let Some(b) = a.max_total_buffer {
+        if b == 0 {
+            return Err(UsageError("--max-total-buffer must be above zero".into()).into());
+        }
+        cfg.budget.buffer_bytes = b;
+    }
     let server = Server::bind(cfg)?;
     signal_flag(&server.shutdown_handle())?;
     eprintln!(

@@ -201,6 +201,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         connect_timeout: a.connect_timeout,
         debug: Debug(a.debug_protocol),
         auth: a.auth.credentials()?,
+        max_time: None,
     })
 }
 

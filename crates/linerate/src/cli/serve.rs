@@ -16,9 +16,28 @@ pub struct ServeArgs {
     /// Longest test accepted.
     #[arg(long, default_value = "3600", value_parser = units::parse_duration)]
     pub max_duration: std::time::Duration,
-    /// Most parallel streams per direction in one test.
-    #[arg(long, default_value_t = 128)]
+    /// Most parallel streams per direction in one test (at most 32767).
+    #[arg(long, default_value_t = 128,
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::session::limits::MAX_STREAMS)))]
     pub max_streams: u16,
+    /// Most streams of all running tests together (each is a thread and a socket).
+    #[arg(long, default_value_t = crate::session::limits::DEFAULT_TOTAL_STREAMS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_total_streams: u32,
+    /// Most buffer bytes of all running tests together: per stream its write buffer and
+    /// twice the socket buffer it asks for (4 MiB when it asks for none). Default: a
+    /// quarter of the host's memory.
+    #[arg(long, value_parser = units::parse_size)]
+    pub max_total_buffer: Option<u64>,
+    /// Most connections one client address may hold open besides the data connections of
+    /// its running tests (control sessions, connections not yet identified).
+    #[arg(long, default_value_t = crate::session::server::DEFAULT_CONNECTIONS_PER_ADDRESS,
+          value_parser = parse_count)]
+    pub max_connections_per_address: usize,
+    /// Most control sessions one client address may have before their test request.
+    #[arg(long, default_value_t = crate::session::server::DEFAULT_HANDSHAKES_PER_ADDRESS,
+          value_parser = parse_count)]
+    pub max_handshakes_per_address: usize,
     /// Tests running at once.
     #[arg(long, default_value_t = 16)]
     pub max_tests: usize,
@@ -34,8 +53,8 @@ pub struct ServeArgs {
     /// Time a new connection has to send its hello.
     #[arg(long, default_value = "10", value_parser = units::parse_duration)]
     pub handshake_timeout: std::time::Duration,
-    /// Time a session may sit idle before its test starts.
-    #[arg(long, default_value = "60", value_parser = units::parse_duration)]
+    /// Time a session may take between its welcome and its test request.
+    #[arg(long, default_value = "10", value_parser = units::parse_duration)]
     pub idle_timeout: std::time::Duration,
     /// Serve one test, then exit.
     #[arg(long)]
@@ -54,4 +73,12 @@ pub struct ServeArgs {
     /// No per-test log lines.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// A count of at least 1.
+fn parse_count(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("'{s}' is not a count of 1 or more")),
+    }
 }

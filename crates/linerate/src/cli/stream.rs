@@ -37,6 +37,10 @@ pub struct StreamArgs {
     /// Send this many bytes per direction instead of running for a time (ttcp's buflen x nbuf).
     #[arg(short = 'n', long, value_parser = units::parse_size)]
     pub bytes: Option<u64>,
+    /// With -n: end the test with an error when the bytes have not gone through in this
+    /// time (default: the byte count at 1 Mbit/s plus 10 s, at most the server's limit).
+    #[arg(long, value_parser = units::parse_duration, requires = "bytes")]
+    pub max_time: Option<std::time::Duration>,
     /// Write size (TCP, default 128K) or datagram payload (UDP, default 1400).
     #[arg(short = 'l', long, value_parser = units::parse_size32)]
     pub len: Option<u32>,
@@ -160,6 +164,16 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     if a.parallel == 0 {
         return err("-P must be at least 1");
     }
+    if a.parallel > crate::session::limits::MAX_STREAMS {
+        return Err(UsageError(format!(
+            "-P {}: at most {} streams per direction",
+            a.parallel,
+            crate::session::limits::MAX_STREAMS
+        )));
+    }
+    if a.max_time.is_some_and(|t| t.is_zero()) {
+        return err("--max-time must be above zero");
+    }
     let direction = if a.bidir {
         Direction::Both
     } else if a.reverse {
@@ -266,6 +280,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         connect_timeout: a.connect_timeout,
         debug: Debug(a.debug_protocol),
         auth: a.auth.credentials()?,
+        max_time: a.max_time,
     })
 }
 

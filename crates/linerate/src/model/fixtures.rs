@@ -224,6 +224,7 @@ fn record(
         diagnosis: None,
         trace: None,
         server_capture: None,
+        failure: None,
     }
 }
 

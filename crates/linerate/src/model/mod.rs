@@ -73,6 +73,13 @@ pub struct RunRecord {
     #[serde(skip)]
     #[schemars(skip)]
     pub server_capture: Option<linerate_wire::control::ReturnedCapture>,
+    /// Why the test failed after it started (the server ended it or vanished, sent no
+    /// results, flooded intervals; a byte count not reached in time). The record still
+    /// holds what was measured, its warnings say the same, and the command exits 2 after
+    /// printing it. Not serialized: `interrupted` and the warnings carry it in JSON.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub failure: Option<String>,
 }
 
 impl RunRecord {
@@ -112,6 +119,7 @@ impl RunRecord {
             diagnosis: None,
             trace: None,
             server_capture: None,
+            failure: None,
         }
     }
 }

@@ -36,6 +36,9 @@ pub struct StreamPlan {
     pub debug: Debug,
     /// Credentials for a server that requires authentication (`--auth-user`).
     pub auth: Option<Credentials>,
+    /// Longest a byte-count test (`-n`) may run before the client ends it with an error
+    /// (`--max-time`); `None`: derived from the byte count at a minimum rate.
+    pub max_time: Option<Duration>,
 }
 
 impl StreamPlan {
@@ -145,14 +148,17 @@ pub fn split(total: u64, n: u16, i: u16) -> u64 {
 }
 
 /// The streams of a test: `(index, client_sends)`. With `Both`, indices `0..n` carry
-/// client → server and `n..2n` server → client.
+/// client → server and `n..2n` server → client. Indices are 16 bits on the wire, so both
+/// ends refuse more than `session::limits::MAX_STREAMS` (32,767) streams per direction;
+/// should a larger `n` come here anyway, the indices that do not fit are left out rather
+/// than wrapped onto others.
 pub fn stream_layout(direction: Direction, n: u16) -> Vec<(u16, bool)> {
     match direction {
         Direction::Send => (0..n).map(|i| (i, true)).collect(),
         Direction::Receive => (0..n).map(|i| (i, false)).collect(),
         Direction::Both => (0..n)
             .map(|i| (i, true))
-            .chain((0..n).map(|i| (n + i, false)))
+            .chain((0..n).filter_map(|i| Some((n.checked_add(i)?, false))))
             .collect(),
     }
 }
@@ -209,6 +215,12 @@ mod tests {
             vec![(0, true), (1, true), (2, false), (3, false)]
         );
         assert_eq!(stream_layout(Direction::Receive, 1), vec![(0, false)]);
+        // Never wrapped: 40,000 streams each way do not fit 16-bit indices.
+        let big = stream_layout(Direction::Both, 40_000);
+        let mut idx: Vec<u16> = big.iter().map(|s| s.0).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        assert_eq!(idx.len(), big.len());
     }
 
     #[test]
@@ -288,6 +300,7 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             debug: Debug(false),
             auth: None,
+            max_time: None,
         };
         assert_eq!(plan.client_sock_opts().rcvbuf, Some(UDP_DEFAULT_RCVBUF));
         let send = StreamPlan { spec: s, ..plan };

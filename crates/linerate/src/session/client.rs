@@ -17,7 +17,7 @@ use linerate_wire::doctor::{DoctorReport, DoctorRequest};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
-use super::conn::{self, ControlWriter, Incoming};
+use super::conn::{self, Backlog, ControlWriter, Incoming};
 use super::engine_select::{CrrTarget, Running, StartLinks};
 use super::machine::client::{Action, ClientConfig, ClientMachine, EngineStatus, Input, Phase};
 use super::machine::earliest;
@@ -96,6 +96,7 @@ pub struct Connection {
     writer: ControlWriter,
     rx: Receiver<Event>,
     tx: Sender<Event>,
+    backlog: Backlog,
     machine: ClientMachine,
 }
 
@@ -105,6 +106,7 @@ struct Link<'a> {
     stream: &'a TcpStream,
     rx: &'a Receiver<Event>,
     tx: &'a Sender<Event>,
+    backlog: &'a Backlog,
 }
 
 /// The part of the driver that depends on what runs over the session: the actions beyond
@@ -143,7 +145,7 @@ pub fn connect(t: &Target) -> anyhow::Result<Connection> {
     let (tx, rx) = mpsc::channel();
     let reader = stream.try_clone()?;
     let max = control::MAX_CONTROL_FRAME;
-    conn::spawn_reader(reader, max, t.debug, "client", tx.clone(), Event::Ctl)?;
+    let backlog = conn::spawn_reader(reader, max, t.debug, "client", tx.clone(), Event::Ctl)?;
     let writer = ControlWriter::new(stream.try_clone()?, "client", t.debug)?;
     let cfg = ClientConfig {
         server: t.server.clone(),
@@ -157,6 +159,7 @@ pub fn connect(t: &Target) -> anyhow::Result<Connection> {
         writer,
         rx,
         tx,
+        backlog,
         machine: ClientMachine::new(cfg, Instant::now()),
     };
     c.drive(&mut Handshake, |p| *p == Phase::Connected)?;
@@ -228,6 +231,7 @@ impl Connection {
                         stream: &self.stream,
                         rx: &self.rx,
                         tx: &self.tx,
+                        backlog: &self.backlog,
                     };
                     r.perform(&link, a)?
                 }
@@ -245,7 +249,10 @@ impl Connection {
         let tick = r.tick().map(|t| now + t);
         let until = earliest(self.machine.poll_timeout(), tick).unwrap_or(now + TICK);
         match conn::recv_until(&self.rx, until) {
-            Some(Event::Ctl(i)) => self.machine.handle(Instant::now(), Input::Received(i)),
+            Some(Event::Ctl(i)) => {
+                self.backlog.took();
+                self.machine.handle(Instant::now(), Input::Received(i))
+            }
             Some(Event::Interval(iv)) => r.interval(iv),
             None => {}
         }
@@ -277,6 +284,7 @@ pub fn run(
     let target = Target::of(plan)?;
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut c = connect(&target)?;
+    c.machine.set_max_time(plan.max_time);
     c.machine.request_test(Instant::now(), plan.spec.clone());
     let mut t = TestRun {
         plan,
@@ -429,8 +437,9 @@ impl TestRun<'_> {
         let (report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
         // The last intervals; control messages that come meanwhile are late.
         while let Ok(ev) = link.rx.try_recv() {
-            if let Event::Interval(iv) = ev {
-                self.interval(iv);
+            match ev {
+                Event::Interval(iv) => self.interval(iv),
+                Event::Ctl(_) => link.backlog.took(),
             }
         }
         self.rr_data = rr_data;
@@ -465,9 +474,13 @@ impl TestRun<'_> {
             rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
         }
         rec.server_capture = o.server_capture;
+        rec.failure = o.failure;
         Ok(rec)
     }
 }
+
+/// Most of the server's warnings a record quotes.
+pub const MAX_SERVER_WARNINGS: usize = 32;
 
 /// Assembles the record and collects both ends' warnings.
 pub fn build_record(
@@ -483,8 +496,15 @@ pub fn build_record(
         warnings.push(format!("client: {w}"));
     }
     if let Some(s) = &server {
-        for w in &s.warnings {
+        for w in s.warnings.iter().take(MAX_SERVER_WARNINGS) {
+            let w = linerate_wire::text::clip(w, super::machine::client::MAX_PEER_TEXT);
             warnings.push(format!("server: {w}"));
+        }
+        if s.warnings.len() > MAX_SERVER_WARNINGS {
+            warnings.push(format!(
+                "server: {} more warnings left out",
+                s.warnings.len() - MAX_SERVER_WARNINGS
+            ));
         }
     }
     let summary = model::summarize(plan.direction, &client, server.as_ref());
@@ -503,6 +523,7 @@ pub fn build_record(
         diagnosis: None,
         trace: None,
         server_capture: None,
+        failure: None,
     };
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec

@@ -10,6 +10,7 @@
 //! * [`conn`]: framed control I/O and the reader thread;
 //! * [`auth`]: the optional HMAC-SHA256 challenge-response (protocol 1.2);
 //! * [`limits`]: what a server accepts, with the flag to change;
+//! * [`plausible`]: whether the figures a peer sends can be true;
 //! * [`streams`]: a test's streams as the engine takes them, the same at both ends.
 
 pub mod auth;
@@ -18,6 +19,7 @@ pub mod conn;
 pub mod engine_select;
 pub mod limits;
 pub mod machine;
+pub mod plausible;
 pub mod server;
 pub mod streams;
 

@@ -8,9 +8,17 @@
 //! `LRD1` a data connection that is passed, by its token, to the session that issued the
 //! token. Anything else is closed. Tests are isolated: each has its own token, sockets and
 //! engine.
+//!
+//! What one peer can hold is bounded: connections per address
+//! (`--max-connections-per-address`), sessions still in their handshake per address
+//! (`--max-handshakes-per-address`), the handshake time as a total from the accept, the
+//! streams and buffers of all tests together ([`limits::Budget`]), failed
+//! authentications per address and user ([`limits::AuthLimiter`]), and log lines per
+//! address. A connection over a limit gets a `busy` error where it can be told.
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::io;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::Sender;
@@ -18,8 +26,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use linerate_wire::control::{self, ServerLimits};
+use linerate_wire::control::{self, ErrorCode, ErrorMsg, Message, ServerLimits};
 use linerate_wire::stream_hello::{self, StreamHello};
+
+use super::limits::{self, AuthLimiter, Budget, Cost};
+use crate::sys::sockets;
 
 mod capture;
 mod session;
@@ -56,6 +67,21 @@ pub struct ServerConfig {
     /// Capture a test's packets at the server when its client asks (`--capture`) and return
     /// them with the results (`serve --allow-capture`; needs CAP_NET_RAW).
     pub allow_capture: bool,
+    /// Connections one address may have open that are not data connections of a running
+    /// test: those still in their first bytes and control sessions.
+    pub max_connections_per_address: usize,
+    /// Control sessions one address may have before their test request (in `hello`,
+    /// authentication, or waiting for the request).
+    pub max_handshakes_per_address: usize,
+    /// Streams and buffer bytes of all running tests together.
+    pub budget: Budget,
+    /// Failed authentications per address and per user name within `auth_failure_window`
+    /// before further attempts are refused.
+    pub auth_failures_per_address: u32,
+    /// See `auth_failures_per_address`.
+    pub auth_failures_per_user: u32,
+    /// See `auth_failures_per_address`.
+    pub auth_failure_window: Duration,
 }
 
 impl Default for ServerConfig {
@@ -71,19 +97,42 @@ impl Default for ServerConfig {
             },
             max_tests: 16,
             handshake_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(10),
             one_off: false,
             debug: Debug(false),
             log: true,
             allow_capture: false,
             users: None,
             max_frame: control::MAX_CONTROL_FRAME,
+            max_connections_per_address: DEFAULT_CONNECTIONS_PER_ADDRESS,
+            max_handshakes_per_address: DEFAULT_HANDSHAKES_PER_ADDRESS,
+            budget: Budget::default_for_host(),
+            auth_failures_per_address: limits::AUTH_FAILURES_PER_ADDRESS,
+            auth_failures_per_user: limits::AUTH_FAILURES_PER_USER,
+            auth_failure_window: limits::AUTH_FAILURE_WINDOW,
         }
     }
 }
 
-/// Most connections waiting for their first bytes or running; beyond this new ones are closed.
+/// Most connections waiting for their first bytes or running; beyond this new ones are
+/// refused as busy.
 const MAX_CONNECTIONS: usize = 4096;
+/// Default of `--max-connections-per-address`: a test of 128 streams each way opens 257
+/// connections at once; twice that leaves room for a second test.
+pub const DEFAULT_CONNECTIONS_PER_ADDRESS: usize = 512;
+/// Default of `--max-handshakes-per-address`: a client is in its handshake for a few round
+/// trips, so 16 at once from one address is a script running tests in parallel at most.
+pub const DEFAULT_HANDSHAKES_PER_ADDRESS: usize = 16;
+/// Connections over a limit that are answered `busy` at once (each for at most
+/// [`BUSY_ANSWER_TIME`]); beyond them they are closed without a word.
+const MAX_BUSY_ANSWERS: usize = 64;
+/// How long a connection over a limit is given to send its `hello` before it is told.
+const BUSY_ANSWER_TIME: Duration = Duration::from_secs(1);
+/// Longest log line, characters; a peer's text in it is escaped and cut.
+const MAX_LOG_LINE: usize = 400;
+/// Log lines one address may cause in a burst, and per second after it.
+const LOG_BURST: f64 = 20.0;
+const LOG_PER_SECOND: f64 = 1.0;
 
 /// Where a token's data connections go: its session, or for a running server TCP_CRR test
 /// straight to the responders.
@@ -106,6 +155,140 @@ struct Ctx {
     connections: AtomicUsize,
     shutdown: Arc<AtomicBool>,
     sessions: AtomicUsize,
+    /// Connections and sessions in their handshake, per client address.
+    per_address: Mutex<HashMap<IpAddr, AddressUse>>,
+    busy_answers: AtomicUsize,
+    /// What the running tests hold of `cfg.budget`.
+    budget_used: Mutex<Cost>,
+    auth_limiter: Mutex<AuthLimiter>,
+    log_limiter: Mutex<LogLimiter>,
+}
+
+/// What one client address holds.
+#[derive(Debug, Default, Clone, Copy)]
+struct AddressUse {
+    connections: usize,
+    handshakes: usize,
+}
+
+impl Ctx {
+    /// Counts a new connection from `ip`, or says why it is refused.
+    fn open_connection(&self, ip: IpAddr) -> Result<(), String> {
+        if self.connections.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
+            self.connections.fetch_sub(1, SeqCst);
+            return Err(format!(
+                "the server has its maximum of {MAX_CONNECTIONS} connections open: retry later"
+            ));
+        }
+        let max = self.cfg.max_connections_per_address;
+        let refused = match self.per_address.lock() {
+            Ok(mut m) => {
+                let u = m.entry(ip).or_default();
+                if u.connections >= max {
+                    Some(format!(
+                        "{ip} has {max} connections open to this server, its limit per address: retry later (linerate serve --max-connections-per-address)"
+                    ))
+                } else {
+                    u.connections += 1;
+                    None
+                }
+            }
+            Err(_) => Some("the server's connection table is unavailable".into()),
+        };
+        match refused {
+            Some(e) => {
+                self.connections.fetch_sub(1, SeqCst);
+                Err(e)
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn close_connection(&self, ip: IpAddr) {
+        self.connections.fetch_sub(1, SeqCst);
+        self.forget(ip, |u| u.connections = u.connections.saturating_sub(1));
+    }
+
+    /// Counts a control session of `ip` in its handshake, or says why it is refused.
+    fn enter_handshake(&self, ip: IpAddr) -> Result<(), String> {
+        let max = self.cfg.max_handshakes_per_address;
+        let Ok(mut m) = self.per_address.lock() else {
+            return Err("the server's connection table is unavailable".into());
+        };
+        let u = m.entry(ip).or_default();
+        if u.handshakes >= max {
+            return Err(format!(
+                "{ip} has {max} sessions in their handshake on this server, its limit per address: retry later (linerate serve --max-handshakes-per-address)"
+            ));
+        }
+        u.handshakes += 1;
+        Ok(())
+    }
+
+    fn leave_handshake(&self, ip: IpAddr) {
+        self.forget(ip, |u| u.handshakes = u.handshakes.saturating_sub(1));
+    }
+
+    /// Changes what `ip` holds, and forgets it when that is nothing.
+    fn forget(&self, ip: IpAddr, f: impl FnOnce(&mut AddressUse)) {
+        if let Ok(mut m) = self.per_address.lock() {
+            if let Some(u) = m.get_mut(&ip) {
+                f(u);
+                if u.connections == 0 && u.handshakes == 0 {
+                    m.remove(&ip);
+                }
+            }
+        }
+    }
+}
+
+/// Log lines per client address: a token bucket of [`LOG_BURST`] lines refilled at
+/// [`LOG_PER_SECOND`]; what it holds back is counted and said with the next line let
+/// through. At most [`MAX_LOG_PEERS`] addresses are remembered.
+#[derive(Debug, Default)]
+struct LogLimiter {
+    peers: HashMap<IpAddr, LogBucket>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LogBucket {
+    tokens: f64,
+    at: Instant,
+    held_back: u64,
+}
+
+const MAX_LOG_PEERS: usize = 4096;
+
+impl LogLimiter {
+    /// Whether a line of `ip`'s may be logged now, and how many were held back before it.
+    fn admit(&mut self, ip: IpAddr, now: Instant) -> Option<u64> {
+        if !self.peers.contains_key(&ip) && self.peers.len() >= MAX_LOG_PEERS {
+            // Full buckets are the same as none.
+            self.peers
+                .retain(|_, b| b.held_back > 0 || refill(b, now) < LOG_BURST);
+            if self.peers.len() >= MAX_LOG_PEERS {
+                return None;
+            }
+        }
+        let b = self.peers.entry(ip).or_insert(LogBucket {
+            tokens: LOG_BURST,
+            at: now,
+            held_back: 0,
+        });
+        b.tokens = refill(b, now);
+        b.at = now;
+        if b.tokens < 1.0 {
+            b.held_back += 1;
+            return None;
+        }
+        b.tokens -= 1.0;
+        Some(std::mem::take(&mut b.held_back))
+    }
+}
+
+fn refill(b: &LogBucket, now: Instant) -> f64 {
+    let dt = now.saturating_duration_since(b.at).as_secs_f64();
+    (b.tokens + dt * LOG_PER_SECOND).min(LOG_BURST)
 }
 
 /// A bound server.
@@ -142,13 +325,22 @@ impl Server {
             _udp: udp,
             ctx: Arc::new(Ctx {
                 port: local.port(),
-                cfg,
                 registry: Mutex::new(HashMap::new()),
                 udp_peers: Mutex::new(HashMap::new()),
                 active_tests: AtomicUsize::new(0),
                 connections: AtomicUsize::new(0),
                 shutdown: Arc::new(AtomicBool::new(false)),
                 sessions: AtomicUsize::new(0),
+                per_address: Mutex::new(HashMap::new()),
+                busy_answers: AtomicUsize::new(0),
+                budget_used: Mutex::new(Cost::default()),
+                auth_limiter: Mutex::new(AuthLimiter::new(
+                    cfg.auth_failures_per_address,
+                    cfg.auth_failures_per_user,
+                    cfg.auth_failure_window,
+                )),
+                log_limiter: Mutex::new(LogLimiter::default()),
+                cfg,
             }),
         })
     }
@@ -198,22 +390,129 @@ impl Server {
     }
 
     fn dispatch(&self, stream: TcpStream, peer: SocketAddr) {
+        let accepted = Instant::now();
         let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
             return;
         };
-        if self.ctx.connections.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
-            self.ctx.connections.fetch_sub(1, SeqCst);
-            return; // dropping closes it
+        let ip = sockets::canonical(peer.ip());
+        if let Err(why) = self.ctx.open_connection(ip) {
+            return answer_busy(&self.ctx, stream, peer, why);
         }
         let ctx = self.ctx.clone();
         let spawned = std::thread::Builder::new()
             .name("lr-conn".into())
             .spawn(move || {
-                handle_conn(&ctx, stream, peer);
-                ctx.connections.fetch_sub(1, SeqCst);
+                handle_conn(&ctx, stream, peer, accepted);
+                ctx.close_connection(ip);
             });
         if spawned.is_err() {
-            self.ctx.connections.fetch_sub(1, SeqCst);
+            self.ctx.close_connection(ip);
+        }
+    }
+}
+
+/// Tells a connection over a limit that the server is busy: a control client gets an
+/// `error` (code `busy`, with `why`) after its `hello`, within [`BUSY_ANSWER_TIME`], so it
+/// can say so instead of "connection closed". At most [`MAX_BUSY_ANSWERS`] at once; the
+/// others are closed at once.
+fn answer_busy(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, why: String) {
+    if ctx.busy_answers.fetch_add(1, SeqCst) >= MAX_BUSY_ANSWERS {
+        ctx.busy_answers.fetch_sub(1, SeqCst);
+        return;
+    }
+    log(ctx, peer, &format!("{peer}: refused: {why}"));
+    let c = ctx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("lr-busy".into())
+        .spawn(move || {
+            tell_busy(stream, why);
+            c.busy_answers.fetch_sub(1, SeqCst);
+        });
+    if spawned.is_err() {
+        ctx.busy_answers.fetch_sub(1, SeqCst);
+    }
+}
+
+fn tell_busy(mut stream: TcpStream, why: String) {
+    use std::io::{Read, Write};
+    let deadline = Instant::now() + BUSY_ANSWER_TIME;
+    let mut head = [0u8; 4];
+    if peek_exact(&stream, &mut head, deadline).ok() != Some(4)
+        || head[..2] != control::frame::MAGIC
+    {
+        return;
+    }
+    // Read the hello (small; a longer frame is not one), so that closing sends a FIN and
+    // not a reset that could discard the answer.
+    let left = deadline.saturating_duration_since(Instant::now());
+    if stream
+        .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+        .is_err()
+    {
+        return;
+    }
+    if super::conn::read_frame(&mut stream, 64 << 10).is_err() {
+        return;
+    }
+    let m = Message::Error(ErrorMsg {
+        code: ErrorCode::Busy,
+        message: why,
+    });
+    let Ok(frame) = control::encode(&m) else {
+        return;
+    };
+    let _ = stream.set_write_timeout(Some(BUSY_ANSWER_TIME));
+    if stream.write_all(&frame).is_err() {
+        return;
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    // Until the client closes too (or the time is up), so that nothing unread is left.
+    let mut sink = [0u8; 1024];
+    while Instant::now() < deadline {
+        match stream.read(&mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+/// Waits until `buf.len()` bytes can be read from `stream` or `deadline` passes, without
+/// reading them, and returns how many are there (0: the peer closed). Each wait is one
+/// blocking `recv(MSG_PEEK | MSG_WAITALL)` with the time left as its time-out, so a peer
+/// that sends a byte and waits costs no CPU (no polling), and a peer that sends a byte now
+/// and then cannot stretch the time past `deadline`.
+pub(crate) fn peek_exact(
+    stream: &TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> io::Result<usize> {
+    use nix::errno::Errno;
+    use nix::sys::socket::{recv, MsgFlags};
+    use std::os::fd::AsRawFd;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let flags = if left.is_zero() {
+            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT
+        } else {
+            stream.set_read_timeout(Some(left))?;
+            MsgFlags::MSG_PEEK | MsgFlags::MSG_WAITALL
+        };
+        match recv(stream.as_raw_fd(), buf, flags) {
+            Ok(n) => return Ok(n),
+            Err(Errno::EINTR) => continue,
+            // The time-out (or nothing there when it is already up): how much is there?
+            Err(Errno::EAGAIN) => {
+                return match recv(
+                    stream.as_raw_fd(),
+                    buf,
+                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+                ) {
+                    Ok(n) => Ok(n),
+                    Err(Errno::EAGAIN) => Err(io::ErrorKind::TimedOut.into()),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Err(e) => return Err(e.into()),
         }
     }
 }
@@ -241,39 +540,50 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     Ok(s.into())
 }
 
-fn log(ctx: &Ctx, line: &str) {
-    if ctx.cfg.log {
-        let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+/// Logs one line about `peer` on stderr: escaped and cut (a peer's text may be in it), and
+/// at most [`LOG_BURST`] lines per address at once, then [`LOG_PER_SECOND`]; the lines held
+/// back are counted in the next one.
+fn log(ctx: &Ctx, peer: SocketAddr, line: &str) {
+    if !ctx.cfg.log {
+        return;
+    }
+    let ip = sockets::canonical(peer.ip());
+    let admitted = ctx
+        .log_limiter
+        .lock()
+        .ok()
+        .and_then(|mut l| l.admit(ip, Instant::now()));
+    let Some(held_back) = admitted else {
+        return;
+    };
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    let line = linerate_wire::text::clip(line, MAX_LOG_LINE);
+    if held_back > 0 {
+        eprintln!("{now} {line} ({held_back} earlier lines about {ip} not logged)");
+    } else {
         eprintln!("{now} {line}");
     }
 }
 
-/// Reads the first bytes within the handshake time-out and routes the connection.
-fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
-    if stream
-        .set_read_timeout(Some(ctx.cfg.handshake_timeout))
-        .is_err()
-    {
-        return;
-    }
-    let deadline = Instant::now() + ctx.cfg.handshake_timeout;
+/// Reads the first bytes within the handshake time-out (counted from the accept) and
+/// routes the connection.
+fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant) {
+    let deadline = accepted + ctx.cfg.handshake_timeout;
     let mut head = [0u8; 4];
-    loop {
-        match stream.peek(&mut head) {
-            Ok(0) => return,
-            Ok(4) => break,
-            Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
-            Ok(_) | Err(_) => {
-                log(
-                    ctx,
-                    &format!("{peer}: no hello within the handshake time-out; closed"),
-                );
-                return;
-            }
+    match peek_exact(&stream, &mut head, deadline) {
+        Ok(4) => {}
+        Ok(0) => return,
+        Ok(_) | Err(_) => {
+            log(
+                ctx,
+                peer,
+                &format!("{peer}: no hello within the handshake time-out; closed"),
+            );
+            return;
         }
     }
     if head == stream_hello::MAGIC {
-        handle_data(ctx, stream, peer);
+        handle_data(ctx, stream, peer, deadline);
     } else if head[..2] == control::frame::MAGIC {
         // Control messages are small and answered at once. Data connections keep the
         // options the test asks for (-N): forcing TCP_NODELAY on them would make a server
@@ -281,11 +591,12 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
         let _ = stream.set_nodelay(true);
         ctx.sessions.fetch_add(1, SeqCst);
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handle_control(ctx, stream, peer)
+            handle_control(ctx, stream, peer, accepted)
         }));
         if r.is_err() {
             log(
                 ctx,
+                peer,
                 &format!("{peer}: session failed internally; other tests are unaffected"),
             );
         }
@@ -293,6 +604,7 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
     } else {
         log(
             ctx,
+            peer,
             &format!("{peer}: not a linerate client (bad magic); closed"),
         );
     }
@@ -315,18 +627,41 @@ fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<Tc
     if !ready {
         return Some(stream);
     }
-    handle_data(ctx, stream, peer);
+    handle_data(
+        ctx,
+        stream,
+        peer,
+        Instant::now() + ctx.cfg.handshake_timeout,
+    );
     None
 }
 
-fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
+/// Reads a data connection's stream hello (all of it by `deadline`) and passes the
+/// connection to the session that owns its token.
+fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr, deadline: Instant) {
     use std::io::Read;
     let mut b = [0u8; stream_hello::LEN];
+    match peek_exact(&stream, &mut b, deadline) {
+        Ok(n) if n == b.len() => {}
+        Ok(0) => return,
+        Ok(_) | Err(_) => {
+            log(
+                ctx,
+                peer,
+                &format!("{peer}: no complete stream hello within the handshake time-out; closed"),
+            );
+            return;
+        }
+    }
     if stream.read_exact(&mut b).is_err() {
         return;
     }
     let Ok(h) = StreamHello::parse(&b) else {
-        log(ctx, &format!("{peer}: malformed stream hello; closed"));
+        log(
+            ctx,
+            peer,
+            &format!("{peer}: malformed stream hello; closed"),
+        );
         return;
     };
     let route = ctx
@@ -344,6 +679,7 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr) {
         }
         None => log(
             ctx,
+            peer,
             &format!("{peer}: data connection with an unknown token; closed"),
         ),
     }

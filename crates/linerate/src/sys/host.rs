@@ -41,6 +41,19 @@ pub fn boot_id() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// The host's memory (`MemTotal` of `/proc/meminfo`), bytes; `None` when unreadable.
+pub fn mem_total_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_mem_total(&text)
+}
+
+/// `MemTotal` of a `/proc/meminfo` text, bytes.
+pub fn parse_mem_total(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// Online CPUs in the whole host (not limited by this process's affinity mask, unlike
 /// `std::thread::available_parallelism`).
 ///
@@ -130,6 +143,13 @@ pub fn read_sysctl_u64(name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mem_total_is_read_in_bytes() {
+        let text = "MemTotal:       24570612 kB\nMemFree:         1000 kB\n";
+        assert_eq!(parse_mem_total(text), Some(24_570_612 * 1024));
+        assert_eq!(parse_mem_total("MemFree: 1 kB\n"), None);
+    }
 
     #[test]
     fn host_info_is_filled() {

@@ -72,6 +72,7 @@ pub fn plan(addr: SocketAddr, spec: TestSpec) -> StreamPlan {
         connect_timeout: Duration::from_secs(3),
         debug: Debug(false),
         auth: None,
+        max_time: None,
     }
 }
 

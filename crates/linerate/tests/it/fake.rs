@@ -63,14 +63,19 @@ impl Peer {
 
     /// The next message that is not an `interval`, within [`WAIT`] of each other.
     pub fn recv_skipping_intervals(&mut self) -> Option<Message> {
-        let deadline = Instant::now() + WAIT;
-        while Instant::now() < deadline {
-            match self.recv()? {
+        self.recv_skipping_intervals_within(WAIT)
+    }
+
+    /// The next message that is not an `interval`, within `wait` in all.
+    pub fn recv_skipping_intervals_within(&mut self, wait: Duration) -> Option<Message> {
+        let deadline = Instant::now() + wait;
+        loop {
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match self.recv_within(left.max(Duration::from_millis(1)))? {
                 Message::Interval(_) => continue,
                 m => return Some(m),
             }
         }
-        None
     }
 
     /// The next message (intervals skipped), which must be `name`.
@@ -100,6 +105,16 @@ impl FakeClient {
     pub fn connect(addr: SocketAddr) -> FakeClient {
         FakeClient {
             peer: Peer::new(TcpStream::connect(addr).expect("connect to the server")),
+            welcome: None,
+            token: None,
+        }
+    }
+
+    /// Connects from `local` (another loopback address, such as 127.0.0.2), so that the
+    /// server sees another client address.
+    pub fn connect_from(addr: SocketAddr, local: std::net::IpAddr) -> FakeClient {
+        FakeClient {
+            peer: Peer::new(tcp_from(addr, local)),
             welcome: None,
             token: None,
         }
@@ -150,6 +165,15 @@ impl FakeClient {
         }
         .to_bytes()
     }
+}
+
+/// A TCP connection to `addr` from `local` (port 0).
+pub fn tcp_from(addr: SocketAddr, local: std::net::IpAddr) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, None).unwrap();
+    s.bind(&SocketAddr::new(local, 0).into()).unwrap();
+    s.connect(&addr.into()).expect("connect to the server");
+    s.into()
 }
 
 /// A server driven by the test: it accepts one control connection, answers its `hello`

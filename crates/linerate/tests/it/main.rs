@@ -11,6 +11,7 @@ mod compare;
 mod counters;
 mod diagnose;
 mod fake;
+mod hardening;
 mod results;
 mod rfc2544;
 mod robustness;

@@ -105,11 +105,14 @@ fn datagrams_lost_after_the_last_one_received_are_loss() {
     check_lost_at_the_end(&rec, 200);
 }
 
-/// A fake server that streams `n` intervals during a one-second UDP test, then sends its
-/// results without them (`intervals_streamed`), as a 1.3 server does.
+/// A fake server that streams `N` intervals during a one-second UDP test, then sends its
+/// results without them (`intervals_streamed`), as a 1.3 server does: the client puts them
+/// back. (A thousand is what a client allows at 10 ms intervals before the test's time
+/// accounts for them; that no result depends on the frame cap is shown with a lowered
+/// cap below.)
 #[test]
 fn the_servers_streamed_intervals_make_its_results_however_many() {
-    const N: u64 = 20_000;
+    const N: u64 = 1000;
     let (tx, rx) = std::sync::mpsc::channel();
     let srv = FakeServer::start(&["udp_stream", "interval_events"], move |p| {
         accept_and_start(p);
@@ -124,16 +127,15 @@ fn the_servers_streamed_intervals_make_its_results_however_many() {
     });
     let mut s = spec(Transport::Udp, Direction::Send);
     s.duration_ms = Some(1000);
+    s.interval_ms = 10;
     s.rate_bps = Some(1_000_000);
     let rec = run(&plan(srv.addr, s));
     srv.join();
+    assert!(rec.failure.is_none(), "{:?}", rec.failure);
     let server = rec.server.as_ref().expect("server results");
     assert_eq!(server.intervals.len() as u64, N);
     assert_eq!(server.intervals[0], interval(0, 10));
     assert_eq!(server.intervals[N as usize - 1], interval(N - 1, 10));
-    // They would not have fitted one control frame.
-    let size = serde_json::to_vec(&server.intervals).unwrap().len();
-    assert!(size > control::MAX_CONTROL_FRAME as usize, "{size}");
     assert!(
         rec.warnings.iter().all(|w| !w.contains("missing")),
         "{:?}",

@@ -130,6 +130,7 @@ impl<'a> NetTrial<'a> {
             connect_timeout: self.cfg.connect_timeout,
             debug: Debug(false),
             auth: self.cfg.auth.clone(),
+            max_time: None,
         }
     }
 
@@ -143,6 +144,9 @@ impl<'a> NetTrial<'a> {
                 return Err(Interrupted.into());
             }
             bail!("the trial ended early: {}", rec.warnings.join("; "));
+        }
+        if let Some(f) = &rec.failure {
+            bail!("the trial failed: {f}");
         }
         if let Some(s) = &rec.server {
             self.server_boot_id = s.host.boot_id.clone();

@@ -15,7 +15,7 @@
 //! warnings, not failures.
 
 use std::collections::VecDeque;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use linerate_wire::control::{
     AuthResponse, ErrorCode, Feature, Features, Hello, Message, ProtocolVersion, Results,
@@ -25,9 +25,13 @@ use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
 use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
 
-use super::{Incoming, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, UDP_HELLO_PERIOD};
+use super::{
+    Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, HARD_STOP_GRACE,
+    INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
+};
 use crate::model::plan::Credentials;
 use crate::session::auth::{self, Prover, NONCE_LEN};
+use crate::session::plausible;
 
 /// What the client machine needs besides the messages.
 #[derive(Debug, Clone)]
@@ -179,6 +183,9 @@ pub enum ClientError {
     Failed(String),
 }
 
+/// Longest text of a peer's that an error or a warning quotes, in characters.
+pub const MAX_PEER_TEXT: usize = 500;
+
 /// What a finished test leaves besides the engine's report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TestOutcome {
@@ -192,6 +199,10 @@ pub struct TestOutcome {
     pub server_capture: Option<ReturnedCapture>,
     /// What the session noticed, in the order it did.
     pub warnings: Vec<String>,
+    /// Why the test failed once it had started (the server ended it or vanished, sent no
+    /// results, flooded intervals, or a byte count was not reached in time): what was
+    /// measured is still reported, and the command exits 2.
+    pub failure: Option<String>,
 }
 
 /// The client's protocol state.
@@ -214,6 +225,15 @@ pub struct ClientMachine {
     server_capture: Option<ReturnedCapture>,
     doctor_report: Option<DoctorReport>,
     error: Option<ClientError>,
+    /// Longest a byte-count test may run (`--max-time`); derived from the byte count when
+    /// not given ([`ClientMachine::byte_deadline`]).
+    max_time: Option<Duration>,
+    /// When `start` came: the server's intervals are counted against the time since.
+    started: Option<Instant>,
+    /// The server's intervals received, and those left out as implausible.
+    server_interval_count: u64,
+    implausible_intervals: u64,
+    failure: Option<String>,
 }
 
 impl ClientMachine {
@@ -243,6 +263,36 @@ impl ClientMachine {
             server_capture: None,
             doctor_report: None,
             error: None,
+            max_time: None,
+            started: None,
+            server_interval_count: 0,
+            implausible_intervals: 0,
+            failure: None,
+        }
+    }
+
+    /// Sets the longest a byte-count test (`-n`) may run before the client ends it with an
+    /// error (`--max-time`); without it the limit is derived from the byte count.
+    pub fn set_max_time(&mut self, max: Option<Duration>) {
+        self.max_time = max;
+    }
+
+    /// How long a byte-count test of `bytes` may run: `--max-time`, or the time the bytes
+    /// take at [`MIN_BYTE_RATE_BPS`] plus [`BYTE_DEADLINE_SLACK`], but no longer than the
+    /// server's own limit (after which it ends the test itself) plus a grace.
+    pub fn byte_deadline(&self, bytes: u64) -> Duration {
+        if let Some(t) = self.max_time {
+            return t;
+        }
+        let secs = bytes as f64 * 8.0 / MIN_BYTE_RATE_BPS as f64;
+        let derived = BYTE_DEADLINE_SLACK + Duration::from_secs_f64(secs.min(1e9));
+        match &self.welcome {
+            Some(w) => derived.min(
+                Duration::from_millis(w.limits.max_duration_ms)
+                    + HARD_STOP_GRACE
+                    + BYTE_DEADLINE_SLACK,
+            ),
+            None => derived,
         }
     }
 
@@ -359,7 +409,7 @@ impl ClientMachine {
     /// Feeds one input.
     pub fn handle(&mut self, now: Instant, input: Input) {
         match input {
-            Input::Received(i) => self.on_received(now, i),
+            Input::Received(i) => self.on_received(now, sanitize(i)),
             Input::StreamsOpened { udp_ports } => self.on_streams_opened(now, udp_ports),
             Input::EngineStarted => self.on_engine_started(now),
             Input::Engine(status) => self.on_engine_status(now, status),
@@ -395,10 +445,33 @@ impl ClientMachine {
                     next_hello: Some(now + UDP_HELLO_PERIOD),
                 };
             }
-            Phase::Running { .. } => self.stop(now, false),
+            Phase::Running { .. } => match self.requested.as_ref().and_then(|s| s.bytes) {
+                Some(bytes) => {
+                    let limit = self.byte_deadline(bytes);
+                    let how = match self.max_time {
+                        Some(_) => "--max-time".to_string(),
+                        None => format!(
+                            "at least {} Mbit/s; give --max-time for a slower path",
+                            MIN_BYTE_RATE_BPS / 1_000_000
+                        ),
+                    };
+                    let e = format!(
+                        "the byte count (-n {bytes}) was not reached within {} s ({how}): the transfer stalled or the server stopped sending",
+                        limit.as_secs()
+                    );
+                    self.failure = Some(e.clone());
+                    self.warnings.push(e);
+                    self.stop(now, true)
+                }
+                None => self.stop(now, false),
+            },
             Phase::AwaitResults { .. } => {
-                self.warnings
-                    .push("the server sent no results within 15 s".into());
+                let w = format!(
+                    "the server sent no results within {} s",
+                    CLIENT_RESULTS.as_secs()
+                );
+                self.failure = Some(w.clone());
+                self.warnings.push(w);
                 self.finish_engine();
             }
             Phase::AwaitDone { .. } => self.close(),
@@ -414,7 +487,7 @@ impl ClientMachine {
     fn on_received(&mut self, now: Instant, i: Incoming) {
         match self.phase {
             Phase::Running { .. } => return self.on_running(now, i),
-            Phase::AwaitResults { .. } => return self.on_results(i),
+            Phase::AwaitResults { .. } => return self.on_results(now, i),
             Phase::AwaitDone { .. } => return self.close(),
             // Late messages while the engine finishes: the results are in or given up.
             Phase::FinishEngine | Phase::Closed | Phase::Failed => return,
@@ -424,7 +497,7 @@ impl ClientMachine {
         match i {
             Incoming::Msg(Message::Error(e)) => self.fail(ClientError::Server {
                 code: e.code,
-                message: e.message,
+                message: clip(&e.message),
             }),
             Incoming::Msg(m) => self.on_answer(now, m, what),
             Incoming::Closed => self.failed(format!(
@@ -445,7 +518,7 @@ impl ClientMachine {
                 self.cfg.server,
                 r.server_protocol,
                 ProtocolVersion::CURRENT,
-                r.message
+                clip(&r.message)
             )),
             (Phase::AwaitAuthOk { server_nonce, .. }, Message::AuthOk(ok)) => {
                 self.on_auth_ok(&server_nonce, &ok.mac)
@@ -460,7 +533,7 @@ impl ClientMachine {
                         .failed("protocol error: the server's token is not 32 hex digits".into()),
                 }
             }
-            (Phase::AwaitStart { .. }, Message::Start(_)) => self.on_start(),
+            (Phase::AwaitStart { .. }, Message::Start(_)) => self.on_start(now),
             (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {
                 r.findings.truncate(MAX_FINDINGS);
                 self.doctor_report = Some(r);
@@ -551,7 +624,7 @@ impl ClientMachine {
         };
     }
 
-    fn on_start(&mut self) {
+    fn on_start(&mut self, now: Instant) {
         let (Some(asked), Some(requested)) = (&self.asked, &self.requested) else {
             return self.failed("protocol error: start without a test".into());
         };
@@ -561,15 +634,55 @@ impl ClientMachine {
             ..requested.clone()
         };
         self.push(Action::StartEngine(Box::new(engine)));
+        self.started = Some(now);
         self.phase = Phase::Running { end: None };
     }
 
+    /// Every running test has an end: its duration, or for a byte count the time it may
+    /// take ([`ClientMachine::byte_deadline`]).
     fn on_engine_started(&mut self, now: Instant) {
-        let duration = self.requested.as_ref().and_then(|s| s.duration_ms);
+        let (duration, bytes) = match &self.requested {
+            Some(s) => (s.duration_ms, s.bytes),
+            None => (None, None),
+        };
         if let Phase::Running { end: None } = self.phase {
-            let end = duration.map(|d| now + std::time::Duration::from_millis(d));
+            let end = match (duration, bytes) {
+                (Some(d), _) => Some(now + Duration::from_millis(d)),
+                (None, Some(b)) => Some(now + self.byte_deadline(b)),
+                (None, None) => None,
+            };
             self.phase = Phase::Running { end };
         }
+    }
+
+    /// Takes one of the server's intervals: left out when its figures are not plausible,
+    /// and the test's end (an error) when the server sends more of them than the time since
+    /// `start` accounts for. `false` when the test ends here.
+    fn on_server_interval(&mut self, now: Instant, mut iv: IntervalReport) -> bool {
+        self.server_interval_count += 1;
+        let interval_ms = self.requested.as_ref().map_or(1000, |s| s.interval_ms);
+        let since = self
+            .started
+            .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+        let allowed = allowed_intervals(since, interval_ms);
+        if self.server_interval_count > allowed {
+            let e = format!(
+                "the server sent {} intervals in {:.1} s, more than its {interval_ms} ms interval allows: it is not a working linerate server",
+                self.server_interval_count,
+                since.as_secs_f64()
+            );
+            self.failure = Some(e.clone());
+            self.early_error = Some(e);
+            return false;
+        }
+        match plausible::interval(&mut iv) {
+            Ok(()) => {
+                self.server_intervals.push(iv.clone());
+                self.push(Action::ServerInterval(iv));
+            }
+            Err(_) => self.implausible_intervals += 1,
+        }
+        true
     }
 
     fn on_engine_status(&mut self, now: Instant, e: EngineStatus) {
@@ -592,24 +705,28 @@ impl ClientMachine {
     fn on_running(&mut self, now: Instant, i: Incoming) {
         let early = match i {
             Incoming::Msg(Message::Interval(m)) => {
-                self.server_intervals.push(m.interval.clone());
-                return self.push(Action::ServerInterval(m.interval));
+                if self.on_server_interval(now, m.interval) {
+                    return;
+                }
+                return self.stop(now, true);
             }
             Incoming::Msg(Message::Finished(_)) => {
                 self.server_finished = true;
                 return;
             }
-            Incoming::Msg(Message::Error(e)) => e.message,
+            Incoming::Msg(Message::Error(e)) => clip(&e.message),
             Incoming::Msg(other) => {
                 format!(
                     "protocol error: unexpected {} during the test",
                     other.name()
                 )
             }
-            Incoming::Closed | Incoming::Broken(_) => {
-                "the server closed the control connection during the test".into()
+            Incoming::Closed => "the server closed the control connection during the test".into(),
+            Incoming::Broken(e) => {
+                format!("the control connection broke during the test: {e}")
             }
         };
+        self.failure = Some(format!("the test ended early: {early}"));
         self.early_error = Some(early);
         self.stop(now, true);
     }
@@ -631,7 +748,7 @@ impl ClientMachine {
         };
     }
 
-    fn on_results(&mut self, i: Incoming) {
+    fn on_results(&mut self, now: Instant, i: Incoming) {
         let warning = match i {
             Incoming::Msg(Message::Results(r)) => {
                 let r = *r;
@@ -639,26 +756,43 @@ impl ClientMachine {
                 if r.intervals_streamed {
                     report.intervals = std::mem::take(&mut self.server_intervals);
                 }
+                let since = self
+                    .started
+                    .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
+                match plausible::report(&mut report, since) {
+                    Ok(notes) => {
+                        self.warnings.extend(notes);
+                        self.server_report = Some(report);
+                    }
+                    Err(why) => self.warnings.push(why),
+                }
                 self.server_capture = r.capture;
-                self.server_report = Some(report);
                 return self.finish_engine();
             }
             Incoming::Msg(Message::Interval(m)) => {
-                self.server_intervals.push(m.interval.clone());
-                return self.push(Action::ServerInterval(m.interval));
+                if self.on_server_interval(now, m.interval) {
+                    return;
+                }
+                self.early_error.take().unwrap_or_default()
             }
             Incoming::Msg(Message::Finished(_)) => return,
             Incoming::Msg(Message::Error(e)) => format!(
                 "the server reported an error instead of results: {}",
-                e.message
+                clip(&e.message)
             ),
             Incoming::Msg(other) => {
                 format!("protocol error: expected results, got {}", other.name())
             }
-            Incoming::Closed | Incoming::Broken(_) => {
+            Incoming::Closed => {
                 "the server closed the connection before sending its results".into()
             }
+            Incoming::Broken(e) => {
+                format!("the control connection broke before the server's results: {e}")
+            }
         };
+        if self.failure.is_none() {
+            self.failure = Some(warning.clone());
+        }
         self.warnings.push(warning);
         self.finish_engine();
     }
@@ -698,14 +832,47 @@ impl ClientMachine {
         if self.server_report.is_none() {
             warnings.push("server measurements are missing: receiver-side figures, server CPU and service demand are not shown".into());
         }
+        if self.implausible_intervals > 0 {
+            warnings.push(format!(
+                "{} of the server's intervals were left out: their figures are not plausible (rates above {} Tbit/s or CPU outside 0-100%)",
+                self.implausible_intervals,
+                plausible::MAX_RATE_BPS / 1e12
+            ));
+        }
         TestOutcome {
             protocol: self.welcome.as_ref().map(|w| w.protocol),
             interrupted: self.interrupted,
             server_report: self.server_report.take(),
             server_capture: self.server_capture.take(),
             warnings,
+            failure: self.failure.take(),
         }
     }
+}
+
+/// A peer's text as an error or a warning quotes it: escaped and cut.
+fn clip(s: &str) -> String {
+    linerate_wire::text::clip(s, MAX_PEER_TEXT)
+}
+
+/// What the connection delivered, with every string from the peer escaped.
+fn sanitize(i: Incoming) -> Incoming {
+    match i {
+        Incoming::Msg(m) => Incoming::Msg(linerate_wire::text::sanitize_message(m)),
+        Incoming::Broken(e) => Incoming::Broken(clip(&e)),
+        Incoming::Closed => Incoming::Closed,
+    }
+}
+
+/// Most server intervals a test may have received `since` its start with `interval_ms`
+/// intervals: twice as many as the time accounts for, plus [`INTERVAL_BURST`] of them
+/// (late ones arrive in bursts), plus a few for the drain.
+pub fn allowed_intervals(since: Duration, interval_ms: u64) -> u64 {
+    let per = interval_ms.max(1) as u128;
+    let ms = (since + INTERVAL_BURST).as_millis();
+    u64::try_from(2 * ms / per)
+        .unwrap_or(u64::MAX)
+        .saturating_add(16)
 }
 
 /// The message a phase waits for, as errors name it.

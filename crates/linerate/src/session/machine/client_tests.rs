@@ -624,7 +624,8 @@ fn a_fixed_size_test_stops_when_both_ends_are_through() {
         bytes_spec(Direction::Send, Transport::Tcp),
         Features::all(),
     );
-    assert_eq!(m.poll_timeout(), None);
+    // Even a byte count has an end: 1 MiB at 1 Mbit/s, plus 10 s.
+    assert_eq!(m.poll_timeout(), Some(t0 + m.byte_deadline(1 << 20)));
     m.handle(t0, Input::Engine(busy));
     assert!(drain(&mut m).is_empty());
     m.handle(t0, Input::Engine(done));
@@ -693,6 +694,8 @@ fn the_server_ending_the_test_keeps_what_was_measured() {
         let o = m.outcome();
         assert!(o.interrupted);
         assert_eq!(o.warnings[0], want);
+        // A failure: the command prints what was measured and exits 2.
+        assert_eq!(o.failure.as_deref(), Some(want));
         assert!(o.warnings[1].starts_with("server measurements are missing"));
         assert_eq!(
             o.warnings.len(),
@@ -738,6 +741,7 @@ fn results_that_do_not_come_are_warnings() {
         assert_eq!(drain(&mut m), vec![Action::Close]);
         let o = m.outcome();
         assert_eq!(o.warnings[0], want);
+        assert_eq!(o.failure.as_deref(), Some(want));
         assert!(o.server_report.is_none());
     }
 }
@@ -889,4 +893,194 @@ fn a_message_between_the_handshake_and_a_request_is_out_of_order() {
     let mut m = connected(t0, Features::all());
     m.handle(t0, msg(Message::Start(Start {})));
     assert_eq!(failure(&m), "protocol error: expected nothing, got start");
+}
+
+#[test]
+fn a_byte_count_that_stalls_ends_at_its_deadline_with_a_failure() {
+    let t0 = Instant::now();
+    let mut m = running(
+        t0,
+        bytes_spec(Direction::Receive, Transport::Tcp),
+        Features::all(),
+    );
+    let limit = m.byte_deadline(1 << 20);
+    // 1 MiB at 1 Mbit/s is 8.4 s; with the slack 18.4 s.
+    assert!(
+        limit > Duration::from_secs(18) && limit < Duration::from_secs(19),
+        "{limit:?}"
+    );
+    m.handle_timeout(t0 + limit - Duration::from_millis(1));
+    assert!(drain(&mut m).is_empty());
+    m.handle_timeout(t0 + limit);
+    assert_eq!(
+        drain(&mut m),
+        vec![
+            Action::StopSenders,
+            Action::Send(Message::Stop(Stop { interrupted: true }))
+        ]
+    );
+    // The server's results still come and are kept.
+    m.handle(
+        t0 + limit,
+        msg(Message::Results(Box::new(Results {
+            report: report(Role::Server),
+            intervals_streamed: true,
+            capture: None,
+        }))),
+    );
+    m.handle(
+        t0 + limit,
+        Input::EngineFinished(Box::new(report(Role::Client))),
+    );
+    m.handle(
+        t0 + limit,
+        msg(Message::Done(linerate_wire::control::Done {})),
+    );
+    let o = m.outcome();
+    assert!(o.server_report.is_some());
+    let f = o.failure.expect("a failure");
+    assert!(
+        f.contains("(-n 1048576) was not reached within 18 s") && f.contains("--max-time"),
+        "{f}"
+    );
+    // --max-time sets it.
+    let mut m = connected(t0, Features::all());
+    m.set_max_time(Some(Duration::from_secs(3)));
+    assert_eq!(m.byte_deadline(1 << 40), Duration::from_secs(3));
+    // Without it, never longer than the server's own limit and a grace.
+    let m = connected(t0, Features::all());
+    assert!(m.byte_deadline(1 << 50) < Duration::from_secs(3_700));
+}
+
+#[test]
+fn a_flood_of_intervals_ends_the_test_with_a_failure() {
+    let t0 = Instant::now();
+    let mut m = running(t0, spec(), Features::all());
+    let iv = |i| {
+        msg(Message::Interval(IntervalMsg {
+            interval: interval(i),
+        }))
+    };
+    // 1 s intervals: 5 s of burst twice over, and 16, may come at once.
+    let allowed = super::client::allowed_intervals(Duration::ZERO, 1000);
+    assert_eq!(allowed, 26);
+    for i in 0..allowed {
+        m.handle(t0, iv(i));
+    }
+    assert_eq!(drain(&mut m).len() as u64, allowed);
+    m.handle(t0, iv(allowed));
+    // No `stop` to a server that floods: the engine stops and the test ends.
+    assert_eq!(
+        drain(&mut m),
+        vec![Action::StopSenders, Action::FinishEngine]
+    );
+    m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+    let o = m.outcome();
+    let f = o.failure.expect("a failure");
+    assert!(
+        f.contains("27 intervals") && f.contains("1000 ms interval"),
+        "{f}"
+    );
+    // Over time, more are allowed: an hour at 10 ms intervals is 360,000.
+    assert!(super::client::allowed_intervals(Duration::from_secs(3600), 10) > 360_000);
+}
+
+#[test]
+fn a_flood_while_waiting_for_results_ends_the_wait() {
+    let t0 = Instant::now();
+    let mut m = running(t0, spec(), Features::all());
+    m.handle_timeout(t0 + Duration::from_secs(1));
+    drain(&mut m);
+    for i in 0..100 {
+        m.handle(
+            t0 + Duration::from_secs(1),
+            msg(Message::Interval(IntervalMsg {
+                interval: interval(i),
+            })),
+        );
+    }
+    assert_eq!(drain(&mut m).last(), Some(&Action::FinishEngine));
+    m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+    let o = m.outcome();
+    assert!(o.failure.is_some_and(|f| f.contains("intervals")));
+}
+
+#[test]
+fn what_the_server_says_is_escaped_before_anyone_prints_it() {
+    let t0 = Instant::now();
+    let mut m = connected(t0, Features::all());
+    m.request_test(t0, spec());
+    m.handle(
+        t0,
+        msg(error(ErrorCode::Busy, "busy\n\u{1b}[2J\u{7}fake prompt $ ")),
+    );
+    let e = failure(&m);
+    assert!(!e.chars().any(linerate_wire::text::is_unsafe), "{e:?}");
+    assert!(e.contains("busy\\n\\u{1b}[2J\\u{7}fake prompt"), "{e}");
+    // And cut: a megabyte of text is not an error line.
+    let mut m = connected(t0, Features::all());
+    m.request_test(t0, spec());
+    m.handle(t0, msg(error(ErrorCode::Busy, &"x".repeat(1 << 20))));
+    assert!(failure(&m).len() < 1000);
+    // Mid-test too, and in the results' warnings and host names.
+    let mut m = running(t0, spec(), Features::all());
+    let mut server = report(Role::Server);
+    server.warnings.push("\u{1b}]0;owned\u{7}".into());
+    server.host.hostname = Some("evil\nhost".into());
+    m.handle_timeout(t0 + Duration::from_secs(1));
+    m.handle(
+        t0 + Duration::from_secs(1),
+        msg(Message::Results(Box::new(Results {
+            report: server,
+            intervals_streamed: false,
+            capture: None,
+        }))),
+    );
+    m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+    let server = m.outcome().server_report.expect("kept");
+    assert_eq!(server.warnings, vec!["\\u{1b}]0;owned\\u{7}".to_string()]);
+    assert_eq!(server.host.hostname.as_deref(), Some("evil\\nhost"));
+}
+
+#[test]
+fn implausible_figures_from_the_server_are_left_out() {
+    let t0 = Instant::now();
+    let mut m = running(t0, spec(), Features::all());
+    let absurd = IntervalReport {
+        start_ns: 0,
+        end_ns: 1_000_000_000,
+        rx_bytes: u64::MAX,
+        ..IntervalReport::default()
+    };
+    m.handle(t0, msg(Message::Interval(IntervalMsg { interval: absurd })));
+    assert!(drain(&mut m).is_empty(), "not shown");
+    m.handle_timeout(t0 + Duration::from_secs(1));
+    let mut server = report(Role::Server);
+    server.totals.rx_bytes = u64::MAX;
+    server.totals.rx_duration_ns = 1;
+    m.handle(
+        t0 + Duration::from_secs(1),
+        msg(Message::Results(Box::new(Results {
+            report: server,
+            intervals_streamed: true,
+            capture: None,
+        }))),
+    );
+    m.handle(t0, Input::EngineFinished(Box::new(report(Role::Client))));
+    let o = m.outcome();
+    assert!(o.server_report.is_none());
+    assert!(
+        o.warnings.iter().any(|w| w.contains("report is left out")),
+        "{:?}",
+        o.warnings
+    );
+    assert!(
+        o.warnings
+            .iter()
+            .any(|w| w.starts_with("1 of the server's intervals were left out")),
+        "{:?}",
+        o.warnings
+    );
+    // Not a failure: the test ran; the server's figures are doubtful.
+    assert!(o.failure.is_none());
 }

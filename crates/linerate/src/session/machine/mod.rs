@@ -56,8 +56,19 @@ pub const UDP_HELLO_PERIOD: Duration = Duration::from_millis(10);
 pub const SERVER_RESULTS: Duration = Duration::from_secs(10);
 /// Pause before a server answers a failed authentication, so that guessing is slow.
 pub const AUTH_FAIL_DELAY: Duration = Duration::from_millis(500);
-/// A test may run this much past the server's `--max-duration` before the server ends it.
+/// A test may run this much past its own duration (or, for a byte count, the server's
+/// `--max-duration`) before the server ends it, whether or not the client said `stop`.
 pub const HARD_STOP_GRACE: Duration = Duration::from_secs(5);
+/// The slowest transfer a byte-count test (`-n`) waits for unless `--max-time` says
+/// otherwise, bits per second: its deadline is the byte count at this rate plus
+/// [`BYTE_DEADLINE_SLACK`].
+pub const MIN_BYTE_RATE_BPS: u64 = 1_000_000;
+/// Added to a byte-count test's derived deadline (connection set-up, slow start).
+pub const BYTE_DEADLINE_SLACK: Duration = Duration::from_secs(10);
+/// The server's intervals may run this far ahead of the time since `start` (they arrive in
+/// bursts after a stall); beyond it, and beyond twice the rate the interval allows, a flood
+/// of intervals ends the test.
+pub const INTERVAL_BURST: Duration = Duration::from_secs(5);
 
 /// The earlier of two optional deadlines.
 pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {

@@ -1,7 +1,7 @@
 //! The server's side of the control protocol, without I/O.
 //!
 //! ```text
-//! AwaitHello ─► [AwaitAuth ─► (AuthFailing)] ─► AwaitRequest ─┬─► Admitting ─► CollectStreams
+//! AwaitHello ─► [AwaitAuth ─► CheckingAuth ─► (AuthFailing)] ─► AwaitRequest ─┬─► Admitting ─► CollectStreams
 //!     ─► SetUpStreams ─► [AwaitUdpHellos] ─► Running ─► Draining ─► AwaitResults ─► Done
 //!                                                               └─► AnsweringDoctor ─► Done
 //! any phase ─► Failed
@@ -56,6 +56,9 @@ pub struct ServerSettings {
     pub users: Option<Arc<Users>>,
     /// This session's nonce for the challenge, or why there is none.
     pub nonce: Result<[u8; NONCE_LEN], String>,
+    /// Refuse the session after `hello` with this code and text (the server is busy: too
+    /// many sessions of this address in their handshake).
+    pub refuse: Option<(ErrorCode, String)>,
 }
 
 /// Where the server is in the protocol.
@@ -73,12 +76,22 @@ pub enum Phase {
         /// The challenge's nonce.
         nonce: [u8; NONCE_LEN],
     },
+    /// `auth` came; the driver asks the server's limiter whether this address and user
+    /// may try now ([`Action::CheckAuth`]).
+    CheckingAuth {
+        /// The challenge's nonce.
+        nonce: [u8; NONCE_LEN],
+        /// What the client answered.
+        response: control::AuthResponse,
+    },
     /// A failed authentication is answered late, so that guessing is slow.
     AuthFailing {
         /// When to answer.
         until: Instant,
         /// Who tried, for the log.
         user: String,
+        /// Why the attempt was refused without a check (too many failures), if it was.
+        refused: Option<String>,
     },
     /// Waiting for `test_request` or `doctor_request`.
     AwaitRequest {
@@ -140,6 +153,18 @@ pub enum Action {
     /// Count the test, make its token, register it, start the capture it asks for; then
     /// feed [`Input::Admitted`] or call [`ServerMachine::fail`] (busy, no randomness).
     Admit,
+    /// Ask the server's limiter whether this address may try to authenticate as `user`
+    /// now, counting the attempt as a failure until it succeeds; then feed
+    /// [`Input::AuthChecked`].
+    CheckAuth {
+        /// The user name the client gave.
+        user: String,
+    },
+    /// The attempt passed: take back the failure [`Action::CheckAuth`] counted.
+    AuthSucceeded {
+        /// The user name the client gave.
+        user: String,
+    },
     /// Read this host's settings for the client; then feed [`Input::DoctorAnswered`].
     AnswerDoctor(DoctorRequest),
     /// Keep the data connection just fed, for stream `index`.
@@ -173,6 +198,8 @@ pub enum Input {
     Received(Incoming),
     /// A TCP data connection of this test, for stream `index`.
     DataConnection(u16),
+    /// The limiter's answer to [`Action::CheckAuth`]: `Err` says why not now.
+    AuthChecked(Result<(), String>),
     /// The test is admitted with this token.
     Admitted {
         /// The test's token.
@@ -317,6 +344,19 @@ impl ServerMachine {
         self.outcome.as_ref()
     }
 
+    /// Whether the session is still in its handshake (before a test or doctor request):
+    /// such sessions are limited per address.
+    pub fn in_handshake(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::AwaitHello { .. }
+                | Phase::AwaitAuth { .. }
+                | Phase::CheckingAuth { .. }
+                | Phase::AuthFailing { .. }
+                | Phase::AwaitRequest { .. }
+        )
+    }
+
     /// Whether the session is over.
     pub fn is_over(&self) -> bool {
         matches!(self.phase, Phase::Done | Phase::Failed)
@@ -373,6 +413,7 @@ impl ServerMachine {
         }
         match input {
             Input::Received(i) => self.on_received(now, i),
+            Input::AuthChecked(verdict) => self.on_auth_checked(now, verdict),
             Input::DataConnection(i) => self.on_data_connection(i),
             Input::Admitted { token } => self.on_admitted(now, token),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
@@ -408,11 +449,26 @@ impl ServerMachine {
         }
         let port = self.cfg.port;
         match self.phase.clone() {
-            Phase::AuthFailing { user, .. } => {
-                // One message for unknown users and wrong secrets: names are not revealed.
+            Phase::AuthFailing { user, refused, .. } => {
                 let user: String = user.chars().take(auth::MAX_USER_LEN).collect();
-                self.fail(ErrorCode::AuthFailed, "authentication failed: unknown user or wrong secret (check --auth-user and the secret against the server's --auth-users file)".into());
-                self.outcome = Some(Err(format!("authentication failed for user {user:?}")));
+                match refused {
+                    Some(why) => {
+                        self.fail(
+                            ErrorCode::AuthFailed,
+                            format!("authentication refused: {why}"),
+                        );
+                        self.outcome = Some(Err(format!(
+                            "authentication refused for user {user:?}: {why}"
+                        )));
+                    }
+                    None => {
+                        // One message for unknown users and wrong secrets: names are not
+                        // revealed.
+                        self.fail(ErrorCode::AuthFailed, "authentication failed: unknown user or wrong secret (check --auth-user and the secret against the server's --auth-users file)".into());
+                        self.outcome =
+                            Some(Err(format!("authentication failed for user {user:?}")));
+                    }
+                }
             }
             Phase::CollectStreams { tcp, .. } => {
                 let want = self.layout_len();
@@ -431,13 +487,23 @@ impl ServerMachine {
                     "no UDP hello for stream {index} arrived from {peer} in time: check that UDP port {port} is reachable from the client (firewall, NAT)"
                 ));
             }
-            Phase::Running { .. } => self.fail(
-                ErrorCode::LimitExceeded,
-                format!(
-                    "the test ran past this server's limit of {} s (linerate serve --max-duration)",
-                    self.cfg.limits.max_duration_ms / 1000
+            Phase::Running { .. } => match self.spec.as_ref().and_then(|s| s.duration_ms) {
+                Some(d) => self.fail(
+                    ErrorCode::Timeout,
+                    format!(
+                        "the test ran {} s past its duration of {:.1} s without a stop from the client: the server ended it",
+                        HARD_STOP_GRACE.as_secs(),
+                        d as f64 / 1000.0
+                    ),
                 ),
-            ),
+                None => self.fail(
+                    ErrorCode::LimitExceeded,
+                    format!(
+                        "the test ran past this server's limit of {} s (linerate serve --max-duration)",
+                        self.cfg.limits.max_duration_ms / 1000
+                    ),
+                ),
+            },
             phase => {
                 let what = awaited(&phase).unwrap_or("message");
                 self.fail(ErrorCode::Timeout, format!("no {what} within the time-out"));
@@ -450,7 +516,7 @@ impl ServerMachine {
             Phase::CollectStreams { .. } => return self.on_collect(i),
             Phase::Running { .. } => return self.on_running(i),
             // Answered late whatever comes; the engine's end takes what comes meanwhile.
-            Phase::AuthFailing { .. } | Phase::Draining => return,
+            Phase::CheckingAuth { .. } | Phase::AuthFailing { .. } | Phase::Draining => return,
             _ => {}
         }
         let what = awaited(&self.phase).unwrap_or("nothing");
@@ -469,8 +535,12 @@ impl ServerMachine {
         match (&self.phase, m) {
             (Phase::AwaitHello { .. }, Message::Hello(h)) => self.on_hello(now, h),
             (Phase::AwaitAuth { nonce, .. }, Message::Auth(r)) => {
+                // The limiter first: a guesser gets no answer about the key once over it.
                 let nonce = *nonce;
-                self.on_auth(now, &nonce, r)
+                self.push(Action::CheckAuth {
+                    user: r.user.clone(),
+                });
+                self.phase = Phase::CheckingAuth { nonce, response: r };
             }
             (Phase::AwaitAuth { .. }, other) => self.fail(
                 ErrorCode::AuthRequired,
@@ -496,7 +566,26 @@ impl ServerMachine {
         }
     }
 
+    fn on_auth_checked(&mut self, now: Instant, verdict: Result<(), String>) {
+        let Phase::CheckingAuth { nonce, response } = self.phase.clone() else {
+            return;
+        };
+        match verdict {
+            Ok(()) => self.on_auth(now, &nonce, response),
+            Err(why) => {
+                self.phase = Phase::AuthFailing {
+                    until: now + AUTH_FAIL_DELAY,
+                    user: response.user,
+                    refused: Some(why),
+                }
+            }
+        }
+    }
+
     fn on_hello(&mut self, now: Instant, h: control::Hello) {
+        if let Some((code, why)) = self.cfg.refuse.clone() {
+            return self.fail(code, why);
+        }
         let Some(version) = negotiate(ProtocolVersion::CURRENT, h.protocol) else {
             let message = format!(
                 "client speaks protocol {} and this server {}: use linerate versions with the same major version",
@@ -551,6 +640,9 @@ impl ServerMachine {
         match (key, client_nonce) {
             (Some(key), Some(cn)) if key.verify(Prover::Client, nonce, &cn, &r.user, &r.mac) => {
                 let mac = key.proof(Prover::Server, nonce, &cn, &r.user);
+                self.push(Action::AuthSucceeded {
+                    user: r.user.clone(),
+                });
                 self.send(Message::AuthOk(AuthOk { mac }));
                 self.user = Some(r.user);
                 self.phase = Phase::AwaitRequest {
@@ -561,6 +653,7 @@ impl ServerMachine {
                 self.phase = Phase::AuthFailing {
                     until: now + AUTH_FAIL_DELAY,
                     user: r.user,
+                    refused: None,
                 }
             }
         }
@@ -747,6 +840,9 @@ impl ServerMachine {
         };
         let start_first = spec.raw_frames && spec.transport == Transport::Udp && spec.rr.is_none();
         let client_sends = spec.direction.client_sends();
+        // A timed test ends at its own duration (plus a grace for the client's `stop`),
+        // whatever the client does; a byte count at the server's limit.
+        let run_ms = spec.duration_ms.unwrap_or(self.cfg.limits.max_duration_ms);
         if start_first {
             if client_sends {
                 self.push(Action::TakeEarlyHost);
@@ -758,7 +854,7 @@ impl ServerMachine {
             self.send(Message::Start(Start {}));
         }
         self.engine_running = true;
-        let limit = Duration::from_millis(self.cfg.limits.max_duration_ms) + HARD_STOP_GRACE;
+        let limit = Duration::from_millis(run_ms) + HARD_STOP_GRACE;
         self.phase = Phase::Running {
             hard_stop: now + limit,
             finished_sent: false,

@@ -47,6 +47,7 @@ fn settings(users: Option<Users>) -> ServerSettings {
         peer_ip: PEER,
         users: users.map(Arc::new),
         nonce: Ok(NONCE),
+        refuse: None,
     }
 }
 
@@ -291,10 +292,20 @@ fn the_right_key_passes_and_the_server_proves_its_own() {
     let mut m = challenged(t0);
     let key = Key::derive("alice", "s3cret");
     m.handle(t0, msg(auth_response("alice", &key)));
+    // The server's limiter is asked first.
+    assert_eq!(
+        drain(&mut m),
+        vec![Action::CheckAuth {
+            user: "alice".into()
+        }]
+    );
+    assert!(m.in_handshake());
+    m.handle(t0, Input::AuthChecked(Ok(())));
     let a = drain(&mut m);
-    let [Action::Send(Message::AuthOk(ok))] = a.as_slice() else {
+    let [Action::AuthSucceeded { user }, Action::Send(Message::AuthOk(ok))] = a.as_slice() else {
         panic!("{a:?}")
     };
+    assert_eq!(user, "alice");
     assert!(key.verify(Prover::Server, &NONCE, &[8u8; 32], "alice", &ok.mac));
     assert_eq!(m.user(), Some("alice"));
     assert_eq!(m.poll_timeout(), Some(t0 + IDLE));
@@ -306,6 +317,10 @@ fn a_wrong_key_is_answered_late_and_alike() {
     for (user, secret) in [("alice", "wrong"), ("mallory", "s3cret")] {
         let mut m = challenged(t0);
         m.handle(t0, msg(auth_response(user, &Key::derive(user, secret))));
+        assert_eq!(drain(&mut m), vec![Action::CheckAuth { user: user.into() }]);
+        m.handle(t0, Input::AuthChecked(Ok(())));
+        // The attempt stays counted as a failure; nothing goes to the client before the
+        // delay.
         assert!(drain(&mut m).is_empty(), "nothing before the delay");
         assert_eq!(m.poll_timeout(), Some(t0 + AUTH_FAIL_DELAY));
         // Whatever comes meanwhile waits.
@@ -324,6 +339,66 @@ fn a_wrong_key_is_answered_late_and_alike() {
             Some(&Err(format!("authentication failed for user {user:?}")))
         );
     }
+}
+
+#[test]
+fn an_address_or_user_over_the_failure_limit_is_refused_without_a_check() {
+    let t0 = Instant::now();
+    let mut m = challenged(t0);
+    // The right key, but the limiter says no: refused late, like a failure, and not counted.
+    m.handle(
+        t0,
+        msg(auth_response("alice", &Key::derive("alice", "s3cret"))),
+    );
+    drain(&mut m);
+    m.handle(
+        t0,
+        Input::AuthChecked(Err(
+            "too many failed authentications from 10.0.0.1: retry in 42 s".into(),
+        )),
+    );
+    assert!(drain(&mut m).is_empty());
+    assert_eq!(m.poll_timeout(), Some(t0 + AUTH_FAIL_DELAY));
+    m.handle_timeout(t0 + AUTH_FAIL_DELAY);
+    let a = drain(&mut m);
+    let Some(Action::Send(Message::Error(ErrorMsg { code, message: e }))) = a.first() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(*code, ErrorCode::AuthFailed);
+    assert_eq!(
+        m.outcome(),
+        Some(&Err("authentication refused for user \"alice\": too many failed authentications from 10.0.0.1: retry in 42 s".to_string()))
+    );
+    assert!(
+        e.contains("too many failed authentications") && e.contains("retry in 42 s"),
+        "{e}"
+    );
+    assert_eq!(m.user(), None);
+}
+
+#[test]
+fn a_busy_server_refuses_after_hello() {
+    let t0 = Instant::now();
+    let mut s = settings(None);
+    s.refuse = Some((
+        ErrorCode::Busy,
+        "10.0.0.1 has 16 sessions in their handshake".into(),
+    ));
+    let mut m = ServerMachine::new(s, t0);
+    assert!(m.in_handshake());
+    m.handle(t0, msg(hello(FEATURES)));
+    let e = refused(&mut m, ErrorCode::Busy);
+    assert!(e.contains("16 sessions"), "{e}");
+    assert!(!m.in_handshake());
+}
+
+#[test]
+fn the_handshake_ends_with_the_request() {
+    let t0 = Instant::now();
+    let m = welcomed(t0, FEATURES);
+    assert!(m.in_handshake());
+    let m = accepted(t0, tcp(Direction::Send, 1), FEATURES);
+    assert!(!m.in_handshake());
 }
 
 #[test]
@@ -494,7 +569,8 @@ fn tcp_connections_and_streams_ready_come_in_any_order() {
         drain(&mut m),
         vec![Action::StartEngine, Action::Send(Message::Start(Start {}))]
     );
-    let limit = Duration::from_millis(10_000) + HARD_STOP_GRACE;
+    // The test's own duration (1 s) and the grace, not the server's limit.
+    let limit = Duration::from_millis(1000) + HARD_STOP_GRACE;
     assert_eq!(m.poll_timeout(), Some(t0 + limit));
 }
 
@@ -844,7 +920,23 @@ fn a_running_test_ends_early_with_its_engine() {
     let mut m = running(t0, tcp(Direction::Send, 1), FEATURES);
     m.handle(t0, Input::ShuttingDown);
     refused_with_engine(&mut m, ErrorCode::ShuttingDown, &quick);
+    // A timed test (1 s) ends at its own duration plus the grace, whatever the client
+    // does, long before the server's limit (10 s).
     let mut m = running(t0, tcp(Direction::Send, 1), FEATURES);
+    assert_eq!(
+        m.poll_timeout(),
+        Some(t0 + Duration::from_millis(1000) + HARD_STOP_GRACE)
+    );
+    m.handle_timeout(t0 + Duration::from_millis(999) + HARD_STOP_GRACE);
+    assert!(drain(&mut m).is_empty(), "not before");
+    m.handle_timeout(t0 + Duration::from_millis(1000) + HARD_STOP_GRACE);
+    let e = refused_with_engine(&mut m, ErrorCode::Timeout, &quick);
+    assert!(e.contains("past its duration of 1.0 s"), "{e}");
+    // A byte count has no duration: the server's limit ends it.
+    let mut bytes = tcp(Direction::Receive, 1);
+    bytes.duration_ms = None;
+    bytes.bytes = Some(1 << 20);
+    let mut m = running(t0, bytes, FEATURES);
     m.handle_timeout(t0 + Duration::from_millis(10_000) + HARD_STOP_GRACE);
     let e = refused_with_engine(&mut m, ErrorCode::LimitExceeded, &quick);
     assert!(

@@ -21,8 +21,9 @@ use super::streams::{self, Ends};
 use super::{log, Ctx, Route};
 use crate::engine::{DataSocket, StreamSetup};
 use crate::session::auth;
-use crate::session::conn::{self, ControlWriter, Incoming};
+use crate::session::conn::{self, Backlog, ControlWriter, Incoming};
 use crate::session::engine_select::{Running, StartLinks};
+use crate::session::limits::{self, Cost};
 use crate::session::machine::earliest;
 use crate::session::machine::server::{Action, EngineStatus, Input, ServerMachine, ServerSettings};
 use crate::sys::{self, sockets};
@@ -40,34 +41,45 @@ pub(super) enum Event {
 /// How often a session looks at its engine and at the shutdown flag.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Runs the control session on `stream` from `peer` to its end, then frees what the test
-/// held and logs one line.
-pub(super) fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr) {
+/// Runs the control session on `stream` from `peer` (accepted at `accepted`) to its end,
+/// then frees what the test held and logs one line.
+pub(super) fn handle_control(
+    ctx: &Arc<Ctx>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    accepted: Instant,
+) {
     let (tx, rx) = mpsc::channel();
     let Ok(reader) = stream.try_clone() else {
         return;
     };
     let _ = reader.set_read_timeout(None);
     let cfg = &ctx.cfg;
-    if conn::spawn_reader(
+    let Ok(backlog) = conn::spawn_reader(
         reader,
         cfg.max_frame,
         cfg.debug,
         "server",
         tx.clone(),
         Event::Ctl,
-    )
-    .is_err()
-    {
+    ) else {
         return;
-    }
+    };
     let Ok(w) = ControlWriter::new(stream, "server", cfg.debug) else {
         return;
     };
     let mut id = [0u8; 4];
     let _ = getrandom::getrandom(&mut id);
     let id = linerate_wire::hex::encode(&id);
-    let settings = settings(ctx, peer, &id);
+    let mut settings = settings(ctx, peer, &id);
+    let ip = sockets::canonical(peer.ip());
+    let in_handshake = match ctx.enter_handshake(ip) {
+        Ok(()) => true,
+        Err(why) => {
+            settings.refuse = Some((ErrorCode::Busy, why));
+            false
+        }
+    };
     let mut s = Session {
         ctx,
         peer,
@@ -75,7 +87,10 @@ pub(super) fn handle_control(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr
         w: w.with_max_frame(cfg.max_frame),
         rx,
         tx,
-        machine: ServerMachine::new(settings, Instant::now()),
+        backlog,
+        in_handshake,
+        cost: None,
+        machine: ServerMachine::new(settings, accepted),
         arrived: None,
         tcp: HashMap::new(),
         setups: Vec::new(),
@@ -106,6 +121,7 @@ fn settings(ctx: &Ctx, peer: SocketAddr, id: &str) -> ServerSettings {
             Some(_) => auth::nonce().map_err(|e| e.to_string()),
             None => Err("no authentication".into()),
         },
+        refuse: None,
     }
 }
 
@@ -116,6 +132,12 @@ struct Session<'a> {
     w: ControlWriter,
     rx: Receiver<Event>,
     tx: Sender<Event>,
+    /// What the control reader has queued for this session (bounded).
+    backlog: Backlog,
+    /// The session counts against `--max-handshakes-per-address`.
+    in_handshake: bool,
+    /// What the test holds of the server's budget.
+    cost: Option<Cost>,
     machine: ServerMachine,
     /// The data connection just fed, until the machine says what to do with it.
     arrived: Option<TcpStream>,
@@ -134,6 +156,10 @@ impl Session<'_> {
     fn run(&mut self) {
         loop {
             self.pump();
+            if self.in_handshake && !self.machine.in_handshake() {
+                self.in_handshake = false;
+                self.ctx.leave_handshake(sockets::canonical(self.peer.ip()));
+            }
             if self.machine.is_over() {
                 return;
             }
@@ -163,6 +189,21 @@ impl Session<'_> {
             }
             Action::Close => self.w.close(),
             Action::Admit => self.admit(),
+            Action::CheckAuth { user } => {
+                let ip = sockets::canonical(self.peer.ip());
+                let now = Instant::now();
+                let verdict = match self.ctx.auth_limiter.lock() {
+                    Ok(mut l) => l.attempt(ip, &user, now),
+                    Err(_) => Err("the server's authentication limiter is unavailable".into()),
+                };
+                self.feed(Input::AuthChecked(verdict));
+            }
+            Action::AuthSucceeded { user } => {
+                let ip = sockets::canonical(self.peer.ip());
+                if let Ok(mut l) = self.ctx.auth_limiter.lock() {
+                    l.succeeded(ip, &user);
+                }
+            }
             Action::AnswerDoctor(req) => {
                 let report = doctor_report(self.peer.ip(), &req);
                 self.feed(Input::DoctorAnswered(report));
@@ -214,7 +255,10 @@ impl Session<'_> {
 
     fn on_event(&mut self, ev: Event) {
         match ev {
-            Event::Ctl(i) => self.feed(Input::Received(i)),
+            Event::Ctl(i) => {
+                self.backlog.took();
+                self.feed(Input::Received(i))
+            }
             Event::Data(i, st) => {
                 self.arrived = Some(st);
                 self.feed(Input::DataConnection(i));
@@ -262,7 +306,8 @@ impl Session<'_> {
         }
     }
 
-    /// Counts the test against `--max-tests`, registers its token, starts its capture.
+    /// Counts the test against `--max-tests` and books it in the server's budget of streams
+    /// and buffers, registers its token, starts its capture.
     fn admit(&mut self) {
         let (ctx, cfg) = (self.ctx, &self.ctx.cfg);
         if ctx.active_tests.fetch_add(1, SeqCst) >= cfg.max_tests {
@@ -273,6 +318,17 @@ impl Session<'_> {
             ));
         }
         self.counted = true;
+        if let Some(spec) = self.machine.spec() {
+            let cost = limits::cost(spec);
+            let booked = match ctx.budget_used.lock() {
+                Ok(mut used) => limits::reserve(&mut used, cost, &cfg.budget),
+                Err(_) => Err((ErrorCode::Internal, "budget unavailable".into())),
+            };
+            match booked {
+                Ok(()) => self.cost = Some(cost),
+                Err((code, why)) => return self.machine.fail(code, why),
+            }
+        }
         let mut token = [0u8; 16];
         if let Err(e) = getrandom::getrandom(&mut token) {
             let e = format!("no randomness for a token: {e}");
@@ -366,15 +422,28 @@ impl Session<'_> {
         };
         engine.stop_senders();
         let (report, _) = engine.finish(quiet, max_drain);
-        // Control messages that came meanwhile are late; data connections are closed.
+        // Control messages that came meanwhile are late, data connections are closed; but
+        // a client that closed or broke the connection is gone, which the machine must
+        // know once it waits for its results (rather than wait for them in vain).
+        let mut gone = None;
         while let Ok(ev) = self.rx.try_recv() {
-            if let Event::Interval(iv) = ev {
-                self.feed(Input::EngineInterval(iv));
+            match ev {
+                Event::Interval(iv) => self.feed(Input::EngineInterval(iv)),
+                Event::Ctl(i) => {
+                    self.backlog.took();
+                    if !matches!(i, Incoming::Msg(_)) {
+                        gone = Some(i);
+                    }
+                }
+                Event::Data(..) => {}
             }
         }
         let capture = self.capture.as_mut().map(capture::finish);
         let report = Box::new(report);
         self.feed(Input::EngineFinished { report, capture });
+        if let Some(i) = gone {
+            self.feed(Input::Received(i));
+        }
     }
 
     /// Frees what the test held (token, UDP ports, its place among `--max-tests`, a capture
@@ -387,6 +456,14 @@ impl Session<'_> {
             let _ = capture::finish(c);
         }
         let ctx = self.ctx;
+        if self.in_handshake {
+            ctx.leave_handshake(sockets::canonical(self.peer.ip()));
+        }
+        if let Some(c) = self.cost.take() {
+            if let Ok(mut used) = ctx.budget_used.lock() {
+                limits::release(&mut used, c);
+            }
+        }
         if let Some(t) = self.token {
             if let Ok(mut r) = ctx.registry.lock() {
                 r.remove(&t);
@@ -407,9 +484,9 @@ impl Session<'_> {
             .map_or(String::new(), |u| format!(" user {u}"));
         let (id, peer) = (&self.id, self.peer);
         match self.machine.outcome() {
-            Some(Ok(line)) => log(ctx, &format!("[{id}] {peer}{who} {line}")),
-            Some(Err(why)) => log(ctx, &format!("[{id}] {peer}{who} ended: {why}")),
-            None => log(ctx, &format!("[{id}] {peer}{who} ended")),
+            Some(Ok(line)) => log(ctx, peer, &format!("[{id}] {peer}{who} {line}")),
+            Some(Err(why)) => log(ctx, peer, &format!("[{id}] {peer}{who} ended: {why}")),
+            None => log(ctx, peer, &format!("[{id}] {peer}{who} ended")),
         }
         self.w.close();
     }
