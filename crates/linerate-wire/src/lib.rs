@@ -22,6 +22,7 @@ pub mod control;
 pub mod doctor;
 mod error;
 pub mod hex;
+pub mod hooks;
 pub mod host;
 pub mod probe;
 pub mod report;

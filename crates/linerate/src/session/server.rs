@@ -56,6 +56,8 @@ pub struct ServerConfig {
     /// Capture a test's packets at the server when its client asks (`--capture`) and return
     /// them with the results (`serve --allow-capture`; needs CAP_NET_RAW).
     pub allow_capture: bool,
+    /// Hooks the operator declared (`serve --hooks FILE`), which clients may ask to run.
+    pub hooks: Option<Arc<super::hooks::HookSet>>,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +78,7 @@ impl Default for ServerConfig {
             debug: Debug(false),
             log: true,
             allow_capture: false,
+            hooks: None,
             users: None,
             max_frame: control::MAX_CONTROL_FRAME,
         }
