@@ -33,6 +33,14 @@ if [ "$(id -u)" != 0 ]; then
     exit 2
 fi
 
+# No test may write to the real results database (~/.local/share/linerate/results.db): the
+# binary honours LINERATE_NO_STORE, tests that check the store give it a temporary --db, and
+# anything that slipped through would land in a temporary data directory.
+export LINERATE_NO_STORE=1
+XDG_DATA_HOME=$(mktemp -d)
+export XDG_DATA_HOME
+trap 'rm -rf "$XDG_DATA_HOME"' EXIT
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # Everything that runs without root; the tests that need it are #[ignore]d here.
@@ -41,9 +49,9 @@ cargo test --workspace --locked
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=33
+LAB_TESTS=34
 lab_log=$(mktemp)
-trap 'rm -f "$lab_log"' EXIT
+trap 'rm -f "$lab_log"; rm -rf "$XDG_DATA_HOME"' EXIT
 cargo test --workspace --locked --test lab -- --include-ignored 2>&1 | tee "$lab_log"
 ran=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed/) n += $(i - 1) } END { print n + 0 }' "$lab_log")
 echo "scripts/test.sh: $ran lab tests passed (linerate and linerate-lab; at least $LAB_TESTS expected)"

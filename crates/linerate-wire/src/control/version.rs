@@ -87,6 +87,9 @@ features! {
     RawFrames = "raw_frames",
     /// The server captures a test's packets and returns them with its results (1.3).
     Capture = "capture",
+    /// `hook_request` / `hook_result`: the server runs hooks its operator declared
+    /// (`serve --hooks FILE`) between a sweep's points, and restores them at the end.
+    Hooks = "hooks",
 }
 
 impl std::fmt::Display for Feature {
@@ -241,6 +244,7 @@ mod tests {
                 "udp_stream_hello",
                 "raw_frames",
                 "capture",
+                "hooks",
             ]
         );
     }

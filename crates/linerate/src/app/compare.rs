@@ -12,6 +12,7 @@ use crate::export;
 use crate::model::compare::{compare, compare_figures, FigureInput, Input};
 use crate::model::{RunRecord, RunSetRecord};
 use crate::rfc2544::record::Rfc2544Record;
+use crate::store::Store;
 
 /// One file: stream or RR runs, or an RFC 2544 run.
 enum Loaded {
@@ -41,13 +42,17 @@ impl Loaded {
 
 /// `linerate compare`.
 pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let mut store: Option<Store> = None;
     let loaded: Vec<Loaded> = a
         .files
         .iter()
         .enumerate()
         .map(|(i, p): (usize, &PathBuf)| {
             let label = char::from(b'A' + u8::try_from(i % 26).unwrap_or(0)).to_string();
-            load_any(p, &label)
+            match stored_id(p) {
+                Some(id) => load_stored(a, &mut store, id, &label).map(Loaded::Runs),
+                None => load_any(p, &label).map_err(anyhow::Error::from),
+            }
         })
         .collect::<Result<_, _>>()?;
     if let Some(Loaded::Runs(i)) = loaded.first() {
@@ -110,6 +115,60 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     };
     write_out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stored run id: a number (or `#N`) that is not the name of a file.
+fn stored_id(p: &Path) -> Option<i64> {
+    if p.exists() {
+        return None;
+    }
+    let s = p.to_str()?;
+    let digits = s.strip_prefix('#').unwrap_or(s);
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// A stored run (single or repeated) from the results database.
+fn load_stored(
+    a: &CompareArgs,
+    store: &mut Option<Store>,
+    id: i64,
+    label: &str,
+) -> anyhow::Result<Input> {
+    if store.is_none() {
+        let path = match &a.db {
+            Some(p) => p.clone(),
+            None => crate::store::default_path()?,
+        };
+        *store = Some(Store::open_existing(&path)?);
+    }
+    let Some(s) = store.as_ref() else {
+        anyhow::bail!("no results database");
+    };
+    let file = format!("run {id}");
+    let Some((kind, v)) = s.record(id)? else {
+        return Err(UsageError(format!(
+            "no run {id} in {}: `linerate history` lists the stored runs",
+            s.path()
+        ))
+        .into());
+    };
+    let runs = match kind.as_str() {
+        "run" => vec![serde_json::from_value::<RunRecord>(v)?],
+        "trials" => serde_json::from_value::<RunSetRecord>(v)?.runs,
+        other => {
+            return Err(UsageError(format!(
+            "run {id} is a {other} record: compare takes tcp, udp and rr runs (single or repeated)"
+        ))
+            .into())
+        }
+    };
+    Ok(Input {
+        label: label.into(),
+        file,
+        runs,
+    })
 }
 
 /// Reads a result file of any kind `compare` takes.

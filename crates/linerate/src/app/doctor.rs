@@ -20,6 +20,8 @@ use crate::sys::sockets;
 
 /// Runs `linerate doctor`.
 pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
+    a.store.validate()?;
+    let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut warnings = Vec::new();
     let mut server = None;
     let mut rtt_us = None;
@@ -62,6 +64,8 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         export::doctor::render(&rec)
     };
     write_out(&text)?;
+    super::keep::Keeper::new(&a.store, "doctor")
+        .keep(0, |ctx| crate::store::entry::doctor(&rec, &started_at, ctx));
     Ok(ExitCode::SUCCESS)
 }
 

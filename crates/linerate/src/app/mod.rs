@@ -13,9 +13,12 @@ use linerate_wire::control::Transport;
 use crate::cli::args::{Args, Command};
 
 mod analyze;
+mod campaign;
 mod compare;
 mod demo;
 pub mod doctor;
+mod history;
+mod keep;
 mod lab;
 mod rfc2544;
 mod rr;
@@ -23,6 +26,7 @@ mod run;
 mod schema;
 mod serve;
 mod stream;
+mod sweep;
 
 /// Runs a command. Errors bubble up to `main`, which prints them on one line and exits 2.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -38,6 +42,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Doctor(a) => doctor::command(&a),
         Command::Analyze(a) => analyze::command(&a),
         Command::Schema(a) => schema::command(&a),
+        Command::Sweep(a) => sweep::command(&a),
+        Command::History(a) => history::command(&a),
+        Command::Campaign(a) => campaign::command(&a),
     }
 }
 

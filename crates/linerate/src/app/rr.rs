@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use super::keep::Keeper;
 use super::run;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
@@ -16,8 +17,10 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a)?;
+    a.store.validate()?;
+    let keeper = Keeper::new(&a.store, "rr");
     if rp == RepeatPlan::ONCE {
-        return run::run_once(&plan, out, None, &a.capture, &criteria);
+        return run::run_once(&plan, out, None, &a.capture, &criteria, &keeper);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(
@@ -25,5 +28,5 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(&plan, out, rp, None, &criteria)
+    run::run_repeated(&plan, out, rp, None, &criteria, &keeper)
 }

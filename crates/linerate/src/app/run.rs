@@ -18,6 +18,7 @@ use linerate_wire::report::{IntervalReport, Role};
 use anyhow::Context;
 
 use super::analyze::analyze_path;
+use super::keep::Keeper;
 use super::{signal_flag, write_out};
 use crate::analyze::AnalyzeOptions;
 use crate::cli::analyze::CaptureArgs;
@@ -120,6 +121,7 @@ pub fn run_once(
     link_rate_bps: Option<u64>,
     capture: &CaptureArgs,
     criteria: &Criteria,
+    keeper: &Keeper,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -131,9 +133,13 @@ pub fn run_once(
     })?;
     emit(out, &rec)?;
     if let Some(code) = failed(std::slice::from_ref(&rec)) {
+        keeper.keep(2, |ctx| crate::store::entry::run(&rec, ctx));
         return Ok(code);
     }
-    Ok(verdict(criteria.failures(&rec), out))
+    let failures = criteria.failures(&rec);
+    let code = i32::from(!failures.is_empty());
+    keeper.keep(code, |ctx| crate::store::entry::run(&rec, ctx));
+    Ok(verdict(failures, out))
 }
 
 /// Exit code 2 with one error line when a run failed after it started (the server ended it
@@ -181,17 +187,31 @@ pub fn run_repeated(
     rp: RepeatPlan,
     link_rate_bps: Option<u64>,
     criteria: &Criteria,
+    keeper: &Keeper,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
-        return run_once(plan, out, link_rate_bps, &Default::default(), criteria);
+        return run_once(
+            plan,
+            out,
+            link_rate_bps,
+            &Default::default(),
+            criteria,
+            keeper,
+        );
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
     let format = out.format;
     let json = matches!(format, Format::Json | Format::JsonStream);
     let classic = matches!(format, Format::Netperf | Format::Ttcp);
-    // Progress lines would come before a classic block when stderr and stdout are merged.
-    let show = std::io::stderr().is_terminal() && !json && !classic && !out.quiet;
+    // Progress lines would come before a classic block when stderr and stdout are merged;
+    // none when stdout is not a terminal (a file or a pipe) or for CSV either.
+    let show = std::io::stderr().is_terminal()
+        && std::io::stdout().is_terminal()
+        && !json
+        && !classic
+        && format != Format::Csv
+        && !out.quiet;
     let set = run_repetitions(rp, show, &interrupt, |_| {
         let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
@@ -214,9 +234,10 @@ pub fn run_repeated(
         }
     }
     if let Some(code) = failed(&set.runs) {
+        keeper.keep(2, |ctx| crate::store::entry::run_set(&set, ctx));
         return Ok(code);
     }
-    let failures = set
+    let failures: Vec<String> = set
         .runs
         .iter()
         .enumerate()
@@ -227,6 +248,8 @@ pub fn run_repeated(
                 .map(move |f| format!("run {}: {f}", k + 1))
         })
         .collect();
+    let code = i32::from(!failures.is_empty());
+    keeper.keep(code, |ctx| crate::store::entry::run_set(&set, ctx));
     Ok(verdict(failures, out))
 }
 

@@ -9,6 +9,7 @@ use crate::cli::serve::ServeArgs;
 use crate::cli::UsageError;
 use crate::model::plan::Debug;
 use crate::session::auth;
+use crate::session::hooks::HookSet;
 use crate::session::server::{Server, ServerConfig};
 
 /// Runs `linerate serve`.
@@ -35,6 +36,10 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             Some(p) => Some(Arc::new(auth::Users::load(p).map_err(UsageError)?)),
             None => None,
         },
+        hooks: match &a.hooks {
+            Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
+            None => None,
+        },
         ..ServerConfig::default()
     };
     cfg.limits.max_duration_ms = u64::try_from(a.max_duration.as_millis()).unwrap_or(u64::MAX);
@@ -51,6 +56,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         cfg.budget.buffer_bytes = b;
     }
+    let cfg_hooks = cfg.hooks.clone();
     let server = Server::bind(cfg)?;
     signal_flag(&server.shutdown_handle())?;
     eprintln!(
@@ -63,6 +69,12 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    if let Some(h) = &cfg_hooks {
+        eprintln!(
+            "linerate serve: hooks clients may run: {}",
+            h.names().join(", ")
+        );
+    }
     server.run()?;
     Ok(ExitCode::SUCCESS)
 }

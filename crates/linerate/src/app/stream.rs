@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use linerate_wire::control::Transport;
 
+use super::keep::Keeper;
 use super::run;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
@@ -23,8 +24,16 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a, transport)?;
+    a.store.validate()?;
+    let keeper = Keeper::new(
+        &a.store,
+        match transport {
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        },
+    );
     if !a.repeat.is_set() {
-        return run::run_once(&plan, out, a.link_rate, &a.capture, &criteria);
+        return run::run_once(&plan, out, a.link_rate, &a.capture, &criteria, &keeper);
     }
-    run::run_repeated(&plan, out, rp, a.link_rate, &criteria)
+    run::run_repeated(&plan, out, rp, a.link_rate, &criteria, &keeper)
 }

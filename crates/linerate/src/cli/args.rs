@@ -4,7 +4,10 @@
 
 use clap::{Args as ClapArgs, Parser, Subcommand};
 
-use super::{analyze, compare, demo, doctor, lab, rfc2544, rr, schema, serve, stream};
+use super::{
+    analyze, campaign, compare, demo, doctor, history, lab, rfc2544, rr, schema, serve, stream,
+    sweep,
+};
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
 
@@ -74,6 +77,25 @@ pub enum Command {
         after_help = "Examples:\n  linerate analyze trace.pcap\n  linerate analyze trace.pcapng --link-rate 100M --json > a.json\n  linerate analyze trace.pcap --graph graphs/       # time-sequence SVGs\n  tcpdump -i eth0 -s 128 -w - port 5301 | linerate analyze -"
     )]
     Analyze(analyze::AnalyzeArgs),
+    /// Run a test over a matrix of its options: every combination a point, with commands
+    /// before each point, repeats and confidence intervals per point, and the best point
+    /// by a metric compared with a baseline.
+    #[command(
+        after_help = "Examples:\n  linerate sweep --vary len=1K..64K:*2 -- tcp HOST -t 5\n  linerate sweep --vary P=1,2,4,8 --vary window=256K,4M --repeat 5 -- tcp HOST\n  linerate sweep --vary r=1,1K,16K --best p99 -- rr HOST\n  linerate sweep --vary mtu=1500,9000 --client-cmd 'ip link set dev eth1 mtu {mtu}' \\\n      --client-restore 'ip link set dev eth1 mtu 1500' -- udp HOST -l 1400\n  linerate sweep --vary len=1K,64K --journal s.jsonl -- tcp HOST    # then: ... --resume\n\nEach point's runs go to the results database as they finish (linerate history --sweep ID)."
+    )]
+    Sweep(sweep::SweepArgs),
+    /// List stored runs (every run of tcp, udp, rr, rfc2544, doctor and sweep is kept in a
+    /// SQLite database unless --no-store), filtered by command, host, date, parameter, tag.
+    #[command(
+        after_help = "Examples:\n  linerate history\n  linerate history --command tcp --tag jumbo --since 2026-11-01\n  linerate history --param write_size=65536 --host lab-b --json\n  linerate compare 12 15               # two stored runs by id"
+    )]
+    History(history::HistoryArgs),
+    /// Run the sweeps a campaign file (TOML) describes, and print each sweep's best point
+    /// and a best-case table (examples/seed004-temac.toml: seed 004's matrix).
+    #[command(
+        after_help = "Examples:\n  linerate campaign examples/seed004-temac.toml --host 192.168.0.2\n  linerate campaign c.toml --dry-run          # check it, print the sweeps\n  linerate campaign c.toml --resume           # continue an interrupted campaign"
+    )]
+    Campaign(campaign::CampaignArgs),
     /// Print the JSON Schema of a record.
     #[command(hide = true)]
     Schema(schema::SchemaArgs),
@@ -103,6 +125,43 @@ impl AuthArgs {
             std::env::var("LINERATE_AUTH_SECRET").ok(),
         )
         .map_err(super::UsageError)
+    }
+}
+
+/// Where a run is kept (`crate::store`): every test command stores its result.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct StoreArgs {
+    /// Results database (SQLite) to store this run in; default
+    /// $XDG_DATA_HOME/linerate/results.db (~/.local/share/linerate/results.db).
+    #[arg(long, value_name = "PATH", env = "LINERATE_DB")]
+    pub db: Option<std::path::PathBuf>,
+    /// Do not store this run in the results database.
+    #[arg(
+        long,
+        env = "LINERATE_NO_STORE",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub no_store: bool,
+    /// Label the stored run (repeatable); `linerate history --tag TAG` finds it.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+}
+
+/// Longest `--tag`.
+pub const MAX_TAG_LEN: usize = 64;
+
+impl StoreArgs {
+    /// Checks the tags before anything runs.
+    pub fn validate(&self) -> Result<(), super::UsageError> {
+        for t in &self.tags {
+            if t.is_empty() || t.len() > MAX_TAG_LEN || t.chars().any(char::is_control) {
+                return Err(super::UsageError(format!(
+                    "--tag '{}': use 1 to {MAX_TAG_LEN} printable characters",
+                    t.escape_debug()
+                )));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -24,5 +24,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
     #[command(flatten)]
+    pub store: super::args::StoreArgs,
+    #[command(flatten)]
     pub auth: AuthArgs,
 }

@@ -4,9 +4,11 @@
 
 pub mod analyze;
 pub mod args;
+pub mod campaign;
 pub mod compare;
 pub mod demo;
 pub mod doctor;
+pub mod history;
 pub mod lab;
 pub mod output;
 pub mod repeat;
@@ -15,6 +17,7 @@ pub mod rr;
 pub mod schema;
 pub mod serve;
 pub mod stream;
+pub mod sweep;
 pub mod units;
 
 /// A usage error: one line that says how to fix it (exit code 2).

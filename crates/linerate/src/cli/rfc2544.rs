@@ -97,6 +97,8 @@ pub struct Rfc2544Args {
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
     #[command(flatten)]
+    pub store: super::args::StoreArgs,
+    #[command(flatten)]
     pub auth: crate::cli::args::AuthArgs,
     /// One JSON record with every trial (its schema: `linerate schema rfc2544`).
     #[arg(long, conflicts_with = "csv")]

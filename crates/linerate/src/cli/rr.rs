@@ -73,6 +73,8 @@ pub struct RrArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
+    pub store: super::args::StoreArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: RepeatArgs,

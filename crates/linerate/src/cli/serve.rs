@@ -67,6 +67,12 @@ pub struct ServeArgs {
     /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
     #[arg(long)]
     pub allow_capture: bool,
+    /// Hooks clients may ask this server to run between a sweep's points (linerate sweep
+    /// --hook): a TOML file declaring each hook's command, its typed and range-checked
+    /// parameters and a restore command run when the client's session ends. Nothing else is
+    /// ever run for a client; see docs/protocol.md.
+    #[arg(long, value_name = "FILE")]
+    pub hooks: Option<std::path::PathBuf>,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,

@@ -115,6 +115,8 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
+    pub store: super::args::StoreArgs,
+    #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
     pub repeat: super::repeat::RepeatArgs,

@@ -24,6 +24,12 @@ pub enum SchemaName {
     Analyze,
     /// `linerate doctor --json`.
     Doctor,
+    /// `linerate history --json`.
+    History,
+    /// `linerate sweep --json`.
+    Sweep,
+    /// `linerate campaign --json`.
+    Campaign,
 }
 
 impl SchemaName {
@@ -36,6 +42,9 @@ impl SchemaName {
             SchemaName::Rfc2544 => "rfc2544",
             SchemaName::Analyze => "analyze",
             SchemaName::Doctor => "doctor",
+            SchemaName::History => "history",
+            SchemaName::Sweep => "sweep",
+            SchemaName::Campaign => "campaign",
         }
     }
 
@@ -53,6 +62,11 @@ impl SchemaName {
             SchemaName::Rfc2544 => crate::rfc2544::record::schema(),
             SchemaName::Analyze => analyze_schema(),
             SchemaName::Doctor => doctor_schema(),
+            SchemaName::History => pretty(&schemars::schema_for!(crate::store::HistoryRecord)),
+            SchemaName::Sweep => pretty(&schemars::schema_for!(crate::model::sweep::SweepRecord)),
+            SchemaName::Campaign => pretty(&schemars::schema_for!(
+                crate::model::campaign::CampaignRecord
+            )),
         }
     }
 }
@@ -99,7 +113,8 @@ pub fn event_schema() -> String {
     pretty(&schemars::schema_for!(StreamEvent))
 }
 
-fn pretty<T: Serialize>(value: &T) -> String {
+/// Any record as pretty JSON, with a trailing newline.
+pub fn pretty<T: Serialize>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| error_json(&e));
     text.push('\n');
     text

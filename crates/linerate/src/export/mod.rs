@@ -16,15 +16,18 @@
 //! as rsh does) see the tool's exact shape first.
 
 pub mod analyze;
+pub mod campaign;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;
 pub mod doctor;
+pub mod history;
 pub mod json;
 pub mod netperf;
 pub mod repeat;
 pub mod rfc2544;
 pub mod rr;
+pub mod sweep;
 pub mod table;
 pub mod tsg;
 pub mod ttcp;

@@ -4,6 +4,7 @@
 //! from it. Units live in field names. A value that could not be measured is absent and the
 //! reason is in `warnings`; nothing is ever a fake zero.
 
+pub mod campaign;
 pub mod compare;
 pub mod criteria;
 pub mod diagnosis;
@@ -15,6 +16,7 @@ pub mod plan;
 pub mod repeat;
 pub mod rr;
 mod summary;
+pub mod sweep;
 pub mod trace;
 pub mod units;
 

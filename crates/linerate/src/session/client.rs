@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use linerate_wire::control::{self, Features, TestSpec, Transport, Welcome};
 use linerate_wire::doctor::{DoctorReport, DoctorRequest};
+use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
 
@@ -197,6 +198,17 @@ impl Connection {
         self.machine
             .take_doctor_report()
             .ok_or_else(|| anyhow!("protocol error: no doctor_report"))
+    }
+
+    /// Asks the server to run a hook its operator declared (feature `hooks`); the session
+    /// stays open for the next one. A refused hook (not declared, a value out of range) is
+    /// the server's error, and ends the session.
+    pub fn hook(&mut self, req: HookRequest) -> anyhow::Result<HookResult> {
+        self.machine.request_hook(Instant::now(), req);
+        self.drive(&mut Handshake, |p| *p == Phase::Connected)?;
+        self.machine
+            .take_hook_result()
+            .ok_or_else(|| anyhow!("protocol error: no hook_result"))
     }
 
     /// Performs the machine's actions and feeds it until `done(phase)`; a failure of the

@@ -17,6 +17,7 @@ pub mod auth;
 pub mod client;
 pub mod conn;
 pub mod engine_select;
+pub mod hooks;
 pub mod limits;
 pub mod machine;
 pub mod plausible;

@@ -82,6 +82,8 @@ pub struct ServerConfig {
     pub auth_failures_per_user: u32,
     /// See `auth_failures_per_address`.
     pub auth_failure_window: Duration,
+    /// Hooks the operator declared (`serve --hooks FILE`), which clients may ask to run.
+    pub hooks: Option<Arc<super::hooks::HookSet>>,
 }
 
 impl Default for ServerConfig {
@@ -102,6 +104,7 @@ impl Default for ServerConfig {
             debug: Debug(false),
             log: true,
             allow_capture: false,
+            hooks: None,
             users: None,
             max_frame: control::MAX_CONTROL_FRAME,
             max_connections_per_address: DEFAULT_CONNECTIONS_PER_ADDRESS,

@@ -25,6 +25,7 @@ pub mod bpf;
 // Audited unsafe: socket(AF_PACKET), bind and SO_ATTACH_FILTER; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod capture;
+pub mod command;
 pub mod counter;
 pub mod cpu;
 // Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.

@@ -81,8 +81,19 @@ pub fn run(p: &StreamPlan) -> linerate::model::RunRecord {
     client::run(p, &mut client::Quiet, &never).expect("test run")
 }
 
+/// The binary, with the results database off: a test never writes to the real XDG data
+/// directory (the store tests take this off and give `--db` a temporary file).
 pub fn bin() -> std::process::Command {
-    std::process::Command::new(env!("CARGO_BIN_EXE_linerate"))
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"));
+    c.env("LINERATE_NO_STORE", "1").env_remove("LINERATE_DB");
+    c
+}
+
+/// The binary storing into `db` (and nowhere else).
+pub fn bin_with_db(db: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_linerate"));
+    c.env_remove("LINERATE_NO_STORE").env("LINERATE_DB", db);
+    c
 }
 
 /// Runs `linerate ARGS...`, asserts that it exits 0, and returns its stdout.
@@ -133,6 +144,15 @@ impl Drop for LabServer {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+impl LabServer {
+    /// Spawns `cmd` (a `linerate serve` made with `Lab::command`) and gives it a moment.
+    pub fn spawn(mut cmd: std::process::Command) -> LabServer {
+        let child = cmd.spawn().expect("spawn server in namespace");
+        std::thread::sleep(Duration::from_millis(300));
+        LabServer(child)
     }
 }
 

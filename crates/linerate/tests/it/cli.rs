@@ -258,7 +258,10 @@ fn schema_prints_every_committed_schema() {
         );
         n += 1;
     }
-    assert_eq!(n, 6, "run, event, trials, rfc2544, analyze, doctor");
+    assert_eq!(
+        n, 9,
+        "run, event, trials, rfc2544, analyze, doctor, history, sweep, campaign"
+    );
     assert_eq!(run_ok(&["schema"]), run_ok(&["schema", "run"]));
     let err = run_usage_error(&["schema", "nosuch"]);
     assert!(err.contains("doctor"), "{err}");

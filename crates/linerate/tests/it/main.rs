@@ -16,5 +16,7 @@ mod results;
 mod rfc2544;
 mod robustness;
 mod rr;
+mod store;
 mod stream;
+mod sweep;
 mod udp_ports;

@@ -14,3 +14,4 @@ mod packets;
 mod rfc2544;
 mod rr;
 mod stream;
+mod sweep;

@@ -26,6 +26,7 @@ use net::{NetTrial, NetTrialConfig};
 
 /// Runs `linerate rfc2544`.
 pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
+    a.store.validate()?;
     let peer = resolve(&a.host, a.port)?;
     let ip = if peer.to_canonical().is_ipv4() {
         IpVersion::V4
@@ -52,7 +53,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
     let smallest = plan.frame_sizes.iter().copied().min().unwrap_or(64);
     net.learn(smallest)
         .context("the learning trial (a short stream before the benchmarks) failed")?;
-    let bar = progress_bar(a.json);
+    let bar = progress_bar(a.json || a.csv);
     let mut observed = Observed {
         inner: net,
         bar: bar.clone(),
@@ -87,10 +88,15 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         warnings,
     };
     emit(a, &rec)?;
+    let keeper = super::keep::Keeper::new(&a.store, "rfc2544");
     if let Some(why) = stopped.filter(|_| !interrupt.load(SeqCst)) {
+        keeper.keep(2, |ctx| crate::store::entry::rfc2544(&rec, ctx));
         return Err(anyhow!("the RFC 2544 run stopped early: {why}"));
     }
     let failures = rec.failures();
+    keeper.keep(i32::from(!failures.is_empty()), |ctx| {
+        crate::store::entry::rfc2544(&rec, ctx)
+    });
     for f in &failures {
         eprintln!("linerate: failed: {f}");
     }
@@ -192,9 +198,11 @@ fn line_rate(a: &Rfc2544Args, peer: IpAddr) -> anyhow::Result<(f64, String, Opti
     }
 }
 
-fn progress_bar(json: bool) -> ProgressBar {
+/// The trial counter on stderr; hidden when the output is JSON or CSV, or when stdout or
+/// stderr is not a terminal (the results go to a file or a pipe).
+fn progress_bar(machine_output: bool) -> ProgressBar {
     use std::io::IsTerminal;
-    if json || !std::io::stderr().is_terminal() {
+    if machine_output || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::new_spinner();

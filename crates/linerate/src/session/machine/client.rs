@@ -4,7 +4,8 @@
 //! AwaitWelcome ─► [AwaitAuthOk] ─► Connected ─┬─► AwaitAccept ─► OpenStreams ─► AwaitStart
 //!                                              │        ─► Running ─► AwaitResults ─► FinishEngine
 //!                                              │        ─► [AwaitDone] ─► Closed
-//!                                              └─► AwaitDoctorReport ─► Closed
+//!                                              ├─► AwaitDoctorReport ─► Closed
+//!                                              └─► AwaitHookResult ─► Connected (feature hooks)
 //! any phase ─► Failed
 //! ```
 //!
@@ -22,12 +23,13 @@ use linerate_wire::control::{
     ReturnedCapture, Stop, StreamsReady, TestRequest, TestSpec, Transport, Welcome,
 };
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
+use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
 
 use super::{
     Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, HARD_STOP_GRACE,
-    INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
+    HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
 };
 use crate::model::plan::Credentials;
 use crate::session::auth::{self, Prover, NONCE_LEN};
@@ -96,6 +98,11 @@ pub enum Phase {
     },
     /// `doctor_request` sent; waiting for the report.
     AwaitDoctorReport {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// `hook_request` sent; waiting for `hook_result` (then `Connected` again).
+    AwaitHookResult {
         /// When to give up.
         deadline: Instant,
     },
@@ -224,6 +231,7 @@ pub struct ClientMachine {
     server_report: Option<SideReport>,
     server_capture: Option<ReturnedCapture>,
     doctor_report: Option<DoctorReport>,
+    hook_result: Option<HookResult>,
     error: Option<ClientError>,
     /// Longest a byte-count test may run (`--max-time`); derived from the byte count when
     /// not given ([`ClientMachine::byte_deadline`]).
@@ -262,6 +270,7 @@ impl ClientMachine {
             server_report: None,
             server_capture: None,
             doctor_report: None,
+            hook_result: None,
             error: None,
             max_time: None,
             started: None,
@@ -314,7 +323,8 @@ impl ClientMachine {
             | Phase::AwaitAccept { deadline }
             | Phase::AwaitResults { deadline }
             | Phase::AwaitDone { deadline }
-            | Phase::AwaitDoctorReport { deadline } => Some(*deadline),
+            | Phase::AwaitDoctorReport { deadline }
+            | Phase::AwaitHookResult { deadline } => Some(*deadline),
             Phase::AwaitStart {
                 deadline,
                 next_hello,
@@ -347,6 +357,23 @@ impl ClientMachine {
     /// The server's findings, after `doctor_report`.
     pub fn take_doctor_report(&mut self) -> Option<DoctorReport> {
         self.doctor_report.take()
+    }
+
+    /// The last `hook_result`, once.
+    pub fn take_hook_result(&mut self) -> Option<HookResult> {
+        self.hook_result.take()
+    }
+
+    /// Asks the server to run a declared hook (feature `hooks`); from `Connected` only, and
+    /// back to `Connected` when its result comes.
+    pub fn request_hook(&mut self, now: Instant, req: HookRequest) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        self.push(Action::Send(Message::HookRequest(req)));
+        self.phase = Phase::AwaitHookResult {
+            deadline: now + HOOK_RESULT_WAIT,
+        };
     }
 
     fn push(&mut self, a: Action) {
@@ -534,6 +561,10 @@ impl ClientMachine {
                 }
             }
             (Phase::AwaitStart { .. }, Message::Start(_)) => self.on_start(now),
+            (Phase::AwaitHookResult { .. }, Message::HookResult(r)) => {
+                self.hook_result = Some(r);
+                self.phase = Phase::Connected;
+            }
             (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {
                 r.findings.truncate(MAX_FINDINGS);
                 self.doctor_report = Some(r);
@@ -884,6 +915,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitStart { .. } => "start",
         Phase::AwaitResults { .. } => "results",
         Phase::AwaitDoctorReport { .. } => "doctor_report",
+        Phase::AwaitHookResult { .. } => "hook_result",
         _ => return None,
     })
 }

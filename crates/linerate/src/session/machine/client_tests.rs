@@ -1084,3 +1084,40 @@ fn implausible_figures_from_the_server_are_left_out() {
     // Not a failure: the test ran; the server's figures are doubtful.
     assert!(o.failure.is_none());
 }
+
+/// hook_request → hook_result → Connected again, for the next hook; the server's `error`
+/// (a refused hook) is the failure, in its words.
+#[test]
+fn hooks_go_one_by_one_and_a_refusal_is_the_servers_error() {
+    use linerate_wire::hooks::{HookRequest, HookResult};
+    let t0 = Instant::now();
+    let mut m = connected(t0, Features::all());
+    assert!(m.features().has(Feature::Hooks));
+    for _ in 0..2 {
+        let req = HookRequest {
+            name: "mtu".into(),
+            params: [("mtu".to_string(), "9000".to_string())].into(),
+        };
+        m.request_hook(t0, req.clone());
+        assert_eq!(drain(&mut m), vec![Action::Send(Message::HookRequest(req))]);
+        assert_eq!(m.poll_timeout(), Some(t0 + super::HOOK_RESULT_WAIT));
+        let res = HookResult {
+            name: "mtu".into(),
+            exit_code: Some(0),
+            ..HookResult::default()
+        };
+        m.handle(t0, msg(Message::HookResult(res.clone())));
+        assert_eq!(*m.phase(), Phase::Connected);
+        assert_eq!(m.take_hook_result(), Some(res));
+    }
+    m.request_hook(t0, HookRequest::default());
+    drain(&mut m);
+    m.handle(
+        t0,
+        msg(error(
+            ErrorCode::BadRequest,
+            "this server has no hook named 'x'",
+        )),
+    );
+    assert!(failure(&m).contains("no hook named 'x'"), "{}", failure(&m));
+}

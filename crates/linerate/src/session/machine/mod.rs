@@ -48,6 +48,9 @@ pub enum Incoming {
 pub const CLIENT_HANDSHAKE: Duration = Duration::from_secs(10);
 /// How long the client waits for the server's results after `stop` (it drains first).
 pub const CLIENT_RESULTS: Duration = Duration::from_secs(15);
+/// How long the client waits for a `hook_result`: the longest hook time-out a server may
+/// declare, and the handshake's margin.
+pub const HOOK_RESULT_WAIT: Duration = Duration::from_secs(310);
 /// How long the client waits for `done` after its own results.
 pub const CLIENT_DONE: Duration = Duration::from_secs(2);
 /// How often the client repeats each UDP stream's hello until `start` (protocol 1.3).

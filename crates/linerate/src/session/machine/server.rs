@@ -3,7 +3,9 @@
 //! ```text
 //! AwaitHello ─► [AwaitAuth ─► CheckingAuth ─► (AuthFailing)] ─► AwaitRequest ─┬─► Admitting ─► CollectStreams
 //!     ─► SetUpStreams ─► [AwaitUdpHellos] ─► Running ─► Draining ─► AwaitResults ─► Done
-//!                                                               └─► AnsweringDoctor ─► Done
+//!                                                               ├─► AnsweringDoctor ─► Done
+//!                                     (feature hooks)          └─► RunningHook ─► AwaitHookRequest
+//!                                                                   ▲──────────────────┘ (closed: Done)
 //! any phase ─► Failed
 //! ```
 //!
@@ -23,6 +25,7 @@ use linerate_wire::control::{
     ServerLimits, Start, TestSpec, Transport, Welcome,
 };
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
+use linerate_wire::hooks::{HookRequest, HookResult, MAX_OUTPUT};
 use linerate_wire::report::{IntervalReport, Role, SideReport};
 use linerate_wire::stream_hello::{self, StreamHello};
 
@@ -102,6 +105,14 @@ pub enum Phase {
     Admitting,
     /// The driver gathers the findings ([`Action::AnswerDoctor`]).
     AnsweringDoctor,
+    /// The driver runs a declared hook ([`Action::RunHook`]).
+    RunningHook,
+    /// A hook ran; waiting for the next `hook_request`, or for the client to close (then
+    /// the driver restores what the hooks changed).
+    AwaitHookRequest {
+        /// When to give up (and restore).
+        deadline: Instant,
+    },
     /// `accept` sent; waiting for the data connections and `streams_ready`.
     CollectStreams {
         /// When to give up.
@@ -167,6 +178,9 @@ pub enum Action {
     },
     /// Read this host's settings for the client; then feed [`Input::DoctorAnswered`].
     AnswerDoctor(DoctorRequest),
+    /// Check the request against the declared hooks and run it; then feed
+    /// [`Input::HookRan`].
+    RunHook(HookRequest),
     /// Keep the data connection just fed, for stream `index`.
     StoreConnection(u16),
     /// Hand the data connection just fed to the running engine (TCP_CRR).
@@ -207,6 +221,8 @@ pub enum Input {
     },
     /// This host's findings.
     DoctorAnswered(DoctorReport),
+    /// The hook ran, or the reason it was refused (not declared, a value out of range).
+    HookRan(Result<HookResult, String>),
     /// The data sockets are set up.
     StreamsSetUp,
     /// A datagram on the socket of the UDP stream waited for.
@@ -263,6 +279,7 @@ pub struct ServerMachine {
     interrupted: bool,
     intervals: Vec<IntervalReport>,
     outcome: Option<Result<String, String>>,
+    hooks_run: u32,
 }
 
 impl ServerMachine {
@@ -282,6 +299,7 @@ impl ServerMachine {
             interrupted: false,
             intervals: Vec::new(),
             outcome: None,
+            hooks_run: 0,
         }
     }
 
@@ -301,6 +319,7 @@ impl ServerMachine {
             Phase::AwaitHello { deadline }
             | Phase::AwaitAuth { deadline, .. }
             | Phase::AwaitRequest { deadline }
+            | Phase::AwaitHookRequest { deadline }
             | Phase::CollectStreams { deadline, .. }
             | Phase::AwaitUdpHellos { deadline, .. }
             | Phase::AwaitResults { deadline } => Some(*deadline),
@@ -417,11 +436,18 @@ impl ServerMachine {
             Input::DataConnection(i) => self.on_data_connection(i),
             Input::Admitted { token } => self.on_admitted(now, token),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
+            Input::HookRan(r) => self.on_hook_ran(now, r),
             Input::StreamsSetUp => self.on_streams_set_up(now),
             Input::UdpDatagram { from, data } => self.on_udp_datagram(now, from, &data),
             Input::EngineInterval(iv) => self.on_interval(iv),
             Input::EngineStatus(s) => self.on_engine_status(s),
             Input::ShuttingDown => {
+                if matches!(self.phase, Phase::AwaitHookRequest { .. }) {
+                    return self.fail(
+                        ErrorCode::ShuttingDown,
+                        "the server is shutting down; what the hooks changed is restored".into(),
+                    );
+                }
                 if matches!(self.phase, Phase::Running { .. }) {
                     self.fail(
                         ErrorCode::ShuttingDown,
@@ -435,7 +461,10 @@ impl ServerMachine {
             Input::SendFailed { message, error } => {
                 // `error`, `reject`, `done`, `interval` and `finished` are fire-and-forget.
                 let fatal = ["welcome", "auth_ok", "accept", "start", "results"];
-                if fatal.contains(&message) || message == "doctor_report" {
+                if fatal.contains(&message)
+                    || message == "doctor_report"
+                    || message == "hook_result"
+                {
                     self.abort(format!("write failed: {error}"));
                 }
             }
@@ -522,6 +551,10 @@ impl ServerMachine {
         let what = awaited(&self.phase).unwrap_or("nothing");
         let m = match i {
             Incoming::Msg(m) => m,
+            Incoming::Closed if matches!(self.phase, Phase::AwaitHookRequest { .. }) => {
+                let n = self.hooks_run;
+                return self.end(Ok(format!("hooks: {n} run, then the client closed")));
+            }
             Incoming::Closed if matches!(self.phase, Phase::AwaitUdpHellos { .. }) => {
                 return self.abort("client closed the connection while opening streams".into())
             }
@@ -550,6 +583,10 @@ impl ServerMachine {
                 ),
             ),
             (Phase::AwaitRequest { .. }, Message::TestRequest(r)) => self.on_request(r.spec),
+            (
+                Phase::AwaitRequest { .. } | Phase::AwaitHookRequest { .. },
+                Message::HookRequest(q),
+            ) => self.on_hook_request(q),
             (Phase::AwaitRequest { .. }, Message::DoctorRequest(q)) => {
                 self.push(Action::AnswerDoctor(q));
                 self.phase = Phase::AnsweringDoctor;
@@ -695,6 +732,42 @@ impl ServerMachine {
         self.send(Message::DoctorReport(report));
         self.send(Message::Done(Done {}));
         self.end(Ok(format!("doctor: {n} findings sent")));
+    }
+
+    fn on_hook_request(&mut self, q: HookRequest) {
+        if !self.features.has(Feature::Hooks) {
+            return self.fail(
+                ErrorCode::Protocol,
+                "hook_request without the hooks feature in hello".into(),
+            );
+        }
+        if let Err(e) = q.check_sizes() {
+            return self.fail(ErrorCode::BadRequest, e);
+        }
+        self.push(Action::RunHook(q));
+        self.phase = Phase::RunningHook;
+    }
+
+    fn on_hook_ran(&mut self, now: Instant, r: Result<HookResult, String>) {
+        if self.phase != Phase::RunningHook {
+            return;
+        }
+        match r {
+            Ok(mut res) => {
+                res.stdout = linerate_wire::hooks::truncate(res.stdout, MAX_OUTPUT);
+                res.stderr = linerate_wire::hooks::truncate(res.stderr, MAX_OUTPUT);
+                self.send(Message::HookResult(res));
+                self.hooks_run += 1;
+                // A sweep's point (a test, or several with --repeat) runs between two
+                // requests: wait as long as the longest test this server accepts, and more.
+                let wait =
+                    self.cfg.idle_timeout + Duration::from_millis(self.cfg.limits.max_duration_ms);
+                self.phase = Phase::AwaitHookRequest {
+                    deadline: now + wait,
+                };
+            }
+            Err(why) => self.fail(ErrorCode::BadRequest, why),
+        }
     }
 
     /// Streams opened before the start (none for TCP_CRR).
@@ -941,6 +1014,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitHello { .. } => "hello",
         Phase::AwaitAuth { .. } => "auth",
         Phase::AwaitRequest { .. } => "test_request",
+        Phase::AwaitHookRequest { .. } => "hook_request",
         Phase::CollectStreams { .. } => "streams_ready",
         Phase::Running { .. } => "stop",
         Phase::AwaitResults { .. } => "results",

@@ -1114,3 +1114,87 @@ fn data_connections_before_the_test_or_after_it_are_dropped() {
     assert!(drain(&mut m).is_empty());
     assert_eq!(m.token(), Some(TOKEN));
 }
+
+fn hook_req(name: &str, v: &str) -> linerate_wire::hooks::HookRequest {
+    linerate_wire::hooks::HookRequest {
+        name: name.into(),
+        params: [("n".to_string(), v.to_string())].into(),
+    }
+}
+
+/// hook_request → the driver runs it → hook_result; the session stays open for the next
+/// request (waiting as long as a test may run), and the client closing ends it cleanly.
+#[test]
+fn hooks_run_one_after_another_until_the_client_closes() {
+    use linerate_wire::hooks::{HookResult, MAX_OUTPUT};
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    for i in 0..2 {
+        let req = hook_req("mtu", "9000");
+        m.handle(t0, msg(Message::HookRequest(req.clone())));
+        assert_eq!(drain(&mut m), vec![Action::RunHook(req)]);
+        assert_eq!(*m.phase(), Phase::RunningHook);
+        let res = HookResult {
+            name: "mtu".into(),
+            argv: vec!["ip".into()],
+            exit_code: Some(0),
+            stdout: "x".repeat(MAX_OUTPUT + 10),
+            ..HookResult::default()
+        };
+        m.handle(t0, Input::HookRan(Ok(res)));
+        let a = drain(&mut m);
+        assert!(
+            matches!(&a[..], [Action::Send(Message::HookResult(r))] if r.stdout.len() == MAX_OUTPUT),
+            "{i}: {a:?}"
+        );
+        // Waits a test's length and the idle time-out for the next one.
+        let deadline = m.poll_timeout().unwrap();
+        assert_eq!(deadline, t0 + IDLE + Duration::from_millis(10_000));
+    }
+    m.handle(t0, Input::Received(Incoming::Closed));
+    assert_eq!(drain(&mut m), vec![Action::Close]);
+    assert_eq!(*m.phase(), Phase::Done);
+    assert!(matches!(m.outcome(), Some(Ok(l)) if l.contains("hooks: 2 run")));
+}
+
+#[test]
+fn a_refused_hook_ends_the_session_with_the_reason() {
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::HookRequest(hook_req("rm", "1"))));
+    drain(&mut m);
+    m.handle(
+        t0,
+        Input::HookRan(Err("this server has no hook named 'rm'".into())),
+    );
+    let why = refused(&mut m, ErrorCode::BadRequest);
+    assert!(why.contains("no hook named 'rm'"), "{why}");
+
+    // Without the feature in hello, a hook_request is a protocol error.
+    let mut m = welcomed(t0, &["tcp_stream"]);
+    m.handle(t0, msg(Message::HookRequest(hook_req("mtu", "1"))));
+    refused(&mut m, ErrorCode::Protocol);
+
+    // Oversized requests are refused before the driver sees them.
+    let mut m = welcomed(t0, FEATURES);
+    let mut big = hook_req("mtu", "1");
+    for i in 0..=linerate_wire::hooks::MAX_PARAMS {
+        big.params.insert(format!("p{i}"), "1".into());
+    }
+    m.handle(t0, msg(Message::HookRequest(big)));
+    refused(&mut m, ErrorCode::BadRequest);
+
+    // Waiting past the deadline for the next request ends it (the driver restores).
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::HookRequest(hook_req("mtu", "1"))));
+    drain(&mut m);
+    m.handle(
+        t0,
+        Input::HookRan(Ok(linerate_wire::hooks::HookResult::default())),
+    );
+    drain(&mut m);
+    let late = m.poll_timeout().unwrap() + Duration::from_millis(1);
+    m.handle_timeout(late);
+    let why = refused(&mut m, ErrorCode::Timeout);
+    assert!(why.contains("hook_request"), "{why}");
+}

@@ -14,18 +14,21 @@ use std::time::{Duration, Instant};
 
 use linerate_wire::control::ErrorCode;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, Finding, Severity, MAX_FINDINGS};
+use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, Role};
 
 use super::capture::{self, ServerCapture};
 use super::streams::{self, Ends};
 use super::{log, Ctx, Route};
 use crate::engine::{DataSocket, StreamSetup};
-use crate::session::auth;
 use crate::session::conn::{self, Backlog, ControlWriter, Incoming};
 use crate::session::engine_select::{Running, StartLinks};
 use crate::session::limits::{self, Cost};
 use crate::session::machine::earliest;
-use crate::session::machine::server::{Action, EngineStatus, Input, ServerMachine, ServerSettings};
+use crate::session::machine::server::{
+    Action, EngineStatus, Input, Phase, ServerMachine, ServerSettings,
+};
+use crate::session::{auth, hooks};
 use crate::sys::{self, sockets};
 
 /// What a session's thread waits on.
@@ -99,6 +102,7 @@ pub(super) fn handle_control(
         token: None,
         counted: false,
         capture: None,
+        restores: Vec::new(),
     };
     s.run();
     s.end();
@@ -150,6 +154,8 @@ struct Session<'a> {
     token: Option<[u8; 16]>,
     counted: bool,
     capture: Option<ServerCapture>,
+    /// Restore commands of the hooks this session ran, by hook, in the order first run.
+    restores: Vec<(String, Vec<String>)>,
 }
 
 impl Session<'_> {
@@ -208,6 +214,10 @@ impl Session<'_> {
                 let report = doctor_report(self.peer.ip(), &req);
                 self.feed(Input::DoctorAnswered(report));
             }
+            Action::RunHook(req) => {
+                let r = self.run_hook(&req);
+                self.feed(Input::HookRan(r));
+            }
             Action::StoreConnection(i) => {
                 if let Some(st) = self.arrived.take() {
                     self.tcp.insert(i, st);
@@ -239,6 +249,12 @@ impl Session<'_> {
             if let Some(ev) = conn::recv_until(&self.rx, until.unwrap_or(now + TICK)) {
                 self.on_event(ev);
             }
+        }
+        if self.engine.is_none()
+            && self.ctx.shutdown.load(SeqCst)
+            && matches!(self.machine.phase(), Phase::AwaitHookRequest { .. })
+        {
+            self.feed(Input::ShuttingDown);
         }
         if let Some(e) = &self.engine {
             let status = EngineStatus {
@@ -446,9 +462,70 @@ impl Session<'_> {
         }
     }
 
+    /// Checks a client's hook request against `--hooks` and runs it (no shell, the hook's
+    /// time-out); remembers its restore command for the session's end.
+    fn run_hook(&mut self, req: &HookRequest) -> Result<HookResult, String> {
+        let set = self.ctx.cfg.hooks.clone().unwrap_or_default();
+        let inv = set.invocation(&req.name, &req.params)?;
+        let o = sys::command::run(&inv.argv, inv.timeout);
+        if let Some(r) = inv.restore {
+            if !self.restores.iter().any(|(n, _)| *n == inv.name) {
+                self.restores.push((inv.name.clone(), r));
+            }
+        }
+        let (id, peer) = (&self.id, self.peer);
+        let status = match (o.exit_code, o.timed_out) {
+            (_, true) => "timed out".to_string(),
+            (Some(c), _) => format!("exit {c}"),
+            (None, _) => "did not run".to_string(),
+        };
+        log(
+            self.ctx,
+            peer,
+            &format!(
+                "[{id}] {peer} hook {}: {} ({status})",
+                inv.name,
+                inv.argv.join(" ")
+            ),
+        );
+        Ok(HookResult {
+            name: inv.name,
+            argv: inv.argv,
+            exit_code: o.exit_code,
+            timed_out: o.timed_out,
+            stdout: o.stdout,
+            stderr: o.stderr,
+            duration_ms: u64::try_from(o.elapsed.as_millis()).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Runs the restore command of every hook that ran, the last one first.
+    fn restore_hooks(&mut self) {
+        let (id, peer) = (self.id.clone(), self.peer);
+        while let Some((name, argv)) = self.restores.pop() {
+            let o = sys::command::run(&argv, hooks::DEFAULT_TIMEOUT);
+            let status = match (o.exit_code, o.timed_out) {
+                (Some(0), false) => "ok".to_string(),
+                (_, true) => "timed out".to_string(),
+                (Some(c), _) => format!("exit {c}: {}", o.stderr.lines().next().unwrap_or("")),
+                (None, _) => format!("did not run: {}", o.stderr.lines().next().unwrap_or("")),
+            };
+            log(
+                self.ctx,
+                peer,
+                &format!(
+                    "[{id}] {peer} restore {name}: {} ({status})",
+                    argv.join(" ")
+                ),
+            );
+        }
+    }
+
     /// Frees what the test held (token, UDP ports, its place among `--max-tests`, a capture
-    /// it did not get to return), logs the session's line and closes.
+    /// it did not get to return), restores what its hooks changed, logs the session's line
+    /// and closes.
     fn end(mut self) {
+        self.restore_hooks();
         if let Some(e) = self.engine.take() {
             let _ = e.finish(Duration::ZERO, Duration::from_millis(200));
         }

@@ -1,0 +1,709 @@
+//! Sweeps (`linerate sweep`): a matrix of test options and free variables, its points, the
+//! record of every point (its runs, the client-side commands run before it, their output
+//! and exit status), and the best point by a metric with how much better it is than a
+//! baseline point and whether the difference is significant (`compare`'s Welch test).
+//!
+//! Pure: the runner is `app::sweep`, the rendering `export::sweep`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::compare::{MetricComparison, Verdict};
+use super::diagnosis::VerdictKind;
+use super::repeat::{self, metrics_of, MetricDef};
+use super::units::format_metric;
+use super::RunSetRecord;
+
+/// Layout version of [`SweepRecord`].
+pub const SWEEP_SCHEMA_VERSION: u32 = 1;
+
+/// Most points a sweep may have.
+pub const MAX_POINTS: usize = 10_000;
+
+/// One dimension of the matrix: a name and its values, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Vary {
+    /// A test option's long or short name (`len`, `l`, `window`, `P`), or a free variable
+    /// that only the client commands' templates use (`mtu`).
+    pub name: String,
+    /// Its values, as given to the option.
+    pub values: Vec<String>,
+    /// True when `name` is an option of the test (passed to it), false for a free variable.
+    pub option: bool,
+}
+
+/// Parses `NAME=VALUES`: VALUES is a comma-separated list whose items are single values or
+/// ranges `LO..HI` (step 1), `LO..HI:+STEP` (arithmetic) or `LO..HI:*FACTOR` (geometric),
+/// with size suffixes (K, M, G: powers of 1024) allowed in ranges.
+pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
+    let (name, list) = s
+        .split_once('=')
+        .ok_or_else(|| format!("--vary {s}: use NAME=VALUES, e.g. --vary len=1K,4K,16K"))?;
+    let name = name.trim().trim_start_matches('-').to_string();
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "--vary {s}: NAME is a test option (len, window, parallel, P) or a variable name of letters, digits and _"
+        ));
+    }
+    let mut values = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(format!(
+                "--vary {s}: an empty value; separate values with commas"
+            ));
+        }
+        match item.split_once("..") {
+            Some((lo, rest)) => {
+                values.extend(range(lo, rest).map_err(|e| format!("--vary {s}: {e}"))?)
+            }
+            None => values.push(item.to_string()),
+        }
+        if values.len() > MAX_POINTS {
+            return Err(format!("--vary {s}: more than {MAX_POINTS} values"));
+        }
+    }
+    Ok((name, values))
+}
+
+fn number(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, mult) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1u64 << 20),
+        Some('g' | 'G') => (&t[..t.len() - 1], 1u64 << 30),
+        _ => (t, 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|d| d.checked_mul(mult))
+        .ok_or_else(|| format!("'{s}' is not a whole number (K, M, G suffixes allowed)"))
+}
+
+fn range(lo: &str, rest: &str) -> Result<Vec<String>, String> {
+    let (hi, step) = match rest.split_once(':') {
+        Some((h, st)) => (h, Some(st.trim())),
+        None => (rest, None),
+    };
+    let (lo, hi) = (number(lo)?, number(hi)?);
+    if lo > hi {
+        return Err(format!("the range {lo}..{hi} runs backwards"));
+    }
+    let mut out = Vec::new();
+    let mut v = lo;
+    match step {
+        None => {
+            while v <= hi {
+                out.push(v.to_string());
+                v += 1;
+                if out.len() > MAX_POINTS {
+                    return Err(format!("the range has more than {MAX_POINTS} values"));
+                }
+            }
+        }
+        Some(st) if st.starts_with('+') => {
+            let d = number(&st[1..])?;
+            if d == 0 {
+                return Err("a step of +0 never ends".into());
+            }
+            while v <= hi {
+                out.push(v.to_string());
+                v = v.saturating_add(d);
+                if out.len() > MAX_POINTS {
+                    return Err(format!("the range has more than {MAX_POINTS} values"));
+                }
+                if v == u64::MAX {
+                    break;
+                }
+            }
+        }
+        Some(st) if st.starts_with('*') => {
+            let f = number(&st[1..])?;
+            if f < 2 || lo == 0 {
+                return Err("a geometric range needs a factor of at least 2 and LO above 0".into());
+            }
+            while v <= hi {
+                out.push(v.to_string());
+                match v.checked_mul(f) {
+                    Some(n) => v = n,
+                    None => break,
+                }
+            }
+        }
+        Some(st) => {
+            return Err(format!(
+                "step '{st}': use :+STEP (arithmetic) or :*FACTOR (geometric)"
+            ))
+        }
+    }
+    Ok(out)
+}
+
+/// Every combination of the values, the first dimension outermost; each point maps names to
+/// values.
+pub fn expand(varies: &[Vary]) -> Vec<BTreeMap<String, String>> {
+    let mut points = vec![BTreeMap::new()];
+    for v in varies {
+        let mut next = Vec::with_capacity(points.len() * v.values.len());
+        for p in &points {
+            for val in &v.values {
+                let mut q = p.clone();
+                q.insert(v.name.clone(), val.clone());
+                next.push(q);
+            }
+        }
+        points = next;
+    }
+    points
+}
+
+/// Splits a command template into words: whitespace separates, single or double quotes
+/// keep a word together; no shell, no expansion.
+pub fn split_words(s: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut quote: Option<char> = None;
+    for c in s.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => cur.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                cur.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err(format!("unbalanced quote in '{s}'"));
+    }
+    if in_word {
+        words.push(cur);
+    }
+    if words.is_empty() {
+        return Err("an empty command".into());
+    }
+    Ok(words)
+}
+
+/// Replaces every `{name}` in `word` by the point's value; `{{` and `}}` are literal braces.
+/// A name the point does not have is an error.
+pub fn fill(word: &str, point: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = word;
+    while let Some(i) = rest.find(['{', '}']) {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if tail.starts_with("{{") || tail.starts_with("}}") {
+            out.push_str(&tail[..1]);
+            rest = &tail[2..];
+            continue;
+        }
+        if tail.starts_with('}') {
+            return Err(format!("'{word}': a lone '}}' (write }}}} for a brace)"));
+        }
+        let Some(end) = tail.find('}') else {
+            return Err(format!("'{word}': '{{' without '}}'"));
+        };
+        let name = &tail[1..end];
+        match point.get(name) {
+            Some(v) => out.push_str(v),
+            None => {
+                return Err(format!(
+                    "'{word}': {{{name}}} is not a --vary name of this sweep"
+                ))
+            }
+        }
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The names a template uses.
+pub fn names_in(word: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = word;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            rest = after;
+            continue;
+        }
+        match tail.find('}') {
+            Some(end) => {
+                out.push(tail[1..end].to_string());
+                rest = &tail[end + 1..];
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// A command run on the client before a point (or to restore at the end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CommandRecord {
+    /// The words run (no shell).
+    pub argv: Vec<String>,
+    /// Exit status; absent when it did not exit by itself (time-out, signal) or did not
+    /// start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// True when it was killed at the time-out.
+    pub timed_out: bool,
+    /// Its standard output (the first 16 KiB, lossy UTF-8).
+    pub stdout: String,
+    /// Its standard error (the first 16 KiB, lossy UTF-8), or why it could not start.
+    pub stderr: String,
+    /// How long it ran, milliseconds.
+    pub duration_ms: u64,
+}
+
+impl CommandRecord {
+    /// Exited with status 0.
+    pub fn ok(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    /// What went wrong, in words; `None` when it succeeded.
+    pub fn failure(&self) -> Option<String> {
+        if self.ok() {
+            return None;
+        }
+        let cmd = self.argv.join(" ");
+        let detail = self.stderr.lines().next().unwrap_or("").trim();
+        let why = if self.timed_out {
+            format!("did not finish in time ({} ms)", self.duration_ms)
+        } else {
+            match self.exit_code {
+                Some(c) => format!("exited with status {c}"),
+                None => "did not run or was killed".to_string(),
+            }
+        };
+        Some(if detail.is_empty() {
+            format!("`{cmd}` {why}")
+        } else {
+            format!("`{cmd}` {why}: {detail}")
+        })
+    }
+}
+
+/// How a point ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PointStatus {
+    /// Every run completed.
+    Ok,
+    /// linerate itself was the limit in at least one run (diagnosis `tester_limited`): the
+    /// figure measures the tester, so the point is not picked as best.
+    TesterLimited,
+    /// A command before it failed, or the test could not run.
+    Failed,
+    /// Ctrl-C or a server limit cut it short.
+    Interrupted,
+}
+
+impl PointStatus {
+    /// The word the table prints.
+    pub fn word(self) -> &'static str {
+        match self {
+            PointStatus::Ok => "ok",
+            PointStatus::TesterLimited => "tester-limited",
+            PointStatus::Failed => "FAILED",
+            PointStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// One point of the sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PointRecord {
+    /// Number of the point, from 1, in matrix order.
+    pub index: u32,
+    /// Its values by name.
+    pub values: BTreeMap<String, String>,
+    /// The test's command line at this point.
+    pub argv: Vec<String>,
+    /// The server hooks run before the point (`--hook`), in order, as the server reported
+    /// them: the command it ran (its operator's declaration with the values filled in),
+    /// exit status and output.
+    #[serde(default)]
+    pub server_hooks: Vec<CommandRecord>,
+    /// The client commands run before the test, in order (the first failure stops the
+    /// point).
+    #[serde(default)]
+    pub commands: Vec<CommandRecord>,
+    /// How it ended.
+    pub status: PointStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The runs (one, or `--repeat`'s), with their statistics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<RunSetRecord>,
+    /// Run id in the results database, when stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stored_id: Option<i64>,
+}
+
+impl PointRecord {
+    /// The values of metric `name`, one per run.
+    pub fn values_of(&self, name: &str) -> Vec<f64> {
+        self.runs
+            .as_ref()
+            .map(|s| repeat::values(&s.runs, name))
+            .unwrap_or_default()
+    }
+
+    /// The point's values in words: `len=64K parallel=4`.
+    pub fn label(&self) -> String {
+        self.values
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The status of a point from its runs: tester-limited when any run's diagnosis says so.
+pub fn status_of(set: &RunSetRecord) -> PointStatus {
+    if set.runs.iter().any(|r| r.interrupted) {
+        return PointStatus::Interrupted;
+    }
+    let limited = set.runs.iter().any(|r| {
+        r.diagnosis.as_ref().is_some_and(|d| {
+            d.verdicts
+                .iter()
+                .any(|v| v.kind == VerdictKind::TesterLimited)
+        })
+    });
+    if limited {
+        PointStatus::TesterLimited
+    } else {
+        PointStatus::Ok
+    }
+}
+
+/// The best point and how it compares with the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BestRecord {
+    /// The metric, with its unit (`throughput_bps`).
+    pub metric: String,
+    /// True when more is better.
+    pub higher_is_better: bool,
+    /// The best point's index.
+    pub point: u32,
+    /// Its mean.
+    pub mean: f64,
+    /// The baseline point's index.
+    pub baseline: u32,
+    /// The baseline's mean.
+    pub baseline_mean: f64,
+    /// Change of the best against the baseline, percent of the baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_percent: Option<f64>,
+    /// Welch's two-sided p-value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// `significant`, `not_significant` or `too_few_trials`.
+    pub verdict: String,
+    /// The finding in words.
+    pub sentence: String,
+}
+
+/// The whole sweep (`linerate sweep --json`, schema `docs/json-schema/sweep-v1.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SweepRecord {
+    /// Layout version ([`SWEEP_SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// "linerate x.y.z".
+    pub tool_version: String,
+    /// Start, RFC 3339 UTC.
+    pub started_at: String,
+    /// The test command line the points vary (`tcp HOST -t 5`).
+    pub test: Vec<String>,
+    /// The matrix.
+    pub vary: Vec<Vary>,
+    /// Runs per point (fewest, most).
+    pub runs_per_point: (u32, u32),
+    /// The metric the best point is picked by.
+    pub best_by: String,
+    /// Every point, in matrix order; failed ones too.
+    pub points: Vec<PointRecord>,
+    /// The best point, when any point measured the metric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best: Option<BestRecord>,
+    /// The commands run at the end to restore (`--client-restore`).
+    #[serde(default)]
+    pub restore: Vec<CommandRecord>,
+    /// What went wrong or needs saying, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// The metric definition of `name` in `points` (the first point with runs that has it).
+pub fn metric_def(points: &[PointRecord], name: &str) -> Option<MetricDef> {
+    points
+        .iter()
+        .filter_map(|p| p.runs.as_ref())
+        .flat_map(|s| s.runs.iter())
+        .find_map(|r| metrics_of(r).into_iter().find(|(d, _)| d.name == name))
+        .map(|(d, _)| d)
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// Picks the best point by `metric` among the points that completed (`ok`), and compares
+/// it with the point numbered `baseline`.
+pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<BestRecord> {
+    let def = metric_def(points, metric)?;
+    let better = |a: f64, b: f64| {
+        if def.higher_is_better {
+            a > b
+        } else {
+            a < b
+        }
+    };
+    let mut best: Option<(&PointRecord, f64)> = None;
+    for p in points.iter().filter(|p| p.status == PointStatus::Ok) {
+        let Some(m) = mean(&p.values_of(metric)) else {
+            continue;
+        };
+        if best.is_none_or(|(_, b)| better(m, b)) {
+            best = Some((p, m));
+        }
+    }
+    let (bp, bm) = best?;
+    let base = points.iter().find(|p| p.index == baseline)?;
+    let base_vals = base.values_of(metric);
+    let base_mean = mean(&base_vals)?;
+    let cmp = MetricComparison::new(metric, &base_vals, &bp.values_of(metric))?;
+    let verdict = match cmp.verdict {
+        Verdict::Significant => "significant",
+        Verdict::NotSignificant => "not_significant",
+        Verdict::TooFewRuns => "too_few_trials",
+    };
+    let change = cmp.change_percent();
+    let sentence = if bp.index == baseline {
+        format!(
+            "The baseline, point {} ({}), is the best by {}: {}.",
+            bp.index,
+            bp.label(),
+            def.label,
+            format_metric(metric, bm)
+        )
+    } else {
+        let how = match change {
+            Some(c) => {
+                let word = if c >= 0.0 { "higher" } else { "lower" };
+                format!("{:.1} % {word} than", c.abs())
+            }
+            None => "compared with".to_string(),
+        };
+        let sig = match cmp.verdict {
+            Verdict::Significant => format!(
+                "the difference is significant (Welch's t-test, p = {:.3})",
+                cmp.p_value.unwrap_or(0.0)
+            ),
+            Verdict::NotSignificant => format!(
+                "the difference is not significant (Welch's t-test, p = {:.2}): the points may be equal",
+                cmp.p_value.unwrap_or(1.0)
+            ),
+            Verdict::TooFewRuns => {
+                "whether it is significant cannot be said with one run per point: use --repeat 5 or more".to_string()
+            }
+        };
+        format!(
+            "Best by {}: point {} ({}) at {}, {how} the baseline point {} ({}, {}); {sig}.",
+            def.label,
+            bp.index,
+            bp.label(),
+            format_metric(metric, bm),
+            base.index,
+            base.label(),
+            format_metric(metric, base_mean),
+        )
+    };
+    Some(BestRecord {
+        metric: metric.to_string(),
+        higher_is_better: def.higher_is_better,
+        point: bp.index,
+        mean: bm,
+        baseline: base.index,
+        baseline_mean: base_mean,
+        change_percent: change,
+        p_value: cmp.p_value,
+        verdict: verdict.to_string(),
+        sentence,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::fixtures;
+    use crate::model::repeat::{RepeatRecord, TRIALS_SCHEMA_VERSION};
+
+    #[test]
+    fn values_lists_and_ranges() {
+        let v = |s| parse_vary(s).map(|(_, v)| v);
+        assert_eq!(v("l=1K,4K").unwrap(), vec!["1K", "4K"]);
+        assert_eq!(v("P=1..4").unwrap(), vec!["1", "2", "3", "4"]);
+        assert_eq!(
+            v("l=1K..8K:*2").unwrap(),
+            vec!["1024", "2048", "4096", "8192"]
+        );
+        assert_eq!(
+            v("mtu=1500..9000:+2500").unwrap(),
+            vec!["1500", "4000", "6500", "9000"]
+        );
+        assert_eq!(v("x=1,3..4,9").unwrap(), vec!["1", "3", "4", "9"]);
+        assert_eq!(parse_vary("--window=1M").unwrap().0, "window");
+        for bad in [
+            "l",
+            "l=",
+            "l=1,,2",
+            "l=4..1",
+            "l=1..9:+0",
+            "l=1..9:*1",
+            "l=1..9:/2",
+            "a b=1",
+            "l=1..x",
+        ] {
+            assert!(parse_vary(bad).is_err(), "{bad}");
+        }
+        assert!(parse_vary("l=1..100000").is_err());
+    }
+
+    #[test]
+    fn the_matrix_is_every_combination_first_outermost() {
+        let vary = |n: &str, v: &[&str]| Vary {
+            name: n.into(),
+            values: v.iter().map(|s| s.to_string()).collect(),
+            option: true,
+        };
+        let pts = expand(&[vary("a", &["1", "2"]), vary("b", &["x", "y", "z"])]);
+        assert_eq!(pts.len(), 6);
+        assert_eq!(pts[0]["a"], "1");
+        assert_eq!(pts[0]["b"], "x");
+        assert_eq!(pts[1]["b"], "y");
+        assert_eq!(pts[3]["a"], "2");
+        assert_eq!(expand(&[]).len(), 1);
+    }
+
+    #[test]
+    fn templates_fill_and_split_without_a_shell() {
+        let p: BTreeMap<String, String> = [("mtu".to_string(), "9000".to_string())].into();
+        assert_eq!(fill("mtu={mtu}", &p).unwrap(), "mtu=9000");
+        assert_eq!(fill("{{x}}", &p).unwrap(), "{x}");
+        assert!(fill("{nope}", &p).unwrap_err().contains("{nope}"));
+        assert!(fill("{mtu", &p).is_err());
+        assert_eq!(names_in("a{mtu}b{x}"), vec!["mtu", "x"]);
+        assert_eq!(
+            split_words("ip link set 'dev x' mtu {mtu}; rm -rf /").unwrap(),
+            vec!["ip", "link", "set", "dev x", "mtu", "{mtu};", "rm", "-rf", "/"]
+        );
+        assert!(split_words("a 'b").is_err());
+        assert!(split_words("  ").is_err());
+    }
+
+    fn point(index: u32, status: PointStatus, bps: &[f64]) -> PointRecord {
+        let runs = bps
+            .iter()
+            .map(|b| {
+                let mut r = fixtures::tcp_send();
+                r.summary.flows[0].receiver_bps = Some(*b);
+                r
+            })
+            .collect();
+        PointRecord {
+            index,
+            values: [("l".to_string(), index.to_string())].into(),
+            argv: vec![],
+            server_hooks: vec![],
+            commands: vec![],
+            status,
+            error: None,
+            runs: Some(RunSetRecord {
+                schema_version: TRIALS_SCHEMA_VERSION,
+                tool_version: "t".into(),
+                repeat: RepeatRecord {
+                    min_runs: 1,
+                    max_runs: 1,
+                    confidence_level_percent: None,
+                    width_percent: None,
+                },
+                primary_metric: "throughput_bps".into(),
+                converged: None,
+                metrics: vec![],
+                runs,
+                warnings: vec![],
+            }),
+            stored_id: None,
+        }
+    }
+
+    #[test]
+    fn the_best_point_is_picked_among_completed_ones_with_its_significance() {
+        let pts = vec![
+            point(1, PointStatus::Ok, &[100e6, 101e6, 99e6, 100e6, 100.5e6]),
+            point(2, PointStatus::Ok, &[200e6, 201e6, 199e6, 200e6, 199.5e6]),
+            // Higher, but the tester limited it: never picked.
+            point(3, PointStatus::TesterLimited, &[900e6; 5]),
+            point(4, PointStatus::Failed, &[]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!(b.point, 2);
+        assert_eq!(b.baseline, 1);
+        assert_eq!(b.verdict, "significant");
+        let c = b.change_percent.unwrap();
+        assert!((c - 99.9).abs() < 0.5, "{c}");
+        assert!(
+            b.sentence.contains("higher than the baseline point 1"),
+            "{}",
+            b.sentence
+        );
+
+        // One run each: no verdict, and the words say so.
+        let one = vec![
+            point(1, PointStatus::Ok, &[1e6]),
+            point(2, PointStatus::Ok, &[2e6]),
+        ];
+        let b = pick_best(&one, "throughput_bps", 1).unwrap();
+        assert_eq!(b.verdict, "too_few_trials");
+        assert!(b.sentence.contains("--repeat 5"), "{}", b.sentence);
+
+        // Lower is better for CPU per unit of work.
+        let mut lo = vec![
+            point(1, PointStatus::Ok, &[1e6]),
+            point(2, PointStatus::Ok, &[2e6]),
+        ];
+        for (p, cpu) in lo.iter_mut().zip([50.0, 20.0]) {
+            for r in &mut p.runs.as_mut().unwrap().runs {
+                r.summary.client.cpu_util_percent = Some(cpu);
+            }
+        }
+        let b = pick_best(&lo, "client_cpu_percent", 1).unwrap();
+        assert_eq!(b.point, 2);
+        assert!(!b.higher_is_better);
+        assert!(pick_best(&lo, "no_such_metric", 1).is_none());
+    }
+}
