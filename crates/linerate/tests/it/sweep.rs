@@ -30,6 +30,12 @@ fn json(o: &Output) -> Value {
     })
 }
 
+/// A point whose runs completed. On loopback linerate itself is often the limit, and the
+/// diagnosis says so: `tester_limited` is a completed point too.
+fn completed(p: &serde_json::Value) -> bool {
+    p["status"] == "ok" || p["status"] == "tester_limited"
+}
+
 /// Paced UDP at three rates: the best by throughput is the fastest pace, each point's runs
 /// ran at its own rate (the plan and the measured rate say so), and each point's runs are
 /// in the database under the sweep.
@@ -57,7 +63,7 @@ fn a_sweep_runs_every_point_and_picks_the_best() {
     let points = rec["points"].as_array().unwrap();
     assert_eq!(points.len(), 3);
     for (p, rate) in points.iter().zip([4e6, 16e6, 8e6]) {
-        assert_eq!(p["status"], "ok", "{p:#}");
+        assert!(completed(p), "{p:#}");
         let runs = p["runs"]["trials"].as_array().unwrap();
         assert_eq!(runs.len(), 2);
         for r in runs {
@@ -144,7 +150,7 @@ fn client_commands_run_without_a_shell_and_failures_are_shown() {
         assert!(made.contains(&format!("-{what}.")), "{made}");
         assert!(Path::new(&made).exists());
         if what == "x" {
-            assert_eq!(p["status"], "ok", "{p:#}");
+            assert!(completed(p), "{p:#}");
             assert_eq!(
                 p["runs"]["trials"][0]["plan"]["write_size"]
                     .as_u64()
@@ -282,7 +288,7 @@ fn resume_after_a_kill_runs_only_what_is_missing() {
     let rec = json(&o);
     let points = rec["points"].as_array().unwrap();
     assert_eq!(points.len(), 4);
-    assert!(points.iter().all(|p| p["status"] == "ok"), "{rec:#}");
+    assert!(points.iter().all(completed), "{rec:#}");
     assert_eq!(journal_points(&journal), 4);
     // The first point finished before the kill: it ran once in all.
     let ran = |len: &str| {
