@@ -43,6 +43,9 @@ pub fn escape(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Longest text of a peer's that an error or a warning quotes, in characters.
+pub const MAX_PEER_TEXT: usize = 500;
+
 /// `s` escaped and cut to at most `max` characters of the original, with a note of how
 /// many were left out.
 pub fn clip(s: &str, max: usize) -> String {

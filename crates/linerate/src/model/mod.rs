@@ -84,9 +84,13 @@ pub struct RunRecord {
     pub failure: Option<String>,
 }
 
+/// Most of the server's warnings a record quotes.
+pub const MAX_SERVER_WARNINGS: usize = 32;
+
 impl RunRecord {
     /// The record of a test from both ends' reports: the summary derived from them
-    /// ([`summarize`]) and each end's warnings added to `warnings` with its name. The
+    /// ([`summarize`]) and each end's warnings added to `warnings` with its name (at most
+    /// [`MAX_SERVER_WARNINGS`] of the server's, each cut to the quoting limit). The
     /// diagnosis is left to `crate::diagnose`.
     pub fn from_reports(
         plan: PlanRecord,
@@ -101,8 +105,15 @@ impl RunRecord {
             warnings.push(format!("client: {w}"));
         }
         if let Some(s) = &server {
-            for w in &s.warnings {
+            for w in s.warnings.iter().take(MAX_SERVER_WARNINGS) {
+                let w = linerate_wire::text::clip(w, linerate_wire::text::MAX_PEER_TEXT);
                 warnings.push(format!("server: {w}"));
+            }
+            if s.warnings.len() > MAX_SERVER_WARNINGS {
+                warnings.push(format!(
+                    "server: {} more warnings left out",
+                    s.warnings.len() - MAX_SERVER_WARNINGS
+                ));
             }
         }
         let summary = summarize(plan.direction, &client, server.as_ref());

@@ -25,7 +25,7 @@ use super::machine::earliest;
 use crate::engine::{DataSocket, StreamSetup};
 use crate::model::plan::Debug;
 use crate::model::plan::{stream_slots, Credentials, SockOpts};
-use crate::model::{self, PlanRecord, RunRecord};
+use crate::model::{PlanRecord, RunRecord};
 use crate::rr::RrClientData;
 use crate::sys::sockets;
 
@@ -491,10 +491,7 @@ impl TestRun<'_> {
     }
 }
 
-/// Most of the server's warnings a record quotes.
-pub const MAX_SERVER_WARNINGS: usize = 32;
-
-/// Assembles the record and collects both ends' warnings.
+/// Assembles the record ([`RunRecord::from_reports`]) and diagnoses it.
 pub fn build_record(
     plan: PlanRecord,
     started_at: String,
@@ -502,41 +499,17 @@ pub fn build_record(
     interrupted: bool,
     client: SideReport,
     server: Option<SideReport>,
-    mut warnings: Vec<String>,
+    warnings: Vec<String>,
 ) -> RunRecord {
-    for w in &client.warnings {
-        warnings.push(format!("client: {w}"));
-    }
-    if let Some(s) = &server {
-        for w in s.warnings.iter().take(MAX_SERVER_WARNINGS) {
-            let w = linerate_wire::text::clip(w, super::machine::client::MAX_PEER_TEXT);
-            warnings.push(format!("server: {w}"));
-        }
-        if s.warnings.len() > MAX_SERVER_WARNINGS {
-            warnings.push(format!(
-                "server: {} more warnings left out",
-                s.warnings.len() - MAX_SERVER_WARNINGS
-            ));
-        }
-    }
-    let summary = model::summarize(plan.direction, &client, server.as_ref());
-    let mut rec = RunRecord {
-        schema_version: model::SCHEMA_VERSION,
-        tool_version: crate::software(),
-        started_at,
+    let mut rec = RunRecord::from_reports(
         plan,
+        started_at,
         protocol,
         interrupted,
-        summary,
         client,
         server,
         warnings,
-        rr: None,
-        diagnosis: None,
-        trace: None,
-        server_capture: None,
-        failure: None,
-    };
+    );
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     rec
 }

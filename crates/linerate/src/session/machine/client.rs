@@ -190,8 +190,7 @@ pub enum ClientError {
     Failed(String),
 }
 
-/// Longest text of a peer's that an error or a warning quotes, in characters.
-pub const MAX_PEER_TEXT: usize = 500;
+pub use linerate_wire::text::MAX_PEER_TEXT;
 
 /// What a finished test leaves besides the engine's report.
 #[derive(Debug, Clone, PartialEq)]
