@@ -52,6 +52,10 @@ pub fn options(u: &LabUpArgs) -> Result<(Topology, LabOptions), UsageError> {
         }
         Some(r) => Some(Shaping {
             kind,
+            limit_bytes: match u.queue {
+                Some(0) => return Err(UsageError("--queue 0 holds nothing: give bytes such as 32K, or leave it out for the default".into())),
+                q => q,
+            },
             ..Shaping::tbf(r)
         }),
         None => None,
@@ -118,8 +122,11 @@ pub fn describe(p: &topology::Plan, opts: &LabOptions) -> String {
             ShapedWays::TowardB => "; b -> a is not shaped (--rate-dir both shapes it too)".into(),
             ShapedWays::TowardA => "; a -> b is not shaped (--rate-dir both shapes it too)".into(),
         };
+        let queue = s
+            .limit_bytes
+            .map_or(String::new(), |q| format!(", queue {q} bytes"));
         out.push_str(&format!(
-            "  shaped to {} bit/s ({}): {}{other}\n",
+            "  shaped to {} bit/s ({}{queue}): {}{other}\n",
             s.rate_bps,
             match s.kind {
                 ShapingKind::Tbf => "tbf",
@@ -309,6 +316,8 @@ mod tests {
             "9000",
         ]))
         .unwrap();
+        let (_, q) = options(&up_args(&["x", "--rate", "20M", "--queue", "1M"])).unwrap();
+        assert_eq!(q.rate_limit.and_then(|s| s.limit_bytes), Some(1 << 20));
         assert_eq!(t, Topology::Router);
         assert_eq!(o.rate_limit, Some(Shaping::htb(20_000_000)));
         assert_eq!(o.loss, Some(0.01));
@@ -318,6 +327,8 @@ mod tests {
             vec!["x", "--rate", "1M", "--shaper", "cake"],
             vec!["Bad_Name"],
             vec!["x", "--mtu", "100"],
+            vec!["x", "--rate", "1M", "--queue", "0"],
+            vec!["x", "--queue", "1M"],
         ] {
             assert!(options(&up_args(&bad)).is_err(), "{bad:?}");
         }

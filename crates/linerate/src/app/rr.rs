@@ -20,7 +20,12 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     a.store.validate()?;
     let keeper = Keeper::new(&a.store, "rr");
     if rp == RepeatPlan::ONCE {
-        return run::run_once(&plan, out, None, &a.capture, &criteria, &keeper);
+        let how = run::Once {
+            link_rate_bps: None,
+            capture: &a.capture,
+            latency: false,
+        };
+        return run::run_once(&plan, out, &how, &criteria, &keeper);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(

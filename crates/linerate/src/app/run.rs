@@ -111,6 +111,16 @@ fn line(mut s: String) -> String {
     s
 }
 
+/// How [`run_once`] runs its test besides the plan.
+pub struct Once<'a> {
+    /// The `--link-rate` hint for the diagnosis.
+    pub link_rate_bps: Option<u64>,
+    /// `--capture`: record and analyse the test's packets.
+    pub capture: &'a CaptureArgs,
+    /// `--latency`: probes beside the load (`crate::session::latency`).
+    pub latency: bool,
+}
+
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
 /// the record the `--link-rate` hint, records and analyses its packets with `--capture`,
 /// prints it in `format`, and exits 1 when it fails one of the `criteria` (2 when the test
@@ -118,17 +128,20 @@ fn line(mut s: String) -> String {
 pub fn run_once(
     plan: &StreamPlan,
     out: Output,
-    link_rate_bps: Option<u64>,
-    capture: &CaptureArgs,
+    how: &Once<'_>,
     criteria: &Criteria,
     keeper: &Keeper,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
     let mut live = LiveOutput::new(out.format, plan);
-    let rec = with_capture(capture, plan, |plan| {
-        let mut rec = client::run(plan, &mut live, &interrupt)?;
-        crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
+    let rec = with_capture(how.capture, plan, |plan| {
+        let mut rec = if how.latency {
+            crate::session::latency::run(plan, &mut live, &interrupt)?
+        } else {
+            client::run(plan, &mut live, &interrupt)?
+        };
+        crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
         Ok(rec)
     })?;
     emit(out, &rec)?;
@@ -190,14 +203,12 @@ pub fn run_repeated(
     keeper: &Keeper,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
-        return run_once(
-            plan,
-            out,
+        let how = Once {
             link_rate_bps,
-            &Default::default(),
-            criteria,
-            keeper,
-        );
+            capture: &Default::default(),
+            latency: false,
+        };
+        return run_once(plan, out, &how, criteria, keeper);
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;

@@ -20,6 +20,12 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         )
         .into());
     }
+    if a.latency && a.repeat.is_set() {
+        return Err(UsageError(
+            "--latency measures one test: leave out --repeat/--confidence".into(),
+        )
+        .into());
+    }
     let plan = stream_plan(a, transport)?;
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
@@ -33,7 +39,12 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         },
     );
     if !a.repeat.is_set() {
-        return run::run_once(&plan, out, a.link_rate, &a.capture, &criteria, &keeper);
+        let how = run::Once {
+            link_rate_bps: a.link_rate,
+            capture: &a.capture,
+            latency: a.latency,
+        };
+        return run::run_once(&plan, out, &how, &criteria, &keeper);
     }
     run::run_repeated(&plan, out, rp, a.link_rate, &criteria, &keeper)
 }

@@ -66,6 +66,10 @@ pub struct LabUpArgs {
     /// Qdisc that enforces --rate: tbf or htb.
     #[arg(long, default_value = "tbf", requires = "rate")]
     pub shaper: String,
+    /// Queue of each shaper in bytes (e.g. 1M for a deep, bufferbloated queue, 32K for a
+    /// shallow one); default: the shaper's burst plus 100 ms at --rate.
+    #[arg(long, value_parser = units::parse_size32, requires = "rate")]
+    pub queue: Option<u32>,
     /// Drop this share of the packets towards b with nftables: a fraction (0.01) or a
     /// percentage (1%).
     #[arg(long, value_parser = parse_loss)]

@@ -108,6 +108,12 @@ pub struct StreamArgs {
     /// hop): linerate reads physical interface speeds and a tbf/htb on the sender itself.
     #[arg(long, value_parser = units::parse_rate)]
     pub link_rate: Option<u64>,
+    /// Latency under load: TCP_RR and UDP_RR probes (10 a second each) alone for a 2 s idle
+    /// baseline, then beside the load; reports idle and loaded RTT percentiles, the increase,
+    /// the loaded flows' smoothed RTT and the responsiveness in round trips per minute (RPM).
+    /// The probes are tests of the same server (each takes one of its --max-tests slots).
+    #[arg(long)]
+    pub latency: bool,
     /// Exit with code 1 when more than PERCENT of the datagrams of a direction were lost
     /// (UDP; the results are printed all the same). With --repeat, every run must pass.
     #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]

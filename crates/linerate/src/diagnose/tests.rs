@@ -1176,3 +1176,113 @@ fn packets_and_datagrams_are_told_apart_with_a_note() {
         "{notes:?}"
     );
 }
+
+/// A `--latency` section: TCP and UDP probes with medians `idle_ns` idle and
+/// `tcp_ns`/`udp_ns` under load, 20 and 80 samples.
+fn latency_section(
+    idle_ns: u64,
+    tcp_ns: u64,
+    udp_ns: u64,
+) -> crate::model::latency::LatencyUnderLoad {
+    use crate::model::latency;
+    use crate::model::rr::{HistogramBucket, LatencySummary};
+    let s = |p50_ns: u64, count: u64| LatencySummary {
+        count,
+        min_ns: p50_ns,
+        mean_ns: p50_ns as f64,
+        stddev_ns: None,
+        p50_ns,
+        p90_ns: p50_ns,
+        p99_ns: p50_ns,
+        p99_9_ns: p50_ns,
+        p99_99_ns: p50_ns,
+        max_ns: p50_ns,
+        histogram: vec![HistogramBucket {
+            value_ns: p50_ns,
+            count,
+        }],
+    };
+    let (idle_tcp, loaded_tcp) = (s(idle_ns, 20), s(tcp_ns, 80));
+    let (ratio, added) = latency::increase(&idle_tcp, &loaded_tcp).unwrap();
+    latency::LatencyUnderLoad {
+        probe_rate_tps: 10,
+        idle_duration_ns: 2 * SEC,
+        responsiveness: latency::responsiveness(
+            &loaded_tcp.histogram,
+            &[tcp_ns as f64 / 1e3],
+            &idle_tcp.histogram,
+        ),
+        idle_udp: Some(s(idle_ns, 20)),
+        loaded_udp: Some(s(udp_ns, 80)),
+        idle_tcp: Some(idle_tcp),
+        loaded_tcp: Some(loaded_tcp),
+        loaded_udp_lost: Some(0),
+        loaded_probe_bytes: 2 * 80 + 32 * 80,
+        loaded_srtt_p50_us: Some(tcp_ns as f64 / 1e3),
+        loaded_srtt_trimmed_mean_us: Some(tcp_ns as f64 / 1e3),
+        loaded_srtt_samples: Some(8),
+        increase_probe: Some("tcp".into()),
+        increase_ratio: Some(ratio),
+        added_delay_ns: Some(added),
+    }
+}
+
+#[test]
+fn queueing_delay_when_the_loads_queue_delays_the_probes_many_times() {
+    // 20 Mbit/s through a 1 MB queue: the probes' median goes from 200 µs to 250 ms.
+    let c = Case::tcp(19e6);
+    let mut rec = c.record();
+    rec.latency_under_load = Some(latency_section(200_000, 250_000_000, 240_000_000));
+    let d = diagnose(&rec);
+    let v = d
+        .verdicts
+        .iter()
+        .find(|v| v.kind == VerdictKind::QueueingDelay)
+        .unwrap_or_else(|| panic!("{d:#?}"));
+    // Both probes agree: high confidence. The evidence is the section's own figures.
+    assert_eq!(v.confidence, Confidence::High);
+    let e = |m: &str| v.evidence.iter().find(|e| e.metric == m).unwrap().value;
+    assert_eq!(e("idle_tcp_p50_ns"), 200_000.0);
+    assert_eq!(e("loaded_tcp_p50_ns"), 250_000_000.0);
+    assert_eq!(e("loaded_over_idle"), 1250.0);
+    assert_eq!(e("added_delay_ns"), 249_800_000.0);
+    assert_eq!(e("udp_loaded_over_idle"), 1200.0);
+    assert!(
+        v.message.contains("200 us idle to 250 ms under load"),
+        "{}",
+        v.message
+    );
+    assert!(v.message.contains("240 RPM (poor)"), "{}", v.message);
+    // Advice, not a limit: a limit (or `none`) comes first.
+    assert!(!VerdictKind::QueueingDelay.is_limit());
+    assert_ne!(d.verdicts[0].kind, VerdictKind::QueueingDelay);
+
+    // Only the TCP probe saw it: medium.
+    rec.latency_under_load = Some(latency_section(200_000, 250_000_000, 300_000));
+    let d = diagnose(&rec);
+    let v = d
+        .verdicts
+        .iter()
+        .find(|v| v.kind == VerdictKind::QueueingDelay)
+        .unwrap();
+    assert_eq!(v.confidence, Confidence::Medium);
+
+    // Many times the idle RTT but under 10 ms added (a loaded host, a short queue), or a
+    // large added delay that is not many times the idle one: not named.
+    for (idle, loaded) in [(200_000, 9_000_000), (50_000_000, 200_000_000)] {
+        rec.latency_under_load = Some(latency_section(idle, loaded, loaded));
+        let d = diagnose(&rec);
+        assert!(
+            !d.verdicts
+                .iter()
+                .any(|v| v.kind == VerdictKind::QueueingDelay),
+            "{idle} -> {loaded}: {d:#?}"
+        );
+    }
+    // Without --latency nothing is said.
+    rec.latency_under_load = None;
+    assert!(!diagnose(&rec)
+        .verdicts
+        .iter()
+        .any(|v| v.kind == VerdictKind::QueueingDelay));
+}

@@ -4,6 +4,8 @@
 
 use super::sender_bytes;
 use crate::model::labels::flow_label;
+use crate::model::latency::LatencyUnderLoad;
+use crate::model::rr::LatencySummary;
 use crate::model::units::{format_bps, format_bytes, format_duration_ns, format_pps};
 use crate::model::{EndSummary, FlowSummary, RunRecord};
 use linerate_wire::control::{Direction, Transport};
@@ -27,6 +29,9 @@ pub fn render(rec: &RunRecord) -> String {
     out.push('\n');
     out.push_str(&align(&end_rows(rec)));
     out.push_str(&shaping_lines(rec));
+    if let Some(l) = &rec.latency_under_load {
+        out.push_str(&latency_block(l));
+    }
     if let Some(d) = &rec.diagnosis {
         out.push_str(&super::diagnosis::table_block(d));
     }
@@ -205,6 +210,83 @@ pub(super) fn shaping_lines(rec: &RunRecord) -> String {
     } else {
         format!("\n{out}")
     }
+}
+
+/// `--latency`: the probes' idle and loaded percentiles, the increase, the loaded flows'
+/// smoothed RTT and the responsiveness.
+pub(super) fn latency_block(l: &LatencyUnderLoad) -> String {
+    let pcts = |s: Option<&LatencySummary>| {
+        s.map_or(MISSING.to_string(), |s| {
+            format!(
+                "{} / {} / {}",
+                format_duration_ns(s.p50_ns),
+                format_duration_ns(s.p90_ns),
+                format_duration_ns(s.p99_ns)
+            )
+        })
+    };
+    let count = |s: Option<&LatencySummary>| s.map_or(MISSING.to_string(), |s| s.count.to_string());
+    let mut rows = vec![vec![
+        "probe".to_string(),
+        "idle p50 / p90 / p99".to_string(),
+        "n".to_string(),
+        "loaded p50 / p90 / p99".to_string(),
+        "n".to_string(),
+    ]];
+    for (name, idle, loaded) in [
+        ("TCP_RR", l.idle_tcp.as_ref(), l.loaded_tcp.as_ref()),
+        ("UDP_RR", l.idle_udp.as_ref(), l.loaded_udp.as_ref()),
+    ] {
+        rows.push(vec![
+            name.to_string(),
+            pcts(idle),
+            count(idle),
+            pcts(loaded),
+            count(loaded),
+        ]);
+    }
+    let mut out = format!(
+        "\nlatency under load ({} probes a second each; idle baseline {} before the load):\n",
+        l.probe_rate_tps,
+        format_duration_ns(l.idle_duration_ns)
+    );
+    out.push_str(&align(&rows));
+    if let (Some(p), Some(r), Some(d)) = (&l.increase_probe, l.increase_ratio, l.added_delay_ns) {
+        let sign = if d < 0 { "-" } else { "+" };
+        out.push_str(&format!(
+            "increase: {:.1}x the idle median ({sign}{}, {} probe)\n",
+            r,
+            format_duration_ns(d.unsigned_abs()),
+            p.to_uppercase()
+        ));
+    }
+    if let Some(lost) = l.loaded_udp_lost.filter(|&n| n > 0) {
+        out.push_str(&format!("UDP probes lost under load: {lost}\n"));
+    }
+    if let Some(us) = l.loaded_srtt_p50_us {
+        out.push_str(&format!(
+            "loaded flows' smoothed RTT (TCP_INFO, {} intervals): median {}\n",
+            l.loaded_srtt_samples.unwrap_or(0),
+            format_duration_ns((us * 1e3) as u64)
+        ));
+    }
+    if let Some(r) = &l.responsiveness {
+        let parts = match r.self_rpm {
+            Some(s) => format!("foreign {:.0}, self {s:.0}", r.foreign_rpm),
+            None => format!(
+                "foreign {:.0}, no TCP load for the self part",
+                r.foreign_rpm
+            ),
+        };
+        let idle = r
+            .idle_rpm
+            .map_or(String::new(), |i| format!("; idle {i:.0} RPM"));
+        out.push_str(&format!(
+            "responsiveness: {:.0} RPM ({}; {parts}{idle}; {}, TCP-only, no TLS/HTTP)\n",
+            r.rpm, r.rating, r.draft
+        ));
+    }
+    out
 }
 
 /// [`align`] for other modules (the compare table).

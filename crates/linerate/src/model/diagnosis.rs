@@ -44,6 +44,10 @@ pub enum VerdictKind {
     CpuBound,
     /// Socket buffers far larger than the bandwidth-delay product (advice: not a limit).
     WindowOversized,
+    /// Light probes beside the load (`--latency`) waited many times their idle round trip:
+    /// the load filled a queue on the path (bufferbloat). Advice about latency, not a limit
+    /// of the throughput.
+    QueueingDelay,
     /// No single limit stands out.
     None,
 }
@@ -63,14 +67,18 @@ impl VerdictKind {
             VerdictKind::TesterLimited => "tester_limited",
             VerdictKind::CpuBound => "cpu_bound",
             VerdictKind::WindowOversized => "window_oversized",
+            VerdictKind::QueueingDelay => "queueing_delay",
             VerdictKind::None => "none",
         }
     }
 
-    /// Whether the verdict names a limit (everything but `window_oversized`, which is
-    /// advice, and `none`).
+    /// Whether the verdict names a limit (everything but `window_oversized` and
+    /// `queueing_delay`, which are advice, and `none`).
     pub fn is_limit(self) -> bool {
-        !matches!(self, VerdictKind::WindowOversized | VerdictKind::None)
+        !matches!(
+            self,
+            VerdictKind::WindowOversized | VerdictKind::QueueingDelay | VerdictKind::None
+        )
     }
 }
 

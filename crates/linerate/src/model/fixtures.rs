@@ -223,6 +223,7 @@ fn record(
         rr: None,
         diagnosis: None,
         trace: None,
+        latency_under_load: None,
         server_capture: None,
         failure: None,
     }

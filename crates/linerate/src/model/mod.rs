@@ -12,6 +12,7 @@ pub mod doctor;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod labels;
+pub mod latency;
 pub mod plan;
 pub mod repeat;
 pub mod rr;
@@ -70,6 +71,10 @@ pub struct RunRecord {
     /// What the test's own packet capture showed (`--capture`); the diagnosis uses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<trace::TraceRecord>,
+    /// What the load did to light request/response probes beside it (`--latency`), with
+    /// the responsiveness in round trips per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_under_load: Option<latency::LatencyUnderLoad>,
     /// The server's capture as it came back with its results (`--capture`); kept only until
     /// it is written and analysed, never serialized.
     #[serde(skip)]
@@ -131,6 +136,7 @@ impl RunRecord {
             rr: None,
             diagnosis: None,
             trace: None,
+            latency_under_load: None,
             server_capture: None,
             failure: None,
         }

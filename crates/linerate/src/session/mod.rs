@@ -18,6 +18,7 @@ pub mod client;
 pub mod conn;
 pub mod engine_select;
 pub mod hooks;
+pub mod latency;
 pub mod limits;
 pub mod machine;
 pub mod plausible;

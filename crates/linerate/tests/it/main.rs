@@ -12,6 +12,7 @@ mod counters;
 mod diagnose;
 mod fake;
 mod hardening;
+mod latency;
 mod results;
 mod rfc2544;
 mod robustness;

@@ -8,6 +8,7 @@
 //! | `datagram_loss` | ≥ [`UDP_LOSS_MIN_PERCENT`] of datagrams lost (gaps and after the last one received) and not explained by `receiver_drops` or `link_bound` | both ends' datagram counts |
 //! | `window_limited` | a granted buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS; or rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP (an autotuned buffer not over loopback nor at a saturated receiver) | granted buffers, sender's TCP_INFO, time-outs and zero-window counters |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
+//! | `queueing_delay` | a `--latency` probe's loaded median ≥ [`QUEUE_DELAY_FACTOR`] × its idle one and ≥ [`QUEUE_DELAY_MIN_NS`] longer | the TCP_RR and UDP_RR probes, the loaded flows' TCP_INFO RTT |
 //! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of data segments and the rate ≥ [`MATHIS_EXPLAINS_FRACTION`] of the Mathis bound | TCP_INFO `total_retrans`, `data_segs_out` |
 //! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
 //! | `interrupt_bound` | ≥ [`IRQS_PER_1000_PACKETS`] interrupts per 1000 packets and ≥ [`IRQ_CPUS`] CPUs in irq+softirq | host counters, /proc/stat |
@@ -19,6 +20,7 @@ mod cpu;
 mod drops;
 mod link;
 mod loss;
+mod queue;
 mod tcp;
 mod trace;
 mod window;
@@ -34,6 +36,7 @@ use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
 use loss::datagram_loss;
+use queue::queueing_delay;
 use tcp::{delayed_acks, retransmissions};
 use trace::trace_findings;
 use window::window;
@@ -47,6 +50,16 @@ pub const CPU_ALL_BUSY_PERCENT: f64 = 90.0;
 /// all-CPU threshold: one CPU's tick sampling is less noisy in relative terms only when it
 /// is nearly always busy, and 90 % on one CPU still leaves it room.
 pub const CPU_ONE_BUSY_PERCENT: f64 = 95.0;
+
+/// A `--latency` probe's loaded median over its idle median at which the load's queue is
+/// what the probes waited for: a busy host's scheduling adds a little (seen on loopback at
+/// 20 Gbit/s: 1.1×); a queue that matters adds many round trips.
+pub const QUEUE_DELAY_FACTOR: f64 = 5.0;
+
+/// The least delay a queue must add to a probe's median to be named, ns: the draft's
+/// "excellent" band ends at 10 ms round trips (6000 RPM), and less added delay is not what
+/// users of a path notice.
+pub const QUEUE_DELAY_MIN_NS: i64 = 10_000_000;
 
 /// Share of the busiest CPU spent in softirq (percent of that CPU) at which softirq is what
 /// saturates it: more than all other kinds of work together.
@@ -204,6 +217,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
         interrupts(ctx, out);
     }
     missed_pace(ctx, out);
+    queueing_delay(ctx, out);
 }
 
 /// What figures count, where it matters for reading them ([`loss::packet_notes`]), and
