@@ -318,6 +318,8 @@ mod tests {
         .unwrap();
         let (_, q) = options(&up_args(&["x", "--rate", "20M", "--queue", "1M"])).unwrap();
         assert_eq!(q.rate_limit.and_then(|s| s.limit_bytes), Some(1 << 20));
+        // A queue belongs to a shaper: --queue without --rate does not parse.
+        assert!(Args::try_parse_from(["linerate", "lab", "up", "x", "--queue", "1M"]).is_err());
         assert_eq!(t, Topology::Router);
         assert_eq!(o.rate_limit, Some(Shaping::htb(20_000_000)));
         assert_eq!(o.loss, Some(0.01));
@@ -328,7 +330,6 @@ mod tests {
             vec!["Bad_Name"],
             vec!["x", "--mtu", "100"],
             vec!["x", "--rate", "1M", "--queue", "0"],
-            vec!["x", "--queue", "1M"],
         ] {
             assert!(options(&up_args(&bad)).is_err(), "{bad:?}");
         }
