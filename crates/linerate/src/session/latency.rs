@@ -2,17 +2,18 @@
 //!
 //! Three sessions against the same server: first the two probes alone (TCP_RR on its own
 //! connection and UDP_RR, [`PROBE_RATE_TPS`] a second each) for an idle baseline of
-//! [`IDLE_BASELINE_MS`]; then the same probes started together with the load, each on its own
-//! thread, and stopped when the load's session ends (the load's warm-up, `-O`, is left out
-//! of theirs too). The probes are ordinary rr tests of the server, so they obey its limits
+//! [`IDLE_BASELINE_MS`]; then the same probes, each on its own thread, started as soon as the
+//! load has its streams (so that they never take a test slot the load needs) and stopped
+//! when the load's session ends (the load's warm-up, `-O`, is left out of theirs too). The probes are ordinary rr tests of the server, so they obey its limits
 //! (each takes a test slot) and need nothing new of it. The figures are assembled by
 //! [`crate::model::latency`]; the diagnosis then names queueing delay when it sees it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::Duration;
 
 use linerate_wire::control::{Direction, RrSpec, Transport};
-use linerate_wire::report::SideReport;
+use linerate_wire::report::{IntervalReport, SideReport};
 
 use super::client::{self, Observer, Quiet};
 use crate::model::latency::{
@@ -20,7 +21,7 @@ use crate::model::latency::{
 };
 use crate::model::plan::{default_spec, StreamPlan};
 use crate::model::rr::RrSummary;
-use crate::model::RunRecord;
+use crate::model::{PlanRecord, RunRecord};
 
 /// Bytes of a TCP probe's request and response.
 const TCP_PROBE_BYTES: u32 = 1;
@@ -107,10 +108,21 @@ pub fn run(
         .map_or(PROBE_UNTIMED_MS, |d| d + plan.spec.omit_ms + PROBE_SLACK_MS);
     let omit = plan.spec.omit_ms;
     let stop = AtomicBool::new(false);
+    let (go, started) = mpsc::channel();
     let (load, loaded) = std::thread::scope(|s| {
         let stop = &stop;
-        let probes = s.spawn(move || probes(|udp| probe_plan(plan, udp, probe_ms, omit), stop));
-        let load = client::run(plan, observer, interrupt);
+        // The probes start once the load has its streams (so that they never take the slot
+        // the load needs); a load that never starts leaves them out.
+        let probes = s.spawn(move || match started.recv() {
+            Ok(()) => probes(|udp| probe_plan(plan, udp, probe_ms, omit), stop),
+            Err(_) => [(); 2].map(|_| Err(anyhow::anyhow!("the load did not start"))),
+        });
+        let mut gate = Gate {
+            inner: observer,
+            go: Some(go),
+        };
+        let load = client::run(plan, &mut gate, interrupt);
+        drop(gate);
         stop.store(true, Ordering::SeqCst);
         let loaded = probes.join().unwrap_or_else(|_| {
             [
@@ -134,6 +146,26 @@ pub fn run(
     rec.warnings.extend(warnings);
     rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
     Ok(rec)
+}
+
+/// Passes everything to the load's observer and says "go" once, when the load starts.
+struct Gate<'a> {
+    inner: &'a mut dyn Observer,
+    go: Option<mpsc::Sender<()>>,
+}
+
+impl Observer for Gate<'_> {
+    fn interval(&mut self, side: linerate_wire::report::Role, iv: &IntervalReport) {
+        self.inner.interval(side, iv);
+    }
+
+    fn started(&mut self, plan: &PlanRecord, started_at: &str) {
+        self.inner.started(plan, started_at);
+        if let Some(go) = self.go.take() {
+            // The probes' thread is gone only if it panicked; the load goes on regardless.
+            let _ = go.send(());
+        }
+    }
 }
 
 /// A probe's rr summary, or a warning that says why there is none.
