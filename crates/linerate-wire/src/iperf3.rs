@@ -362,8 +362,7 @@ fn congestion(m: &Map<String, Value>) -> Result<Option<String>, WireError> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s))
             if (1..16).contains(&s.len())
-                && s
-                    .bytes()
+                && s.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
         {
             Ok(Some(s.clone()))
@@ -510,7 +509,10 @@ fn signed(v: &Value) -> Option<i64> {
     match v {
         Value::Number(n) => n
             .as_i64()
-            .or_else(|| n.as_u64().map(|u| if u == u64::MAX { -1 } else { i64::MAX }))
+            .or_else(|| {
+                n.as_u64()
+                    .map(|u| if u == u64::MAX { -1 } else { i64::MAX })
+            })
             .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
         _ => None,
     }

@@ -33,7 +33,10 @@ fn a_3_12_tcp_client_side_parses() {
     let p = Params::parse(take_json(&mut b, MAX_PARAMS_JSON)).expect("params");
     assert_eq!(p.protocol, Protocol::Tcp);
     assert_eq!(p.direction, Direction::Forward);
-    assert_eq!((p.parallel, p.time_s, p.bytes, p.len), (1, 0, 1 << 20, Some(131072)));
+    assert_eq!(
+        (p.parallel, p.time_s, p.bytes, p.len),
+        (1, 0, 1 << 20, Some(131072))
+    );
     assert!(p.get_server_output);
     assert_eq!(p.bandwidth_bps, None, "a missing bandwidth is unlimited");
     assert_eq!(p.client_version.as_deref(), Some("3.12"));
@@ -43,7 +46,10 @@ fn a_3_12_tcp_client_side_parses() {
     assert_eq!(r.streams.len(), 1);
     assert_eq!((r.streams[0].id, r.streams[0].bytes), (1, 1 << 20));
     assert_eq!(r.streams[0].retransmits, Some(0));
-    assert_eq!(r.streams[0].omitted_errors, None, "3.12 leaves out omitted_*");
+    assert_eq!(
+        r.streams[0].omitted_errors, None,
+        "3.12 leaves out omitted_*"
+    );
     assert_eq!(take_state(&mut b), State::IperfDone);
     assert!(b.is_empty());
 }
@@ -75,7 +81,10 @@ fn a_3_12_udp_reverse_exchange_parses() {
     let p = Params::parse(take_json(&mut b, MAX_PARAMS_JSON)).expect("params");
     assert_eq!(p.protocol, Protocol::Udp);
     assert_eq!(p.direction, Direction::Reverse);
-    assert_eq!((p.time_s, p.len, p.bandwidth_bps), (1, Some(32768), Some(10_000_000)));
+    assert_eq!(
+        (p.time_s, p.len, p.bandwidth_bps),
+        (1, Some(32768), Some(10_000_000))
+    );
     assert!(p.server_sends_on(0));
     assert_eq!(take_state(&mut b), State::TestEnd);
     let r = Results::parse(take_json(&mut b, MAX_CLIENT_RESULTS_JSON)).expect("results");
@@ -95,21 +104,31 @@ fn results_survive_a_round_trip_and_write_minus_one() {
     let again = Results::parse(v.to_string().as_bytes()).expect("again");
     assert_eq!(again, r);
     let wire = encode_json(&v);
-    assert_eq!(json_len([wire[0], wire[1], wire[2], wire[3]], u32::MAX), Ok(wire.len() as u32 - 4));
+    assert_eq!(
+        json_len([wire[0], wire[1], wire[2], wire[3]], u32::MAX),
+        Ok(wire.len() as u32 - 4)
+    );
 }
 
 #[test]
 fn every_length_a_peer_announces_is_capped() {
     // CVE-2023-38403: 0xFFFFFFFF + 1 wrapped to 0 in iperf3 and malloc(0) was overrun.
     let e = json_len([0xff; 4], MAX_PARAMS_JSON).unwrap_err();
-    assert!(matches!(e.kind, WireErrorKind::TooLong { len: 0xffff_ffff, max: 8192 }));
+    assert!(matches!(
+        e.kind,
+        WireErrorKind::TooLong {
+            len: 0xffff_ffff,
+            max: 8192
+        }
+    ));
     assert!(json_len([0, 0, 0x20, 1], MAX_PARAMS_JSON).is_err());
     assert!(json_len([0, 0, 0x20, 0], MAX_PARAMS_JSON).is_ok());
     assert!(json_len([0; 4], MAX_PARAMS_JSON).is_err(), "0 is refused");
     assert!(Params::parse(&vec![b' '; 9000]).is_err());
     let many = format!(
         r#"{{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[{}]}}"#,
-        vec![r#"{"id":1,"bytes":1,"retransmits":0,"jitter":0,"errors":0,"packets":0}"#; 300].join(",")
+        vec![r#"{"id":1,"bytes":1,"retransmits":0,"jitter":0,"errors":0,"packets":0}"#; 300]
+            .join(",")
     );
     assert!(Results::parse(many.as_bytes()).is_err());
 }
@@ -165,7 +184,11 @@ fn cookies_and_states() {
 
 #[test]
 fn udp_header() {
-    let h = UdpHeader { sec: 1, usec: 2, seq: 0x1_0000_0003 };
+    let h = UdpHeader {
+        sec: 1,
+        usec: 2,
+        seq: 0x1_0000_0003,
+    };
     let mut b = [0u8; 16];
     h.emit(&mut b, true);
     assert_eq!(UdpHeader::parse(&b, true), Ok(h));
