@@ -280,6 +280,23 @@ fn udp(extra: &[&str]) {
     }
 }
 
+/// `-O 1`: the omitted second is left out of the counts at both ends, as iperf3 does.
+#[test]
+fn iperf3_tcp_omit() {
+    let srv = TestServer::start();
+    let args = ["-t", "1", "-O", "1", "-b", "100M"];
+    let ours = client(srv.addr.port(), &args);
+    let control = Iperf3Server::start().client(&args);
+    for key in ["sum_sent", "sum_received"] {
+        within(bytes(&ours, key), bytes(&control, key), 0.05, key);
+    }
+}
+
+#[test]
+fn iperf3_udp_omit() {
+    udp(&["-O", "1"]);
+}
+
 #[test]
 fn iperf3_udp_forward() {
     udp(&[]);

@@ -195,6 +195,9 @@ struct StreamTally {
     retransmits: Option<u64>,
     packets: u64,
     lost: u64,
+    /// A UDP receiver's datagrams in the omitted seconds (by sequence number, as iperf3
+    /// counts them) and those of them that never arrived.
+    omitted: Option<(u64, u64)>,
     jitter_s: f64,
     cpu_ns: u64,
     user_ns: u64,
@@ -227,6 +230,10 @@ impl Session<'_> {
                 limits::release(&mut used, c);
             }
             ctx.active_tests.fetch_sub(1, SeqCst);
+            // `--one-off`: an iperf3 test is a test.
+            if ctx.cfg.one_off {
+                ctx.shutdown.store(true, SeqCst);
+            }
         }
     }
 
@@ -501,11 +508,11 @@ impl Session<'_> {
         loop {
             let taken = match self.ctx.iperf3_udp.lock() {
                 Ok(mut m) => {
-                    if m.contains_key(&ip) {
-                        false
-                    } else {
-                        m.insert(ip, tx.clone());
+                    if let std::collections::hash_map::Entry::Vacant(e) = m.entry(ip) {
+                        e.insert(tx.clone());
                         true
+                    } else {
+                        false
                     }
                 }
                 Err(_) => {
@@ -608,9 +615,11 @@ impl Session<'_> {
                     retransmits: t.retransmits,
                     jitter_s: t.jitter_s,
                     errors: t.lost as i64,
-                    packets: t.packets as i64,
-                    omitted_errors: None,
-                    omitted_packets: None,
+                    // As iperf3: `packets` includes the omitted ones, which the client
+                    // takes off again.
+                    packets: (t.packets + t.omitted.map_or(0, |o| o.0)) as i64,
+                    omitted_errors: t.omitted.map(|o| o.1 as i64),
+                    omitted_packets: t.omitted.map(|o| o.0 as i64),
                     end_time_s: t.end_s,
                 })
                 .collect(),
@@ -627,7 +636,8 @@ impl Session<'_> {
         elapsed: Duration,
         theirs: &Results,
     ) {
-        let secs = elapsed.as_secs_f64().max(1e-9);
+        let omit = Duration::from_secs(u64::from(p.omit_s));
+        let secs = elapsed.saturating_sub(omit).as_secs_f64().max(1e-9);
         let sum = |sends: bool| {
             tallies
                 .iter()
@@ -810,11 +820,14 @@ impl Job {
         // counted, but its time is not: iperf3 divides by the test's time).
         let stopped = Duration::from_nanos(self.stopped_ns.load(SeqCst));
         let elapsed = self.t0.elapsed();
+        // Its times start after the omitted seconds, as iperf3 resets its clock then.
+        let omit = Duration::from_secs(u64::from(self.p.omit_s));
         t.end_s = if stopped.is_zero() {
             elapsed
         } else {
             elapsed.min(stopped)
         }
+        .saturating_sub(omit)
         .as_secs_f64();
         t
     }
@@ -825,6 +838,12 @@ impl Job {
             Protocol::Udp => DEFAULT_UDP_LEN,
         };
         self.p.len.unwrap_or(d) as usize
+    }
+
+    /// Whether the omitted seconds at the start (`-O`) are over: what moves before is not
+    /// counted in the results, as iperf3 resets its counters then.
+    fn counting(&self) -> bool {
+        self.t0.elapsed() >= Duration::from_secs(u64::from(self.p.omit_s))
     }
 
     /// Whether the test's byte or block count has been sent.
@@ -852,19 +871,23 @@ impl Job {
         let start = Instant::now();
         let mut t = StreamTally::default();
         let mut at = 0usize;
+        let mut paced = 0u64;
         while !self.stop.load(SeqCst) {
             if at == 0 {
                 if self.quota_done() {
                     break;
                 }
-                self.pace(start, t.bytes);
+                self.pace(start, paced);
                 if self.stop.load(SeqCst) {
                     break;
                 }
             }
             match st.write(&buf[at..]) {
                 Ok(n) => {
-                    t.bytes += n as u64;
+                    if self.counting() {
+                        t.bytes += n as u64;
+                    }
+                    paced += n as u64;
                     self.sent.fetch_add(n as u64, SeqCst);
                     at += n;
                     if at == buf.len() {
@@ -903,7 +926,8 @@ impl Job {
             }
             match st.read(&mut buf) {
                 Ok(0) => break,
-                Ok(n) => t.bytes += n as u64,
+                Ok(n) if self.counting() => t.bytes += n as u64,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e)
                     if matches!(
@@ -929,8 +953,9 @@ impl Job {
         let start = Instant::now();
         let mut t = StreamTally::default();
         let mut seq = 0u64;
+        let mut paced = 0u64;
         while !self.stop.load(SeqCst) && !self.quota_done() {
-            self.pace(start, t.bytes);
+            self.pace(start, paced);
             let now = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .unwrap_or_default();
@@ -943,8 +968,11 @@ impl Job {
             .emit(&mut buf, self.p.udp_counters_64bit);
             match u.send(&buf) {
                 Ok(n) => {
-                    t.bytes += n as u64;
-                    t.packets += 1;
+                    if self.counting() {
+                        t.bytes += n as u64;
+                        t.packets += 1;
+                    }
+                    paced += n as u64;
                     self.sent.fetch_add(n as u64, SeqCst);
                     self.blocks.fetch_add(1, SeqCst);
                 }
@@ -962,6 +990,8 @@ impl Job {
         let mut seqs = linerate_stats::seq::SeqTracker::new();
         let mut jitter = linerate_stats::jitter::JitterEstimator::new();
         let mut drain: Option<Instant> = None;
+        let mut last_omitted = 0u64;
+        let mut omitted_rx = 0u64;
         loop {
             if drain.is_none() && self.stop.load(SeqCst) {
                 drain = Some(Instant::now());
@@ -976,12 +1006,18 @@ impl Job {
                     else {
                         continue;
                     };
-                    if h.seq == 0 {
+                    // iperf3 numbers from 1; the tracker from 0, from the first datagram
+                    // after the omitted seconds.
+                    if h.seq == 0 || !self.counting() {
+                        last_omitted = last_omitted.max(h.seq);
+                        omitted_rx += 1;
                         continue;
                     }
+                    let Some(rel) = h.seq.checked_sub(last_omitted + 1) else {
+                        continue;
+                    };
                     t.bytes += n as u64;
-                    // iperf3 numbers from 1, the tracker from 0.
-                    seqs.on_packet(h.seq - 1);
+                    seqs.on_packet(rel);
                     let rx = SystemTime::now()
                         .duration_since(SystemTime::UNIX_EPOCH)
                         .unwrap_or_default();
@@ -1003,6 +1039,7 @@ impl Job {
         }
         t.packets = seqs.received();
         t.lost = seqs.lost();
+        t.omitted = Some((last_omitted, last_omitted.saturating_sub(omitted_rx)));
         t.jitter_s = jitter.jitter_ns_f64().unwrap_or(0.0) / 1e9;
         t
     }
