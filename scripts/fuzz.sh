@@ -15,7 +15,7 @@ if ! cargo +nightly --version >/dev/null 2>&1 || ! cargo +nightly fuzz --version
     if [ "${FUZZ_REQUIRED:-0}" = 1 ]; then exit 2; fi
     exit 0
 fi
-for target in control_frame read_frames; do
+for target in control_frame read_frames iperf3; do
     mkdir -p "fuzz/corpus/$target"
     seeds=()
     if [ -d "fuzz/seeds/$target" ]; then seeds=("seeds/$target"); fi

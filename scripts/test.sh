@@ -3,7 +3,7 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump) when they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +19,9 @@ command -v sysctl >/dev/null 2>&1 || need+=(procps)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v tcptrace >/dev/null 2>&1 || need+=(tcptrace)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+# The interoperability peer of tests/it/iperf3.rs (Debian's iperf3, 3.12 in bookworm):
+# those tests fail without it.
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     # tshark's package asks whether non-root users may capture: answer no, never prompt.

@@ -42,6 +42,48 @@ pub fn message(body: &[u8]) {
     assert!(!has_unsafe(&json), "an unsafe character survived escaping");
 }
 
+/// What an iperf3 client sends to `linerate serve`, from arbitrary bytes: a cookie, a JSON
+/// length (capped), a state byte, and a parameters or results body. Whatever parses obeys
+/// the checks (parallel within 1..=128, no more result streams than the cap), and a parsed
+/// results message survives writing and reading again.
+pub fn iperf3(data: &[u8]) {
+    use crate::iperf3::{json_len, Cookie, Params, Results, State, MAX_PARAMS_JSON};
+    let _ = Cookie::parse(data);
+    if data.len() >= 4 {
+        if let Ok(n) = json_len([data[0], data[1], data[2], data[3]], MAX_PARAMS_JSON) {
+            assert!(n > 0 && n <= MAX_PARAMS_JSON);
+        }
+    }
+    if let Some(b) = data.first() {
+        if let Ok(s) = State::from_byte(*b) {
+            assert_eq!(s.byte(), *b);
+        }
+    }
+    if let Ok(p) = Params::parse(data) {
+        assert!((1..=128).contains(&p.parallel));
+        assert!(p.stream_count() <= 256);
+    }
+    if let Ok(r) = Results::parse(data) {
+        assert!(r.streams.len() <= crate::iperf3::MAX_RESULT_STREAMS);
+        let again = Results::parse(r.to_json().to_string().as_bytes());
+        assert!(again.is_ok(), "results do not survive writing");
+    }
+}
+
+/// Seeds for [`iperf3`]: what a 3.12 client sends.
+pub fn iperf3_seeds() -> Vec<Vec<u8>> {
+    [
+        r#"{"tcp":true,"omit":0,"time":0,"num":1048576,"blockcount":0,"parallel":1,"len":131072,"pacing_timer":1000,"get_server_output":1,"client_version":"3.12"}"#,
+        r#"{"udp":true,"omit":0,"time":1,"num":0,"blockcount":0,"parallel":1,"reverse":true,"len":32768,"bandwidth":10000000,"pacing_timer":1000,"client_version":"3.12"}"#,
+        r#"{"cpu_util_total":38.5,"cpu_util_user":38.5,"cpu_util_system":0,"sender_has_retransmits":1,"congestion_used":"bbr","streams":[{"id":1,"bytes":1048576,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":0.001296}]}"#,
+        r#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":5,"retransmits":18446744073709551615,"jitter":0.0005,"errors":0,"omitted_errors":0,"packets":39,"omitted_packets":0,"start_time":0,"end_time":1.0}]}"#,
+        "iexsvrn6rpu6fx4bblyrtakjh7asyxkb7qzs\0",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
+}
+
 fn has_unsafe(v: &serde_json::Value) -> bool {
     use serde_json::Value;
     match v {
@@ -88,8 +130,37 @@ mod tests {
         }
     }
 
+    #[test]
+    fn every_iperf3_seed_parses() {
+        for s in iperf3_seeds() {
+            iperf3(&s);
+        }
+        assert!(crate::iperf3::Params::parse(&iperf3_seeds()[0]).is_ok());
+        assert!(crate::iperf3::Results::parse(&iperf3_seeds()[3]).is_ok());
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn iperf3_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+            iperf3(&data);
+        }
+
+        #[test]
+        fn mutated_iperf3_messages_never_panic(
+            seed in 0usize..4,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6),
+            cut in any::<usize>(),
+        ) {
+            let mut body = iperf3_seeds()[seed].clone();
+            for (at, b) in edits {
+                let i = at % body.len();
+                body[i] = b;
+            }
+            body.truncate(cut % (body.len() + 1));
+            iperf3(&body);
+        }
 
         #[test]
         fn arbitrary_bytes_never_panic(data in proptest::collection::vec(any::<u8>(), 0..512)) {

@@ -9,6 +9,7 @@
 //! * [`report`]: the measurement records the two ends exchange at the end of a test;
 //! * [`host`]: host counters and interface facts each end measures around a test;
 //! * [`doctor`]: the findings `linerate doctor` reports for a host (and asks a server for);
+//! * [`iperf3`]: iperf3's control protocol (cookie, state bytes, JSON messages), for its clients;
 //! * [`text`]: strings from a peer made safe to print (escapes, length cuts).
 //!
 //! The contract follows smoltcp's `Packet`/`Repr` split: a view over bytes is checked once
@@ -27,6 +28,7 @@ pub mod fuzz;
 pub mod hex;
 pub mod hooks;
 pub mod host;
+pub mod iperf3;
 pub mod probe;
 pub mod report;
 pub mod stream_hello;

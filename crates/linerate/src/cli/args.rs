@@ -25,7 +25,7 @@ pub struct Args {
 pub enum Command {
     /// Run a server that many clients can test against at once (netserver, iperf3 -s).
     #[command(
-        after_help = "Examples:\n  linerate serve                      # port 5301, TCP and UDP, IPv4 and IPv6\n  linerate serve --port 6000 --max-tests 4 --max-duration 60\n  linerate serve --one-off            # serve one test, then exit\n\nSIGINT or SIGTERM end running tests cleanly."
+        after_help = "Examples:\n  linerate serve                      # port 5301, TCP and UDP, IPv4 and IPv6\n  linerate serve --port 6000 --max-tests 4 --max-duration 60\n  linerate serve --one-off            # serve one test, then exit\n  linerate serve --port 5201          # iperf3's port: iperf3 -c HOST works too\n\niperf3 clients (3.x) are served on the same port, TCP and UDP, several at once under the same\nlimits.\n\nSIGINT or SIGTERM end running tests cleanly."
     )]
     Serve(serve::ServeArgs),
     /// TCP stream test against a server (netperf TCP_STREAM / TCP_MAERTS, ttcp, iperf3).

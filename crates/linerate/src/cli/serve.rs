@@ -10,7 +10,7 @@ pub struct ServeArgs {
     /// Address to listen on; [::] also accepts IPv4.
     #[arg(long, default_value = "::")]
     pub bind: String,
-    /// Port for control and data, TCP and UDP.
+    /// Port for control and data, TCP and UDP (linerate's and iperf3's clients alike).
     #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
     pub port: u16,
     /// Longest test accepted.

@@ -33,6 +33,7 @@ use super::limits::{self, AuthLimiter, Budget, Cost};
 use crate::sys::sockets;
 
 mod capture;
+mod iperf3;
 mod session;
 mod streams;
 
@@ -165,6 +166,12 @@ struct Ctx {
     budget_used: Mutex<Cost>,
     auth_limiter: Mutex<AuthLimiter>,
     log_limiter: Mutex<LogLimiter>,
+    /// Accepted connections so far: the order of an iperf3 test's data connections.
+    accept_seq: std::sync::atomic::AtomicU64,
+    /// iperf3 sessions waiting for their TCP data connections, by cookie.
+    iperf3_streams: Mutex<HashMap<linerate_wire::iperf3::Cookie, Sender<(u64, TcpStream)>>>,
+    /// The iperf3 session of each client address that is opening UDP streams.
+    iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
 }
 
 /// What one client address holds.
@@ -297,7 +304,7 @@ fn refill(b: &LogBucket, now: Instant) -> f64 {
 /// A bound server.
 pub struct Server {
     listener: TcpListener,
-    _udp: UdpSocket,
+    udp: UdpSocket,
     ctx: Arc<Ctx>,
 }
 
@@ -325,7 +332,7 @@ impl Server {
         })?;
         Ok(Server {
             listener,
-            _udp: udp,
+            udp,
             ctx: Arc::new(Ctx {
                 port: local.port(),
                 registry: Mutex::new(HashMap::new()),
@@ -343,6 +350,9 @@ impl Server {
                     cfg.auth_failure_window,
                 )),
                 log_limiter: Mutex::new(LogLimiter::default()),
+                accept_seq: std::sync::atomic::AtomicU64::new(0),
+                iperf3_streams: Mutex::new(HashMap::new()),
+                iperf3_udp: Mutex::new(HashMap::new()),
                 cfg,
             }),
         })
@@ -363,6 +373,13 @@ impl Server {
     pub fn run(self) -> anyhow::Result<()> {
         use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         self.listener.set_nonblocking(true)?;
+        // The UDP port's reader: iperf3 clients announce their UDP streams on it.
+        let udp = self.udp.try_clone().context("UDP port")?;
+        let ctx = self.ctx.clone();
+        let udp_reader = std::thread::Builder::new()
+            .name("lr-udp-port".into())
+            .spawn(move || iperf3::udp_dispatch(ctx, udp))
+            .context("starting the UDP port's reader")?;
         while !self.ctx.shutdown.load(SeqCst) {
             let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
             match poll(&mut fds, PollTimeout::from(100u16)) {
@@ -389,11 +406,13 @@ impl Server {
         while self.ctx.sessions.load(SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
+        let _ = udp_reader.join();
         Ok(())
     }
 
     fn dispatch(&self, stream: TcpStream, peer: SocketAddr) {
         let accepted = Instant::now();
+        let seq = self.ctx.accept_seq.fetch_add(1, SeqCst);
         let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
             return;
         };
@@ -405,7 +424,7 @@ impl Server {
         let spawned = std::thread::Builder::new()
             .name("lr-conn".into())
             .spawn(move || {
-                handle_conn(&ctx, stream, peer, accepted);
+                handle_conn(&ctx, stream, peer, accepted, seq);
                 ctx.close_connection(ip);
             });
         if spawned.is_err() {
@@ -570,7 +589,7 @@ fn log(ctx: &Ctx, peer: SocketAddr, line: &str) {
 
 /// Reads the first bytes within the handshake time-out (counted from the accept) and
 /// routes the connection.
-fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant) {
+fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant, seq: u64) {
     let deadline = accepted + ctx.cfg.handshake_timeout;
     let mut head = [0u8; 4];
     match peek_exact(&stream, &mut head, deadline) {
@@ -587,6 +606,8 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: In
     }
     if head == stream_hello::MAGIC {
         handle_data(ctx, stream, peer, deadline);
+    } else if linerate_wire::iperf3::Cookie::could_start(&head) {
+        handle_iperf3(ctx, stream, peer, accepted, seq);
     } else if head[..2] == control::frame::MAGIC {
         // Control messages are small and answered at once. Data connections keep the
         // options the test asks for (-N): forcing TCP_NODELAY on them would make a server
@@ -611,6 +632,41 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: In
             &format!("{peer}: not a linerate client (bad magic); closed"),
         );
     }
+}
+
+/// A connection that begins like an iperf3 cookie: a data connection of a running iperf3
+/// session, or a new iperf3 client.
+fn handle_iperf3(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant, seq: u64) {
+    let mut b = [0u8; linerate_wire::iperf3::COOKIE_LEN];
+    match peek_exact(&stream, &mut b, accepted + ctx.cfg.handshake_timeout) {
+        Ok(n) if n == b.len() => {}
+        Ok(0) => return,
+        Ok(_) | Err(_) => {
+            log(
+                ctx,
+                peer,
+                &format!("{peer}: no complete iperf3 cookie within the handshake time-out; closed"),
+            );
+            return;
+        }
+    }
+    let _ = stream.set_read_timeout(None);
+    let (arrival, stream) = iperf3::route(ctx, stream, peer, seq);
+    let (iperf3::Arrival::Control(cookie), Some(stream)) = (arrival, stream) else {
+        return;
+    };
+    ctx.sessions.fetch_add(1, SeqCst);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        iperf3::handle_control(ctx, stream, peer, cookie, accepted)
+    }));
+    if r.is_err() {
+        log(
+            ctx,
+            peer,
+            &format!("{peer}: iperf3 session failed internally; other tests are unaffected"),
+        );
+    }
+    ctx.sessions.fetch_sub(1, SeqCst);
 }
 
 /// Routes a data connection whose whole stream hello is already readable, on the accept

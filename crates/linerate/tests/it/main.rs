@@ -12,6 +12,7 @@ mod counters;
 mod diagnose;
 mod fake;
 mod hardening;
+mod iperf3;
 mod latency;
 mod results;
 mod rfc2544;
