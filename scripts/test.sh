@@ -3,7 +3,7 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump) when they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, chromium) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +19,10 @@ command -v sysctl >/dev/null 2>&1 || need+=(procps)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v tcptrace >/dev/null 2>&1 || need+=(tcptrace)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
+# The browser that loads `linerate report`'s page in its tests (headless: DOM, console
+# errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
+# installed, some 20 s.
+command -v chromium >/dev/null 2>&1 || need_browser=1
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     # tshark's package asks whether non-root users may capture: answer no, never prompt.
@@ -27,6 +31,11 @@ if ((${#need[@]})); then
     fi
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
+fi
+if [ "${need_browser:-0}" = 1 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium
 fi
 if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: the lab tests need root (network namespaces): run it as root" >&2
