@@ -37,6 +37,16 @@ if [ "${need_browser:-0}" = 1 ]; then
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends chromium
 fi
+# promtool checks the Prometheus text format of `serve --metrics` and `--prom` in the tests.
+# Only the one binary is taken from Debian's prometheus package (the package itself would
+# install and start a Prometheus server).
+if ! command -v promtool >/dev/null 2>&1; then
+    prom_tmp=$(mktemp -d)
+    apt-get update -qq
+    (cd "$prom_tmp" && apt-get download prometheus >/dev/null && dpkg-deb -x prometheus_*.deb x \
+        && install -m 755 x/usr/bin/promtool /usr/local/bin/promtool)
+    rm -rf "$prom_tmp"
+fi
 if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: the lab tests need root (network namespaces): run it as root" >&2
     exit 2

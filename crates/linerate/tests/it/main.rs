@@ -13,6 +13,7 @@ mod diagnose;
 mod fake;
 mod hardening;
 mod latency;
+mod metrics;
 mod report;
 mod results;
 mod rfc2544;
