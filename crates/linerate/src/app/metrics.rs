@@ -30,8 +30,10 @@ pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<So
         .name("metrics".into())
         .spawn(move || {
             for conn in listener.incoming() {
-                if let Ok(c) = conn {
-                    answer(c, &metrics);
+                match conn {
+                    Ok(c) => answer(c, &metrics),
+                    // Out of descriptors or the like: wait rather than spin.
+                    Err(_) => std::thread::sleep(Duration::from_millis(100)),
                 }
             }
         })?;
