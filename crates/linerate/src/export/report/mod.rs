@@ -210,12 +210,13 @@ fn runs_title(inputs: &[RunInput]) -> (String, String) {
         .map(|i| {
             let start = i.runs.first().map_or("", |r| r.started_at.as_str());
             let tool = i.runs.first().map_or("", |r| r.tool_version.as_str());
-            format!(
-                "{}: {} ({} runs; {tool}, started {start})",
-                i.label,
-                i.file,
-                i.runs.len()
-            )
+            let n = i.runs.len();
+            let runs = if n == 1 {
+                "1 run".to_string()
+            } else {
+                format!("{n} runs")
+            };
+            format!("{}: {} ({runs}; {tool}, started {start})", i.label, i.file)
         })
         .collect::<Vec<_>>()
         .join("; ");

@@ -368,3 +368,33 @@ fn a_png_of_a_report_chart_has_its_labels() {
     let bare = chart::rasterize(&chart::render_svg(c)).unwrap();
     assert!(png.len() > bare.len(), "labels missing");
 }
+
+#[test]
+fn a_campaign_has_each_sweeps_charts_under_its_own_names() {
+    use crate::model::campaign::{CampaignRecord, CampaignSweep, CAMPAIGN_SCHEMA_VERSION};
+    let sweep = |name: &str| CampaignSweep {
+        name: name.into(),
+        row: None,
+        column: None,
+        record: sweep_fixture(),
+    };
+    let rec = CampaignRecord {
+        schema_version: CAMPAIGN_SCHEMA_VERSION,
+        tool_version: "linerate 0.1.0".into(),
+        name: "c".into(),
+        file: "c.toml".into(),
+        sweeps: vec![sweep("tcp"), sweep("udp")],
+        table: None,
+    };
+    let r = build(&Input::Campaign("c.json".into(), rec));
+    let ids: Vec<&str> = r.charts.iter().map(|c| c.id.as_str()).collect();
+    assert!(
+        ids.contains(&"s1-throughput-bps") && ids.contains(&"s2-throughput-bps"),
+        "{ids:?}"
+    );
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "chart ids repeat: {ids:?}");
+    assert!(r.html.contains("<h2>Sweep 2: udp</h2>"));
+}
