@@ -3,7 +3,7 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3) when they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, chromium) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,10 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # The interoperability peer of tests/it/iperf3.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+# The browser that loads `linerate report`'s page in its tests (headless: DOM, console
+# errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
+# installed, some 20 s.
+command -v chromium >/dev/null 2>&1 || need_browser=1
 if ((${#need[@]})); then
     export DEBIAN_FRONTEND=noninteractive
     # tshark's package asks whether non-root users may capture: answer no, never prompt.
@@ -30,6 +34,21 @@ if ((${#need[@]})); then
     fi
     apt-get update -qq
     apt-get install -y -qq "${need[@]}"
+fi
+if [ "${need_browser:-0}" = 1 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium
+fi
+# promtool checks the Prometheus text format of `serve --metrics` and `--prom` in the tests.
+# Only the one binary is taken from Debian's prometheus package (the package itself would
+# install and start a Prometheus server).
+if ! command -v promtool >/dev/null 2>&1; then
+    prom_tmp=$(mktemp -d)
+    apt-get update -qq
+    (cd "$prom_tmp" && apt-get download prometheus >/dev/null && dpkg-deb -x prometheus_*.deb x \
+        && install -m 755 x/usr/bin/promtool /usr/local/bin/promtool)
+    rm -rf "$prom_tmp"
 fi
 if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: the lab tests need root (network namespaces): run it as root" >&2

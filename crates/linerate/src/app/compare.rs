@@ -118,7 +118,7 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A stored run id: a number (or `#N`) that is not the name of a file.
-fn stored_id(p: &Path) -> Option<i64> {
+pub(super) fn stored_id(p: &Path) -> Option<i64> {
     if p.exists() {
         return None;
     }

@@ -25,6 +25,11 @@ impl Keeper {
         }
     }
 
+    /// The command the runs are of.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
     /// Whether runs are stored at all.
     pub fn enabled(&self) -> bool {
         !self.args.no_store

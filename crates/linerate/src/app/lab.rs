@@ -331,7 +331,19 @@ mod tests {
             vec!["x", "--mtu", "100"],
             vec!["x", "--rate", "1M", "--queue", "0"],
         ] {
-            assert!(options(&up_args(&bad)).is_err(), "{bad:?}");
+            // Refused by the parser (clap's `requires`) or by the validation.
+            let mut full = vec!["linerate", "lab", "up"];
+            full.extend_from_slice(&bad);
+            let refused = match Args::try_parse_from(full) {
+                Err(_) => true,
+                Ok(a) => match a.command {
+                    Command::Lab(LabArgs {
+                        command: LabCommand::Up(u),
+                    }) => options(&u).is_err(),
+                    _ => false,
+                },
+            };
+            assert!(refused, "{bad:?}");
         }
     }
 

@@ -20,6 +20,8 @@ pub mod doctor;
 mod history;
 mod keep;
 mod lab;
+mod metrics;
+mod report;
 mod rfc2544;
 mod rr;
 mod run;
@@ -45,6 +47,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => sweep::command(&a),
         Command::History(a) => history::command(&a),
         Command::Campaign(a) => campaign::command(&a),
+        Command::Report(a) => report::command(&a),
     }
 }
 

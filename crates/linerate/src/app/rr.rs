@@ -24,6 +24,7 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
             link_rate_bps: None,
             capture: &a.capture,
             latency: false,
+            prom: a.output.prom.as_deref(),
         };
         return run::run_once(&plan, out, &how, &criteria, &keeper);
     }
@@ -33,5 +34,13 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(&plan, out, rp, None, &criteria, &keeper)
+    run::run_repeated(
+        &plan,
+        out,
+        rp,
+        None,
+        &criteria,
+        &keeper,
+        a.output.prom.as_deref(),
+    )
 }

@@ -119,6 +119,8 @@ pub struct Once<'a> {
     pub capture: &'a CaptureArgs,
     /// `--latency`: probes beside the load (`crate::session::latency`).
     pub latency: bool,
+    /// `--prom FILE`: the run in the Prometheus text format.
+    pub prom: Option<&'a Path>,
 }
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
@@ -145,6 +147,7 @@ pub fn run_once(
         Ok(rec)
     })?;
     emit(out, &rec)?;
+    write_prom(how.prom, keeper.command(), std::slice::from_ref(&rec));
     if let Some(code) = failed(std::slice::from_ref(&rec)) {
         keeper.keep(2, |ctx| crate::store::entry::run(&rec, ctx));
         return Ok(code);
@@ -153,6 +156,18 @@ pub fn run_once(
     let code = i32::from(!failures.is_empty());
     keeper.keep(code, |ctx| crate::store::entry::run(&rec, ctx));
     Ok(verdict(failures, out))
+}
+
+/// `--prom FILE`: the runs in the Prometheus text format, replaced atomically; a file that
+/// cannot be written costs a warning, never the printed result or the exit code.
+fn write_prom(path: Option<&Path>, command: &str, runs: &[RunRecord]) {
+    let Some(path) = path else { return };
+    if let Err(e) = export::prom::write_atomic(path, &export::prom::runs(command, runs)) {
+        eprintln!(
+            "linerate: warning: --prom {}: cannot write it: {e}",
+            path.display()
+        );
+    }
 }
 
 /// Exit code 2 with one error line when a run failed after it started (the server ended it
@@ -201,12 +216,14 @@ pub fn run_repeated(
     link_rate_bps: Option<u64>,
     criteria: &Criteria,
     keeper: &Keeper,
+    prom: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
         let how = Once {
             link_rate_bps,
             capture: &Default::default(),
             latency: false,
+            prom,
         };
         return run_once(plan, out, &how, criteria, keeper);
     }
@@ -229,6 +246,7 @@ pub fn run_repeated(
         Ok(rec)
     })?;
     write_out(&export::repeat::render(format, &set, out.classic))?;
+    write_prom(prom, keeper.command(), &set.runs);
     if !out.quiet && !matches!(format, Format::Table | Format::Json) {
         let prefix = if classic {
             "# linerate: warning: "

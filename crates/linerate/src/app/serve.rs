@@ -56,6 +56,10 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         cfg.budget.buffer_bytes = b;
     }
+    let metrics = a
+        .metrics
+        .map(|_| Arc::new(crate::session::metrics::ServerMetrics::default()));
+    cfg.metrics = metrics.clone();
     let cfg_hooks = cfg.hooks.clone();
     let server = Server::bind(cfg)?;
     signal_flag(&server.shutdown_handle())?;
@@ -74,6 +78,10 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             "linerate serve: hooks clients may run: {}",
             h.names().join(", ")
         );
+    }
+    if let (Some(addr), Some(m)) = (a.metrics, metrics) {
+        let bound = super::metrics::spawn(addr, m)?;
+        eprintln!("linerate serve: metrics at http://{bound}/metrics");
     }
     server.run()?;
     Ok(ExitCode::SUCCESS)

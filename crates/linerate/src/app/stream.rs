@@ -43,8 +43,17 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
             link_rate_bps: a.link_rate,
             capture: &a.capture,
             latency: a.latency,
+            prom: a.output.prom.as_deref(),
         };
         return run::run_once(&plan, out, &how, &criteria, &keeper);
     }
-    run::run_repeated(&plan, out, rp, a.link_rate, &criteria, &keeper)
+    run::run_repeated(
+        &plan,
+        out,
+        rp,
+        a.link_rate,
+        &criteria,
+        &keeper,
+        a.output.prom.as_deref(),
+    )
 }

@@ -5,8 +5,8 @@
 use clap::{Args as ClapArgs, Parser, Subcommand};
 
 use super::{
-    analyze, campaign, compare, demo, doctor, history, lab, rfc2544, rr, schema, serve, stream,
-    sweep,
+    analyze, campaign, compare, demo, doctor, history, lab, report, rfc2544, rr, schema, serve,
+    stream, sweep,
 };
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
@@ -96,6 +96,14 @@ pub enum Command {
         after_help = "Examples:\n  linerate campaign examples/seed004-temac.toml --host 192.168.0.2\n  linerate campaign c.toml --dry-run          # check it, print the sweeps\n  linerate campaign c.toml --resume           # continue an interrupted campaign"
     )]
     Campaign(campaign::CampaignArgs),
+    /// Write one self-contained HTML page of results (no network needed to view it): charts
+    /// of throughput, retransmits, RTT, cwnd and CPU per interval, latency histogram and CDF,
+    /// sweep metrics with confidence intervals, RFC 2544 frame rates; the diagnosis, both
+    /// hosts, parameters and warnings; two or more results compared in words.
+    #[command(
+        after_help = "Examples:\n  linerate tcp HOST -t 30 -i 0.1 --json > run.json\n  linerate report run.json -o run.html\n  linerate report a.json b.json -o ab.html        # compared on shared axes\n  linerate report 14 17 --chart-dir charts/       # stored runs; every chart as .svg and .png\n  linerate sweep --vary len=1K..64K:*2 --repeat 5 --json -- tcp HOST > s.json\n  linerate report s.json -o sweep.html\n\nThe same input gives the same bytes: the page holds no time of its making."
+    )]
+    Report(report::ReportArgs),
     /// Print the JSON Schema of a record.
     #[command(hide = true)]
     Schema(schema::SchemaArgs),

@@ -12,6 +12,7 @@ pub mod history;
 pub mod lab;
 pub mod output;
 pub mod repeat;
+pub mod report;
 pub mod rfc2544;
 pub mod rr;
 pub mod schema;

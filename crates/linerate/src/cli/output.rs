@@ -35,6 +35,11 @@ pub struct OutputArgs {
     /// table of means (netperf -i/-I prints only the means).
     #[arg(long)]
     pub each_run: bool,
+    /// Also write the results to FILE in the Prometheus text format (node_exporter's
+    /// textfile collector: runs, errors, bytes, throughput, CPU of both ends; rr:
+    /// transactions and latency), replaced atomically.
+    #[arg(long, value_name = "FILE")]
+    pub prom: Option<std::path::PathBuf>,
 }
 
 /// What the output flags picked.
@@ -51,6 +56,18 @@ pub struct Output {
 /// Picks the output: the format and the flags that go with it, checked together.
 pub fn output(o: &OutputArgs) -> Result<Output, UsageError> {
     let format = output_format(o)?;
+    if let Some(p) = &o.prom {
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        if !dir.is_dir() || p.file_name().is_none() {
+            return Err(UsageError(format!(
+                "--prom {}: name a file in an existing directory (e.g. /var/lib/node_exporter/textfile/linerate.prom)",
+                p.display()
+            )));
+        }
+    }
     let ttcp_unit = match &o.ttcp_unit {
         None => TtcpUnit::default(),
         Some(_) if format != Format::Ttcp => {
@@ -107,6 +124,7 @@ mod tests {
 
     fn args(format: Option<&str>, unit: Option<&str>, each_run: bool) -> OutputArgs {
         OutputArgs {
+            prom: None,
             json: false,
             json_stream: false,
             csv: false,

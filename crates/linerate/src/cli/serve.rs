@@ -73,12 +73,25 @@ pub struct ServeArgs {
     /// ever run for a client; see docs/protocol.md.
     #[arg(long, value_name = "FILE")]
     pub hooks: Option<std::path::PathBuf>,
+    /// Serve figures for monitoring at http://ADDR/metrics in the Prometheus text format:
+    /// tests run and failed, bytes, current and last throughput, CPU, errors (e.g.
+    /// 127.0.0.1:9464; GET /metrics only, no authentication: bind it where only the
+    /// monitoring system reaches).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_metrics_addr)]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Log every control frame to stderr.
     #[arg(long)]
     pub debug_protocol: bool,
     /// No per-test log lines.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// `--metrics`: an IP address and a port.
+fn parse_metrics_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    s.trim().parse().map_err(|_| {
+        format!("'{s}' is not an address and port: give e.g. 127.0.0.1:9464 or [::1]:9464")
+    })
 }
 
 /// A count of at least 1.

@@ -146,6 +146,7 @@ const OWN: &[&str] = &[
     "json-stream",
     "csv",
     "format",
+    "prom",
     "capture",
     "db",
     "no-store",

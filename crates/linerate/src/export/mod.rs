@@ -17,6 +17,7 @@
 
 pub mod analyze;
 pub mod campaign;
+pub mod chart;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;
@@ -24,7 +25,9 @@ pub mod doctor;
 pub mod history;
 pub mod json;
 pub mod netperf;
+pub mod prom;
 pub mod repeat;
+pub mod report;
 pub mod rfc2544;
 pub mod rr;
 pub mod sweep;

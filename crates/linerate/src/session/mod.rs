@@ -21,6 +21,7 @@ pub mod hooks;
 pub mod latency;
 pub mod limits;
 pub mod machine;
+pub mod metrics;
 pub mod plausible;
 pub mod server;
 pub mod streams;

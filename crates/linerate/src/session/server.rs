@@ -85,6 +85,8 @@ pub struct ServerConfig {
     pub auth_failure_window: Duration,
     /// Hooks the operator declared (`serve --hooks FILE`), which clients may ask to run.
     pub hooks: Option<Arc<super::hooks::HookSet>>,
+    /// Figures for monitoring that every session updates (`serve --metrics`).
+    pub metrics: Option<Arc<super::metrics::ServerMetrics>>,
 }
 
 impl Default for ServerConfig {
@@ -106,6 +108,7 @@ impl Default for ServerConfig {
             log: true,
             allow_capture: false,
             hooks: None,
+            metrics: None,
             users: None,
             max_frame: control::MAX_CONTROL_FRAME,
             max_connections_per_address: DEFAULT_CONNECTIONS_PER_ADDRESS,

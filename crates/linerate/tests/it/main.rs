@@ -14,6 +14,8 @@ mod fake;
 mod hardening;
 mod iperf3;
 mod latency;
+mod metrics;
+mod report;
 mod results;
 mod rfc2544;
 mod robustness;

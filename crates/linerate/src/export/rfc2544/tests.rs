@@ -104,11 +104,11 @@ fn png_chart_is_a_png() {
     let (png, warnings) = chart::png(&rec).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     // scripts/test.sh installs fonts-dejavu-core: the labels are drawn as glyph outlines.
-    let font = chart::system_font();
+    let font = crate::export::chart::system_font();
     assert!(font.is_some(), "no system font: install fonts-dejavu-core");
     assert!(warnings.is_empty(), "{warnings:?}");
     // Text-free rasterization of the plain SVG gives a smaller image than with the labels.
-    let bare = chart::rasterize(&chart::render_svg(&rec)).unwrap();
+    let bare = crate::export::chart::rasterize(&chart::render_svg(&rec)).unwrap();
     assert!(
         png.len() > bare.len(),
         "labels missing: {} vs {} bytes",

@@ -280,8 +280,16 @@ impl Session<'_> {
                 self.feed(Input::DataConnection(i));
                 self.pump();
             }
-            Event::Interval(iv) => self.feed(Input::EngineInterval(iv)),
+            Event::Interval(iv) => self.interval(iv),
         }
+    }
+
+    /// An interval of this end's engine: counted for `--metrics`, then fed to the machine.
+    fn interval(&mut self, iv: linerate_wire::report::IntervalReport) {
+        if let Some(m) = &self.ctx.cfg.metrics {
+            m.interval(&self.id, &iv);
+        }
+        self.feed(Input::EngineInterval(iv));
     }
 
     /// Reads the socket of the UDP stream at `pos` for up to one tick and feeds what came,
@@ -334,6 +342,9 @@ impl Session<'_> {
             ));
         }
         self.counted = true;
+        if let Some(m) = &ctx.cfg.metrics {
+            m.test_started();
+        }
         if let Some(spec) = self.machine.spec() {
             let cost = limits::cost(spec);
             let booked = match ctx.budget_used.lock() {
@@ -444,7 +455,7 @@ impl Session<'_> {
         let mut gone = None;
         while let Ok(ev) = self.rx.try_recv() {
             match ev {
-                Event::Interval(iv) => self.feed(Input::EngineInterval(iv)),
+                Event::Interval(iv) => self.interval(iv),
                 Event::Ctl(i) => {
                     self.backlog.took();
                     if !matches!(i, Incoming::Msg(_)) {
@@ -455,6 +466,9 @@ impl Session<'_> {
             }
         }
         let capture = self.capture.as_mut().map(capture::finish);
+        if let Some(m) = &self.ctx.cfg.metrics {
+            m.test_finished(&report);
+        }
         let report = Box::new(report);
         self.feed(Input::EngineFinished { report, capture });
         if let Some(i) = gone {
@@ -560,6 +574,10 @@ impl Session<'_> {
             .user()
             .map_or(String::new(), |u| format!(" user {u}"));
         let (id, peer) = (&self.id, self.peer);
+        if let Some(m) = &ctx.cfg.metrics {
+            let ok = !matches!(self.machine.outcome(), Some(Err(_)));
+            m.session_ended(id, self.counted, ok);
+        }
         match self.machine.outcome() {
             Some(Ok(line)) => log(ctx, peer, &format!("[{id}] {peer}{who} {line}")),
             Some(Err(why)) => log(ctx, peer, &format!("[{id}] {peer}{who} ended: {why}")),

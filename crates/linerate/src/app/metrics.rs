@@ -1,0 +1,131 @@
+//! `serve --metrics ADDR`: a minimal HTTP responder for Prometheus to scrape. It answers
+//! `GET /metrics` (HTTP/1.0 or 1.1) with the server's figures (`export::prom::server`) and
+//! nothing else: other paths get 404, other methods 405, a request head over
+//! [`MAX_REQUEST`] bytes 431, anything unreadable 400. One connection at a time, each with
+//! a [`TIMEOUT`] for the whole exchange and closed after the answer, so a slow or hostile
+//! peer costs at most that long and never any memory it asks for.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::export::prom;
+use crate::session::metrics::ServerMetrics;
+
+/// Longest request head read, bytes.
+pub const MAX_REQUEST: usize = 8192;
+/// Time a scrape may take from accept to the last byte of the answer.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Binds `addr` and answers scrapes from a thread; returns the bound address.
+pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        crate::cli::UsageError(format!(
+            "--metrics {addr}: cannot listen there ({e}): pick a free port, e.g. 127.0.0.1:9464"
+        ))
+    })?;
+    let local = listener.local_addr()?;
+    std::thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for conn in listener.incoming() {
+                match conn {
+                    Ok(c) => answer(c, &metrics),
+                    // Out of descriptors or the like: wait rather than spin.
+                    Err(_) => std::thread::sleep(Duration::from_millis(100)),
+                }
+            }
+        })?;
+    Ok(local)
+}
+
+/// The request head, up to the blank line; `Err(status)` when it cannot be had.
+fn read_head(c: &mut TcpStream, start: Instant) -> Result<String, &'static str> {
+    let mut buf = Vec::with_capacity(512);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let left = TIMEOUT.saturating_sub(start.elapsed());
+        if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
+            return Err("408 Request Timeout");
+        }
+        let n = match c.read(&mut chunk) {
+            Ok(0) => return Err("400 Bad Request"),
+            Ok(n) => n,
+            Err(_) => return Err("408 Request Timeout"),
+        };
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            buf.truncate(end);
+            return String::from_utf8(buf).map_err(|_| "400 Bad Request");
+        }
+        if buf.len() > MAX_REQUEST {
+            return Err("431 Request Header Fields Too Large");
+        }
+    }
+}
+
+/// What to answer a request head: (status, body).
+pub fn respond(head: &str, metrics: &ServerMetrics) -> (&'static str, String) {
+    let line = head.lines().next().unwrap_or("");
+    let mut parts = line.split(' ');
+    let (method, target, version) = (parts.next(), parts.next(), parts.next());
+    let (Some(method), Some(target), Some(version), None) = (method, target, version, parts.next())
+    else {
+        return ("400 Bad Request", "bad request line\n".into());
+    };
+    if !version.starts_with("HTTP/1.") {
+        return ("400 Bad Request", "HTTP/1.0 or HTTP/1.1 only\n".into());
+    }
+    if method != "GET" {
+        return ("405 Method Not Allowed", "GET /metrics only\n".into());
+    }
+    let path = target.split('?').next().unwrap_or("");
+    if path != "/metrics" {
+        return ("404 Not Found", "GET /metrics only\n".into());
+    }
+    ("200 OK", prom::server(&metrics.snapshot()))
+}
+
+fn answer(mut c: TcpStream, metrics: &ServerMetrics) {
+    let start = Instant::now();
+    let _ = c.set_write_timeout(Some(TIMEOUT));
+    let (status, body) = match read_head(&mut c, start) {
+        Ok(head) => respond(&head, metrics),
+        Err(status) => (status, format!("{status}\n")),
+    };
+    let ctype = if status.starts_with("200") {
+        prom::CONTENT_TYPE
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    let msg = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = c.write_all(msg.as_bytes());
+    let _ = c.shutdown(std::net::Shutdown::Both);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_get_metrics_is_answered() {
+        let m = ServerMetrics::default();
+        assert_eq!(respond("GET /metrics HTTP/1.1\r\nHost: x", &m).0, "200 OK");
+        assert_eq!(respond("GET /metrics?x=1 HTTP/1.0", &m).0, "200 OK");
+        assert_eq!(
+            respond("POST /metrics HTTP/1.1", &m).0,
+            "405 Method Not Allowed"
+        );
+        assert_eq!(respond("GET / HTTP/1.1", &m).0, "404 Not Found");
+        assert_eq!(respond("GET /metrics", &m).0, "400 Bad Request");
+        assert_eq!(respond("GET /metrics SPDY/3", &m).0, "400 Bad Request");
+        assert_eq!(respond("", &m).0, "400 Bad Request");
+        assert!(respond("GET /metrics HTTP/1.1", &m)
+            .1
+            .contains("linerate_server_tests_running 0"));
+    }
+}
