@@ -25,7 +25,7 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
             capture: &a.capture,
             latency: false,
         };
-        return run::run_once(&plan, out, &how, &criteria, &keeper);
+        return run::run_once(&plan, out, &how, &criteria, &keeper, None);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(
@@ -33,5 +33,5 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(&plan, out, rp, None, &criteria, &keeper)
+    run::run_repeated(&plan, out, rp, None, &criteria, &keeper, None)
 }

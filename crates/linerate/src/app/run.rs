@@ -31,6 +31,7 @@ use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
 use crate::session::client::{self, Observer};
+use crate::session::dut::DutProbe;
 
 /// The interval lines of a table: stream tests show both ends, RR tests the client's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,6 +132,7 @@ pub fn run_once(
     how: &Once<'_>,
     criteria: &Criteria,
     keeper: &Keeper,
+    mut dut: Option<&mut DutProbe>,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -139,7 +141,7 @@ pub fn run_once(
         let mut rec = if how.latency {
             crate::session::latency::run(plan, &mut live, &interrupt)?
         } else {
-            client::run(plan, &mut live, &interrupt)?
+            client::run_with_dut(plan, &mut live, &interrupt, dut.as_deref_mut())?
         };
         crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
         Ok(rec)
@@ -201,6 +203,7 @@ pub fn run_repeated(
     link_rate_bps: Option<u64>,
     criteria: &Criteria,
     keeper: &Keeper,
+    mut dut: Option<&mut DutProbe>,
 ) -> anyhow::Result<ExitCode> {
     if rp == RepeatPlan::ONCE {
         let how = Once {
@@ -208,7 +211,7 @@ pub fn run_repeated(
             capture: &Default::default(),
             latency: false,
         };
-        return run_once(plan, out, &how, criteria, keeper);
+        return run_once(plan, out, &how, criteria, keeper, dut);
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -224,7 +227,8 @@ pub fn run_repeated(
         && format != Format::Csv
         && !out.quiet;
     let set = run_repetitions(rp, show, &interrupt, |_| {
-        let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
+        let mut rec =
+            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut.as_deref_mut())?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;

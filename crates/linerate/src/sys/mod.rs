@@ -27,6 +27,7 @@ pub mod bpf;
 pub mod capture;
 pub mod command;
 pub mod counter;
+pub mod devsnap;
 pub mod cpu;
 // Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
