@@ -19,7 +19,9 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use crate::model::units::format_bps;
-use crate::rfc2544::record::Rfc2544Record;
+use crate::model::dut::DutCounters;
+use crate::rfc2544::record::{FrameSizeRecord, Rfc2544Record};
+use crate::rfc2544::trial::TrialPurpose;
 use crate::rfc2544::throughput::ThroughputStatus;
 
 const WIDTH: f64 = 760.0;
@@ -258,9 +260,63 @@ fn render(rec: &Rfc2544Record, font: Option<&ttf_parser::Face<'_>>) -> String {
     for se in &all {
         draw_series(&mut s, se, &x, &y);
     }
+    let device = device_labels(&mut s, rec, &x, &y);
     legend(&mut s, &all, TOP + plot_h + 62.0);
+    if device {
+        let note = "above each point, the device (--dut) at the throughput rate: its busiest CPU, busy % / interrupts + softirq %";
+        s.text(WIDTH / 2.0, 44.0, 11.0, Anchor::Middle, false, note);
+    }
     s.out.push_str("</svg>\n");
     s.out
+}
+
+/// The device's counters (`--dut`) in the trial at a frame size's throughput rate (the first
+/// loss goal): its full-length confirmation when there is one, else the highest passing
+/// search trial at that rate.
+pub fn device_at_throughput(f: &FrameSizeRecord) -> Option<&DutCounters> {
+    let t = f.throughput.as_ref()?;
+    let fps = t.goals.first()?.throughput_fps?;
+    let at = |tr: &&crate::rfc2544::trial::TrialRecord| {
+        tr.dut.is_some() && tr.offered_fps.is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
+    };
+    let trials = t.trials.iter().rev();
+    trials
+        .clone()
+        .filter(at)
+        .find(|tr| tr.purpose == TrialPurpose::Confirmation)
+        .or_else(|| trials.clone().find(at))
+        .and_then(|tr| tr.dut.as_ref())
+}
+
+/// Labels each throughput point with the device's busiest-CPU and interrupt/softirq
+/// shares; whether there was any.
+fn device_labels(
+    s: &mut Svg<'_>,
+    rec: &Rfc2544Record,
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+) -> bool {
+    let mut any = false;
+    for (i, f) in rec.frame_sizes.iter().enumerate() {
+        let fps = f
+            .throughput
+            .as_ref()
+            .and_then(|t| t.goals.first())
+            .and_then(|g| g.throughput_fps);
+        let cpu = device_at_throughput(f).and_then(|d| d.cpu.as_ref());
+        if let (Some(fps), Some(c)) = (fps, cpu) {
+            let irq = (c.busiest_softirq_percent + c.busiest_irq_percent).min(100.0);
+            let label = format!(
+                "CPU{} {:.0}% / {:.0}%",
+                c.busiest_cpu,
+                c.busiest_busy_percent.min(100.0),
+                irq
+            );
+            s.text(x(i), y(fps) - 12.0, 11.0, Anchor::Middle, false, &label);
+            any = true;
+        }
+    }
+    any
 }
 
 fn title(rec: &Rfc2544Record) -> String {
