@@ -127,7 +127,11 @@ pub struct DeviceSnapshot {
 impl DeviceSnapshot {
     /// Checks the sizes a peer could abuse; the error says which.
     pub fn check_sizes(&self) -> Result<(), String> {
-        let counts = [&self.interrupts, &self.net_rx_softirqs, &self.net_tx_softirqs];
+        let counts = [
+            &self.interrupts,
+            &self.net_rx_softirqs,
+            &self.net_tx_softirqs,
+        ];
         let cpu_lists = self.cpu.as_ref().map_or(0, Vec::len);
         let too_many_cpus = cpu_lists > MAX_DEVICE_CPUS
             || counts.iter().filter_map(|c| c.as_ref()).any(|c| {
@@ -145,9 +149,7 @@ impl DeviceSnapshot {
                 return Err(format!("more than {MAX_DEVICE_INTERFACES} interfaces"));
             }
             if ifs.iter().any(|i| i.name.len() > MAX_IFNAME) {
-                return Err(format!(
-                    "an interface name longer than {MAX_IFNAME} bytes"
-                ));
+                return Err(format!("an interface name longer than {MAX_IFNAME} bytes"));
             }
         }
         if self.warnings.len() > MAX_SNAPSHOT_WARNINGS
@@ -185,7 +187,7 @@ mod tests {
             }]),
             ..DeviceSnapshot::default()
         };
-        let m = Message::CountersSnapshot(s.clone());
+        let m = Message::CountersSnapshot(Box::new(s.clone()));
         let text = serde_json::to_string(&m).unwrap();
         assert!(
             text.starts_with(r#"{"type":"counters_snapshot","data":{"monotonic_ns":5,"interfaces":[{"name":"eth0","rx_packets":3,"#),

@@ -89,7 +89,7 @@ pub enum Message {
     /// `counters_snapshot` (feature `device_counters`): send a snapshot of your counters.
     CountersRequest(crate::device::CountersRequest),
     /// Server → client (feature `device_counters`): the device's counters now.
-    CountersSnapshot(crate::device::DeviceSnapshot),
+    CountersSnapshot(Box<crate::device::DeviceSnapshot>),
 }
 
 impl Message {

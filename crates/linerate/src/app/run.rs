@@ -132,7 +132,7 @@ pub fn run_once(
     how: &Once<'_>,
     criteria: &Criteria,
     keeper: &Keeper,
-    mut dut: Option<&mut DutProbe>,
+    dut: Option<&mut DutProbe>,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -141,7 +141,7 @@ pub fn run_once(
         let mut rec = if how.latency {
             crate::session::latency::run(plan, &mut live, &interrupt)?
         } else {
-            client::run_with_dut(plan, &mut live, &interrupt, dut.as_deref_mut())?
+            client::run_with_dut(plan, &mut live, &interrupt, dut)?
         };
         crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
         Ok(rec)

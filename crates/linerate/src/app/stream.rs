@@ -7,10 +7,10 @@ use linerate_wire::control::Transport;
 
 use super::keep::Keeper;
 use super::run;
+use crate::cli::args::DutArgs;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::stream::{criteria, stream_plan, StreamArgs};
-use crate::cli::args::DutArgs;
 use crate::cli::UsageError;
 use crate::model::plan::StreamPlan;
 use crate::session::client;

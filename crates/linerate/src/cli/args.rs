@@ -143,7 +143,11 @@ pub struct DutArgs {
 
 /// `HOST`, `HOST:PORT`, `[ADDR]:PORT` or a bare IPv6 address.
 pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
-    let bad = || format!("--dut {s:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. --dut 192.0.2.1:5301");
+    let bad = || {
+        format!(
+            "--dut {s:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. --dut 192.0.2.1:5301"
+        )
+    };
     let s = s.trim();
     if s.is_empty() {
         return Err(bad());
@@ -153,7 +157,10 @@ pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
         let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
         return match tail {
             "" => Ok((host.to_string(), crate::session::DEFAULT_PORT)),
-            t => Ok((host.to_string(), port(t.strip_prefix(':').ok_or_else(bad)?)?)),
+            t => Ok((
+                host.to_string(),
+                port(t.strip_prefix(':').ok_or_else(bad)?)?,
+            )),
         };
     }
     match s.matches(':').count() {

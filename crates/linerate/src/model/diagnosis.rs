@@ -86,7 +86,9 @@ impl VerdictKind {
     pub fn is_device(self) -> bool {
         matches!(
             self,
-            VerdictKind::DeviceInterruptBound | VerdictKind::DeviceCpuBound | VerdictKind::DeviceDrops
+            VerdictKind::DeviceInterruptBound
+                | VerdictKind::DeviceCpuBound
+                | VerdictKind::DeviceDrops
         )
     }
 

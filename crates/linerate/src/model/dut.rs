@@ -389,7 +389,10 @@ pub(crate) mod tests {
         assert_eq!(d.duration_ns, None);
         assert!(d.interfaces.is_empty());
         assert!(d.warnings.iter().any(|w| w.contains("went down")));
-        assert!(d.warnings.iter().any(|w| w.contains("clock went backwards")));
+        assert!(d
+            .warnings
+            .iter()
+            .any(|w| w.contains("clock went backwards")));
         assert_eq!(d.same_host, None);
         // No CPU section: absent, said.
         let mut a = snap(2, 0);

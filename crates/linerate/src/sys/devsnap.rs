@@ -101,13 +101,12 @@ pub fn build(
     });
     let softirq = |name: &str| {
         let s = soft?;
-        match s.get(name) {
-            Some(v) => Some(cut(CpuCounts {
+        s.get(name).map(|v| {
+            cut(CpuCounts {
                 cpus: s.cpus.clone(),
                 counts: v.to_vec(),
-            })),
-            None => None,
-        }
+            })
+        })
     };
     let net_rx_softirqs = softirq("NET_RX");
     let net_tx_softirqs = softirq("NET_TX");
@@ -211,7 +210,12 @@ mod tests {
         let ifs = s.interfaces.as_ref().unwrap();
         let eth = ifs.iter().find(|i| i.name == "eth0").unwrap();
         assert_eq!(
-            (eth.rx_packets, eth.tx_packets, eth.rx_dropped, eth.tx_dropped),
+            (
+                eth.rx_packets,
+                eth.tx_packets,
+                eth.rx_dropped,
+                eth.tx_dropped
+            ),
             (10, 20, 3, 6)
         );
         assert_eq!((eth.rx_fifo_errors, eth.rx_missed_errors), (4, Some(2)));

@@ -27,8 +27,8 @@ pub mod bpf;
 pub mod capture;
 pub mod command;
 pub mod counter;
-pub mod devsnap;
 pub mod cpu;
+pub mod devsnap;
 // Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod ethtool;

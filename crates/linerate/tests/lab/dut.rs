@@ -40,7 +40,9 @@ fn link_packets(lab: &Lab, host: &str, iface: &str) -> (u64, u64) {
 /// All CPU ticks (every column of the per-CPU lines but guest) and NET_RX softirqs, read in
 /// the router's namespace with `cat` (host-wide counters: the namespace shares them).
 fn cpu_and_net_rx(lab: &Lab) -> (u64, u64) {
-    let stat = lab.exec("r", &["cat", "/proc/stat"]).expect("cat /proc/stat");
+    let stat = lab
+        .exec("r", &["cat", "/proc/stat"])
+        .expect("cat /proc/stat");
     let stat = String::from_utf8_lossy(&stat.stdout).to_string();
     let ticks: u64 = stat
         .lines()
@@ -160,7 +162,11 @@ fn lab_dut_counters_match_the_routers_own() {
         .expect("throughput trials")
         .iter()
         .collect();
-    trials.extend(size["calibration"].as_object().map(|_| &size["calibration"]));
+    trials.extend(
+        size["calibration"]
+            .as_object()
+            .map(|_| &size["calibration"]),
+    );
     assert!(!trials.is_empty());
     let (mut tx_sum, mut ticks_sum, mut net_rx_sum) = (0u64, 0u64, 0u64);
     for t in &trials {
@@ -190,22 +196,40 @@ fn lab_dut_counters_match_the_routers_own() {
     // The learning trial and the frames between windows are outside them, but most
     // frames of the run are inside.
     assert!(tx_sum * 2 > routed, "windows {tx_sum}, run {routed}");
-    assert!(ticks_sum > 0 && ticks_sum <= ticks1 - ticks0, "{ticks_sum} {ticks0} {ticks1}");
-    assert!(net_rx_sum <= net_rx1 - net_rx0, "{net_rx_sum} {net_rx0} {net_rx1}");
+    assert!(
+        ticks_sum > 0 && ticks_sum <= ticks1 - ticks0,
+        "{ticks_sum} {ticks0} {ticks1}"
+    );
+    assert!(
+        net_rx_sum <= net_rx1 - net_rx0,
+        "{net_rx_sum} {net_rx0} {net_rx1}"
+    );
 
     // A UDP stream test, one datagram per packet.
     let before = link_packets(&lab, "r", &egress_if);
     let rec = run_in_a(
         &lab,
         &[
-            "udp", &b, "--dut", &dut, "-b", "20M", "-l", "512", "-t", "1", "--no-offload",
+            "udp",
+            &b,
+            "--dut",
+            &dut,
+            "-b",
+            "20M",
+            "-l",
+            "512",
+            "-t",
+            "1",
+            "--no-offload",
         ],
     );
     let after = link_packets(&lab, "r", &egress_if);
     let d = &rec["dut"];
     let e = egress(d, &egress_if);
     let tx = e["tx_packets"].as_u64().unwrap();
-    let received = rec["summary"]["flows"][0]["udp"]["packets"].as_u64().unwrap();
+    let received = rec["summary"]["flows"][0]["udp"]["packets"]
+        .as_u64()
+        .unwrap();
     assert!(received > 1000, "{rec}");
     assert!(
         received <= tx && tx <= received + CONTROL_PACKETS,

@@ -159,7 +159,11 @@ mod tests {
         assert!(nj.is_empty());
         assert_eq!(v.len(), 1, "{v:?}");
         assert_eq!(v[0].kind, VerdictKind::DeviceInterruptBound);
-        assert!(v[0].message.contains("CPU 1 was 97.0% busy, 87.0% of it"), "{}", v[0].message);
+        assert!(
+            v[0].message.contains("CPU 1 was 97.0% busy, 87.0% of it"),
+            "{}",
+            v[0].message
+        );
         assert!(v[0]
             .evidence
             .iter()
@@ -168,8 +172,15 @@ mod tests {
         // Drops over the threshold: named with their share.
         let d = DutCounters::between("r", &snap(1, 20), &snap(2, 20), None);
         let (v, _) = device_verdicts(&d, false);
-        let drops = v.iter().find(|v| v.kind == VerdictKind::DeviceDrops).unwrap();
-        assert!(drops.message.contains("dropped 20 packets"), "{}", drops.message);
+        let drops = v
+            .iter()
+            .find(|v| v.kind == VerdictKind::DeviceDrops)
+            .unwrap();
+        assert!(
+            drops.message.contains("dropped 20 packets"),
+            "{}",
+            drops.message
+        );
         assert!(drops.message.contains("most at eth0"));
         // The tester was the limit: the CPUs are not judged, drops still are.
         let (v, nj) = device_verdicts(&d, true);
@@ -179,7 +190,9 @@ mod tests {
         let d = DutCounters::between("r", &snap(1, 0), &snap(2, 0), Some("dev"));
         let (v, _) = device_verdicts(&d, false);
         assert_eq!(v[0].confidence, Confidence::Low);
-        assert!(v[0].message.contains("network namespace on the tester's host"));
+        assert!(v[0]
+            .message
+            .contains("network namespace on the tester's host"));
     }
 
     #[test]

@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::model::units::format_bps;
 use crate::model::dut::DutCounters;
+use crate::model::units::format_bps;
 use crate::rfc2544::record::{FrameSizeRecord, Rfc2544Record};
-use crate::rfc2544::trial::TrialPurpose;
 use crate::rfc2544::throughput::ThroughputStatus;
+use crate::rfc2544::trial::TrialPurpose;
 
 const WIDTH: f64 = 760.0;
 const HEIGHT: f64 = 460.0;
@@ -277,7 +277,10 @@ pub fn device_at_throughput(f: &FrameSizeRecord) -> Option<&DutCounters> {
     let t = f.throughput.as_ref()?;
     let fps = t.goals.first()?.throughput_fps?;
     let at = |tr: &&crate::rfc2544::trial::TrialRecord| {
-        tr.dut.is_some() && tr.offered_fps.is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
+        tr.dut.is_some()
+            && tr
+                .offered_fps
+                .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
     };
     let trials = t.trials.iter().rev();
     trials

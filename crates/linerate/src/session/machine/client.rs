@@ -31,8 +31,7 @@ use linerate_wire::stream_hello;
 
 use super::{
     Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, DUT_ANSWER_WAIT,
-    HARD_STOP_GRACE,
-    HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
+    HARD_STOP_GRACE, HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
 };
 use crate::model::plan::Credentials;
 use crate::session::auth::{self, Prover, NONCE_LEN};
@@ -604,12 +603,12 @@ impl ClientMachine {
             (Phase::AwaitCounters { .. }, Message::CountersSnapshot(snap)) => {
                 match snap.check_sizes() {
                     Ok(()) => {
-                        self.counters = Some(snap);
+                        self.counters = Some(*snap);
                         self.phase = Phase::Connected;
                     }
-                    Err(e) => self.failed(format!(
-                        "the device's counters_snapshot is too large: {e}"
-                    )),
+                    Err(e) => {
+                        self.failed(format!("the device's counters_snapshot is too large: {e}"))
+                    }
                 }
             }
             (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {

@@ -1142,7 +1142,7 @@ fn device_counters_go_one_by_one_and_a_silent_device_times_out() {
             monotonic_ns: k,
             ..DeviceSnapshot::default()
         };
-        m.handle(t0, msg(Message::CountersSnapshot(snap.clone())));
+        m.handle(t0, msg(Message::CountersSnapshot(Box::new(snap.clone()))));
         assert_eq!(*m.phase(), Phase::Connected);
         assert_eq!(m.take_counters(), Some(snap));
         assert_eq!(m.take_counters(), None);
@@ -1179,7 +1179,7 @@ fn device_counters_go_one_by_one_and_a_silent_device_times_out() {
         ]),
         ..DeviceSnapshot::default()
     };
-    m.handle(t0, msg(Message::CountersSnapshot(big)));
+    m.handle(t0, msg(Message::CountersSnapshot(Box::new(big))));
     assert!(failure(&m).contains("too large"), "{}", failure(&m));
 
     // Anything else instead of the snapshot is a protocol error.

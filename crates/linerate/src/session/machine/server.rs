@@ -826,11 +826,13 @@ impl ServerMachine {
             // Never sent over its caps: the sections go, the reason stays.
             snap = DeviceSnapshot {
                 monotonic_ns: snap.monotonic_ns,
-                warnings: vec![format!("this device's counters exceed the protocol's caps: {e}")],
+                warnings: vec![format!(
+                    "this device's counters exceed the protocol's caps: {e}"
+                )],
                 ..DeviceSnapshot::default()
             };
         }
-        self.send(Message::CountersSnapshot(snap));
+        self.send(Message::CountersSnapshot(Box::new(snap)));
         self.snapshots_sent = self.snapshots_sent.saturating_add(1);
         // Between two snapshots runs a trial or a test (as long as the longest this server
         // accepts) or the wait between trials: wait that long, and the idle time more.

@@ -1218,7 +1218,7 @@ fn device_counters_are_sent_one_by_one_until_the_client_closes() {
         m.handle(t0, Input::CountersRead(Box::new(snap.clone())));
         assert_eq!(
             drain(&mut m),
-            vec![Action::Send(Message::CountersSnapshot(snap))]
+            vec![Action::Send(Message::CountersSnapshot(Box::new(snap)))]
         );
         assert!(!m.in_handshake());
         assert_eq!(
