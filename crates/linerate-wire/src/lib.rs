@@ -21,6 +21,7 @@
 
 pub mod capture;
 pub mod control;
+pub mod device;
 pub mod doctor;
 mod error;
 #[doc(hidden)]

@@ -28,12 +28,29 @@ mod tests {
 
     #[test]
     fn the_hello_is_byte_identical_with_features_as_an_enum() {
+        // The features of that build: every one up to `hooks`.
+        let then: Features = Feature::ALL
+            .iter()
+            .copied()
+            .filter(|f| *f != Feature::DeviceCounters)
+            .collect();
         let h = Message::Hello(Hello {
+            protocol: ProtocolVersion { major: 1, minor: 3 },
+            software: "linerate 0.1.0".into(),
+            features: then.names(),
+        });
+        assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
+        // This build's hello lists one more name at the end (`device_counters`, for
+        // `--dut`), which an older peer ignores as unknown.
+        let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
             software: "linerate 0.1.0".into(),
             features: Features::all().names(),
         });
-        assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
+        assert_eq!(
+            serde_json::to_string(&now).unwrap(),
+            HELLO_1_3.replace(r#""hooks"]"#, r#""hooks","device_counters"]"#)
+        );
         let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {
             panic!("not a hello")
         };

@@ -25,6 +25,10 @@
 //! `linerate doctor HOST` (protocol 1.1, feature `doctor`) asks for the server's settings
 //! instead of a test: `C: hello  S: welcome  C: doctor_request  S: doctor_report, done`.
 //!
+//! `linerate rfc2544|tcp|udp --dut HOST` (feature `device_counters`) opens a counters-only
+//! session to the device under test: `C: hello  S: welcome  (C: counters_request
+//! S: counters_snapshot)*`, then the client closes (see [`crate::device`]).
+//!
 //! Any message out of this order is a protocol error: the receiver answers `error` with code
 //! `protocol` and closes; it never waits for something that cannot come.
 
@@ -81,6 +85,11 @@ pub enum Message {
     HookRequest(crate::hooks::HookRequest),
     /// Server → client (feature `hooks`): how the hook ran.
     HookResult(crate::hooks::HookResult),
+    /// Client → server, instead of `test_request` and again after each
+    /// `counters_snapshot` (feature `device_counters`): send a snapshot of your counters.
+    CountersRequest(crate::device::CountersRequest),
+    /// Server → client (feature `device_counters`): the device's counters now.
+    CountersSnapshot(Box<crate::device::DeviceSnapshot>),
 }
 
 impl Message {
@@ -106,6 +115,8 @@ impl Message {
             Message::AuthOk(_) => "auth_ok",
             Message::HookRequest(_) => "hook_request",
             Message::HookResult(_) => "hook_result",
+            Message::CountersRequest(_) => "counters_request",
+            Message::CountersSnapshot(_) => "counters_snapshot",
         }
     }
 }

@@ -90,6 +90,9 @@ features! {
     /// `hook_request` / `hook_result`: the server runs hooks its operator declared
     /// (`serve --hooks FILE`) between a sweep's points, and restores them at the end.
     Hooks = "hooks",
+    /// `counters_request` / `counters_snapshot`: the server is the device under test and
+    /// sends snapshots of its CPU, interrupt and interface counters (`--dut`).
+    DeviceCounters = "device_counters",
 }
 
 impl std::fmt::Display for Feature {
@@ -245,6 +248,7 @@ mod tests {
                 "raw_frames",
                 "capture",
                 "hooks",
+                "device_counters",
             ]
         );
     }

@@ -19,14 +19,14 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let criteria = criteria(a)?;
     a.store.validate()?;
     let keeper = Keeper::new(&a.store, "rr");
+    let how = run::Once {
+        link_rate_bps: None,
+        capture: &a.capture,
+        latency: false,
+        prom: a.output.prom.as_deref(),
+    };
     if rp == RepeatPlan::ONCE {
-        let how = run::Once {
-            link_rate_bps: None,
-            capture: &a.capture,
-            latency: false,
-            prom: a.output.prom.as_deref(),
-        };
-        return run::run_once(&plan, out, &how, &criteria, &keeper);
+        return run::run_once(&plan, out, &how, &criteria, &keeper, None);
     }
     if a.capture.capture.is_some() {
         return Err(UsageError(
@@ -34,13 +34,5 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    run::run_repeated(
-        &plan,
-        out,
-        rp,
-        None,
-        &criteria,
-        &keeper,
-        a.output.prom.as_deref(),
-    )
+    run::run_repeated(&plan, out, rp, &how, &criteria, &keeper, None)
 }

@@ -31,6 +31,7 @@ use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
 use crate::session::client::{self, Observer};
+use crate::session::dut::DutProbe;
 
 /// The interval lines of a table: stream tests show both ends, RR tests the client's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -133,6 +134,7 @@ pub fn run_once(
     how: &Once<'_>,
     criteria: &Criteria,
     keeper: &Keeper,
+    dut: Option<&mut DutProbe>,
 ) -> anyhow::Result<ExitCode> {
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -141,7 +143,7 @@ pub fn run_once(
         let mut rec = if how.latency {
             crate::session::latency::run(plan, &mut live, &interrupt)?
         } else {
-            client::run(plan, &mut live, &interrupt)?
+            client::run_with_dut(plan, &mut live, &interrupt, dut)?
         };
         crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
         Ok(rec)
@@ -208,24 +210,20 @@ fn verdict(failures: Vec<String>, out: Output) -> ExitCode {
 }
 
 /// One test with live output, or runs by `rp`; every record gets the `--link-rate` hint, and
-/// every run must meet the `criteria` for exit code 0.
+/// every run must meet the `criteria` for exit code 0. Of `how`, repeated runs use the
+/// link rate and `--prom` (`--capture` and `--latency` take one run).
 pub fn run_repeated(
     plan: &StreamPlan,
     out: Output,
     rp: RepeatPlan,
-    link_rate_bps: Option<u64>,
+    how: &Once<'_>,
     criteria: &Criteria,
     keeper: &Keeper,
-    prom: Option<&Path>,
+    mut dut: Option<&mut DutProbe>,
 ) -> anyhow::Result<ExitCode> {
+    let (link_rate_bps, prom) = (how.link_rate_bps, how.prom);
     if rp == RepeatPlan::ONCE {
-        let how = Once {
-            link_rate_bps,
-            capture: &Default::default(),
-            latency: false,
-            prom,
-        };
-        return run_once(plan, out, &how, criteria, keeper);
+        return run_once(plan, out, how, criteria, keeper, dut);
     }
     let interrupt = Arc::new(AtomicBool::new(false));
     signal_flag(&interrupt)?;
@@ -241,7 +239,8 @@ pub fn run_repeated(
         && format != Format::Csv
         && !out.quiet;
     let set = run_repetitions(rp, show, &interrupt, |_| {
-        let mut rec = client::run(plan, &mut client::Quiet, &interrupt)?;
+        let mut rec =
+            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut.as_deref_mut())?;
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;

@@ -7,10 +7,14 @@ use linerate_wire::control::Transport;
 
 use super::keep::Keeper;
 use super::run;
+use crate::cli::args::DutArgs;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::stream::{criteria, stream_plan, StreamArgs};
 use crate::cli::UsageError;
+use crate::model::plan::StreamPlan;
+use crate::session::client;
+use crate::session::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
@@ -26,6 +30,12 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         )
         .into());
     }
+    if a.latency && a.dut.dut.is_some() {
+        return Err(UsageError(
+            "--dut and --latency are not supported together yet: run them as two tests".into(),
+        )
+        .into());
+    }
     let plan = stream_plan(a, transport)?;
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
@@ -38,22 +48,31 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
             Transport::Udp => "udp",
         },
     );
+    let mut dut = open_dut(&a.dut, &plan)?;
+    let how = run::Once {
+        link_rate_bps: a.link_rate,
+        capture: &a.capture,
+        latency: a.latency,
+        prom: a.output.prom.as_deref(),
+    };
     if !a.repeat.is_set() {
-        let how = run::Once {
-            link_rate_bps: a.link_rate,
-            capture: &a.capture,
-            latency: a.latency,
-            prom: a.output.prom.as_deref(),
-        };
-        return run::run_once(&plan, out, &how, &criteria, &keeper);
+        return run::run_once(&plan, out, &how, &criteria, &keeper, dut.as_mut());
     }
-    run::run_repeated(
-        &plan,
-        out,
-        rp,
-        a.link_rate,
-        &criteria,
-        &keeper,
-        a.output.prom.as_deref(),
-    )
+    run::run_repeated(&plan, out, rp, &how, &criteria, &keeper, dut.as_mut())
+}
+
+/// The counters session to the device under test (`--dut`), with the test's credentials
+/// and connect time-out; an unreachable device or an old server is the error.
+pub fn open_dut(a: &DutArgs, plan: &StreamPlan) -> anyhow::Result<Option<DutProbe>> {
+    let Some((host, port)) = &a.dut else {
+        return Ok(None);
+    };
+    let target = client::Target {
+        addr: client::resolve(host, *port)?,
+        server: format!("{host}:{port}"),
+        connect_timeout: plan.connect_timeout,
+        debug: plan.debug,
+        auth: plan.auth.clone(),
+    };
+    DutProbe::open(&target).map(Some)
 }

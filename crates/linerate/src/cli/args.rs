@@ -136,6 +136,55 @@ impl AuthArgs {
     }
 }
 
+/// The device under test's own counters (`--dut`), shared by `tcp`, `udp` and `rfc2544`.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct DutArgs {
+    /// The device under test runs `linerate serve` at HOST[:PORT] (port 5301 by default;
+    /// IPv6 as [ADDR]:PORT): read its CPU (per-CPU user/system/irq/softirq), interrupt,
+    /// NET_RX/NET_TX and interface packet/drop counters before and after every trial or
+    /// test, and diagnose what limited the device. Uses one control connection and no test
+    /// slot there; the device's own authentication applies (--auth-user). CPU counters are
+    /// system-wide: a device that is a network namespace on this host shares this host's.
+    #[arg(long, value_name = "HOST[:PORT]", value_parser = parse_dut)]
+    pub dut: Option<(String, u16)>,
+}
+
+/// `HOST`, `HOST:PORT`, `[ADDR]:PORT` or a bare IPv6 address.
+pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
+    let bad = || {
+        format!(
+            "--dut {s:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. --dut 192.0.2.1:5301"
+        )
+    };
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(bad());
+    }
+    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(bad);
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
+        return match tail {
+            "" => Ok((host.to_string(), crate::session::DEFAULT_PORT)),
+            t => Ok((
+                host.to_string(),
+                port(t.strip_prefix(':').ok_or_else(bad)?)?,
+            )),
+        };
+    }
+    match s.matches(':').count() {
+        0 => Ok((s.to_string(), crate::session::DEFAULT_PORT)),
+        1 => {
+            let (h, p) = s.split_once(':').ok_or_else(bad)?;
+            if h.is_empty() {
+                return Err(bad());
+            }
+            Ok((h.to_string(), port(p)?))
+        }
+        // A bare IPv6 address.
+        _ => Ok((s.to_string(), crate::session::DEFAULT_PORT)),
+    }
+}
+
 /// Where a run is kept (`crate::store`): every test command stores its result.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct StoreArgs {
@@ -181,5 +230,24 @@ mod tests {
     #[test]
     fn verify_cli() {
         Args::command().debug_assert();
+    }
+}
+
+#[cfg(test)]
+mod dut_tests {
+    use super::parse_dut;
+
+    #[test]
+    fn dut_addresses() {
+        let d = crate::session::DEFAULT_PORT;
+        assert_eq!(parse_dut("r1"), Ok(("r1".into(), d)));
+        assert_eq!(parse_dut("10.0.0.1:6000"), Ok(("10.0.0.1".into(), 6000)));
+        assert_eq!(parse_dut("[fd00::1]:7"), Ok(("fd00::1".into(), 7)));
+        assert_eq!(parse_dut("[fd00::1]"), Ok(("fd00::1".into(), d)));
+        assert_eq!(parse_dut("fd00::1"), Ok(("fd00::1".into(), d)));
+        for bad in ["", "h:", "h:0", "h:x", ":5", "[fd00::1", "[::1]x"] {
+            let e = parse_dut(bad).unwrap_err();
+            assert!(e.contains("give HOST or HOST:PORT"), "{bad}: {e}");
+        }
     }
 }

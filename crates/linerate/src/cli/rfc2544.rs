@@ -100,6 +100,8 @@ pub struct Rfc2544Args {
     pub store: super::args::StoreArgs,
     #[command(flatten)]
     pub auth: crate::cli::args::AuthArgs,
+    #[command(flatten)]
+    pub dut: crate::cli::args::DutArgs,
     /// One JSON record with every trial (its schema: `linerate schema rfc2544`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -121,6 +121,8 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
+    pub dut: super::args::DutArgs,
+    #[command(flatten)]
     pub store: super::args::StoreArgs,
     #[command(flatten)]
     pub output: OutputArgs,

@@ -240,6 +240,11 @@ fn point_plan(test: &str, argv: &[String]) -> Result<(StreamPlan, Criteria, Opti
     let err = |e: UsageError| e.0;
     match parsed.command {
         Command::Tcp(a) | Command::Udp(a) => {
+            if a.dut.dut.is_some() {
+                return Err(
+                    "--dut is not available in a sweep: run the test alone with --dut".into(),
+                );
+            }
             let t = if test == "tcp" {
                 linerate_wire::control::Transport::Tcp
             } else {

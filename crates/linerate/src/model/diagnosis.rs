@@ -42,6 +42,13 @@ pub enum VerdictKind {
     TesterLimited,
     /// All CPUs, or one CPU, were saturated.
     CpuBound,
+    /// The device under test (`--dut`): one of its CPUs was saturated, mostly by
+    /// interrupts and softirq (packet processing).
+    DeviceInterruptBound,
+    /// The device under test (`--dut`): one of its CPUs was saturated by other work.
+    DeviceCpuBound,
+    /// The device under test (`--dut`) dropped or missed packets at ingress.
+    DeviceDrops,
     /// Socket buffers far larger than the bandwidth-delay product (advice: not a limit).
     WindowOversized,
     /// Light probes beside the load (`--latency`) waited many times their idle round trip:
@@ -66,10 +73,23 @@ impl VerdictKind {
             VerdictKind::SoftirqBound => "softirq_bound",
             VerdictKind::TesterLimited => "tester_limited",
             VerdictKind::CpuBound => "cpu_bound",
+            VerdictKind::DeviceInterruptBound => "device_interrupt_bound",
+            VerdictKind::DeviceCpuBound => "device_cpu_bound",
+            VerdictKind::DeviceDrops => "device_drops",
             VerdictKind::WindowOversized => "window_oversized",
             VerdictKind::QueueingDelay => "queueing_delay",
             VerdictKind::None => "none",
         }
+    }
+
+    /// Whether the verdict is about the device under test (`--dut`).
+    pub fn is_device(self) -> bool {
+        matches!(
+            self,
+            VerdictKind::DeviceInterruptBound
+                | VerdictKind::DeviceCpuBound
+                | VerdictKind::DeviceDrops
+        )
     }
 
     /// Whether the verdict names a limit (everything but `window_oversized` and
@@ -170,8 +190,12 @@ impl Diagnosis {
     }
 }
 
-/// Where a verdict is: "server", "client->server", "path client->server", "host".
+/// Where a verdict is: "server", "client->server", "path client->server", "host",
+/// "device".
 pub fn place(v: &Verdict) -> String {
+    if v.kind.is_device() {
+        return "device".to_string();
+    }
     let side = v.side.map(|s| match s {
         Role::Client => "client",
         Role::Server => "server",

@@ -224,6 +224,7 @@ fn record(
         diagnosis: None,
         trace: None,
         latency_under_load: None,
+        dut: None,
         server_capture: None,
         failure: None,
     }

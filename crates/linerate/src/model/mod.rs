@@ -9,6 +9,7 @@ pub mod compare;
 pub mod criteria;
 pub mod diagnosis;
 pub mod doctor;
+pub mod dut;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod labels;
@@ -75,6 +76,10 @@ pub struct RunRecord {
     /// the responsiveness in round trips per minute.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_under_load: Option<latency::LatencyUnderLoad>,
+    /// The device under test's counters over the measured window (`--dut HOST`); absent
+    /// when not asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut: Option<dut::DutCounters>,
     /// The server's capture as it came back with its results (`--capture`); kept only until
     /// it is written and analysed, never serialized.
     #[serde(skip)]
@@ -137,6 +142,7 @@ impl RunRecord {
             diagnosis: None,
             trace: None,
             latency_under_load: None,
+            dut: None,
             server_capture: None,
             failure: None,
         }

@@ -143,6 +143,7 @@ fn burst_record(
         error: None,
         invalid: outcome.invalid,
         warnings: outcome.warnings,
+        dut: outcome.dut,
     }
 }
 

@@ -619,6 +619,7 @@ mod tests {
             ways: vec![way(1000, 1000 - lost, rate)],
             warnings: vec![],
             invalid: None,
+            dut: None,
         };
         TrialRecord::paced(TrialPurpose::Search, 64, rate, Duration::from_secs(1), o)
     }

@@ -16,6 +16,8 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::model::dut::DutCounters;
+
 /// A trial whose sender reached less than `(1 − TESTER_TOLERANCE)` of the offered rate is
 /// tester-limited.
 pub const TESTER_TOLERANCE: f64 = 0.01;
@@ -148,6 +150,7 @@ pub fn checked(
         ways,
         warnings,
         invalid: (!invalid.is_empty()).then(|| invalid.join("; ")),
+        dut: None,
     }
 }
 
@@ -215,6 +218,9 @@ pub struct TrialOutcome {
     /// more than [`COUNT_TOLERANCE`]); absent for a valid trial.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid: Option<String>,
+    /// The device under test's counters over the trial (`--dut`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut: Option<DutCounters>,
 }
 
 impl TrialOutcome {
@@ -281,6 +287,11 @@ pub struct TrialRecord {
     /// What could not be measured.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The device under test's own counters over the trial (`--dut`): its CPUs, interrupts,
+    /// softirqs and every interface's packets and drops. Absent without `--dut`, or when
+    /// the device did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dut: Option<DutCounters>,
 }
 
 /// Why a trial ran.
@@ -329,6 +340,7 @@ impl TrialRecord {
             error: None,
             invalid: outcome.invalid,
             warnings: outcome.warnings,
+            dut: outcome.dut,
         }
     }
 
@@ -352,6 +364,7 @@ impl TrialRecord {
             error: Some(format!("{error:#}")),
             invalid: None,
             warnings: Vec::new(),
+            dut: None,
         }
     }
 
@@ -427,6 +440,7 @@ pub(crate) mod tests {
             ways: vec![way(990, 990, 990.0)],
             warnings: vec![],
             invalid: None,
+            dut: None,
         };
         // 990 of 1000 offered is exactly 1% short: still the tester's offered load.
         assert!(!o.tester_limited(1000.0));
@@ -446,6 +460,7 @@ pub(crate) mod tests {
             ways: vec![way(1000, 1000, 1000.0), rev],
             warnings: vec![],
             invalid: None,
+            dut: None,
         };
         assert!(!o.passes(0.0));
         assert!(o.passes(0.001));
@@ -495,6 +510,7 @@ pub(crate) mod tests {
             ways: vec![way(1000, 1000, 1000.0)],
             warnings: vec![],
             invalid: Some("why".into()),
+            dut: None,
         };
         let r = TrialRecord::paced(TrialPurpose::Search, 64, 1000.0, Duration::from_secs(1), o);
         assert!(!r.valid());

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use linerate_wire::control::{self, Features, TestSpec, Transport, Welcome};
+use linerate_wire::device::DeviceSnapshot;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest};
 use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
@@ -211,6 +212,17 @@ impl Connection {
             .ok_or_else(|| anyhow!("protocol error: no hook_result"))
     }
 
+    /// Asks the device under test for a snapshot of its counters (feature
+    /// `device_counters`); the session stays open for the next one. A device that does not
+    /// answer within `DUT_ANSWER_WAIT` is an error.
+    pub fn counters(&mut self, now: Instant) -> anyhow::Result<DeviceSnapshot> {
+        self.machine.request_counters(now);
+        self.drive(&mut Handshake, |p| *p == Phase::Connected)?;
+        self.machine
+            .take_counters()
+            .ok_or_else(|| anyhow!("protocol error: no counters_snapshot"))
+    }
+
     /// Performs the machine's actions and feeds it until `done(phase)`; a failure of the
     /// session is the error.
     fn drive(&mut self, r: &mut dyn Runner, done: fn(&Phase) -> bool) -> anyhow::Result<()> {
@@ -293,6 +305,19 @@ pub fn run(
     observer: &mut dyn Observer,
     interrupt: &AtomicBool,
 ) -> anyhow::Result<RunRecord> {
+    run_with_dut(plan, observer, interrupt, None)
+}
+
+/// [`run`], and with `dut` the device under test's counters over the test
+/// ([`RunRecord::dut`]): a snapshot before the client announces its streams (so before
+/// either end sends data) and one after both engines finished (so after the last datagram
+/// drained); the window thus holds the test's data and the few control packets around it.
+pub fn run_with_dut(
+    plan: &StreamPlan,
+    observer: &mut dyn Observer,
+    interrupt: &AtomicBool,
+    dut: Option<&mut super::dut::DutProbe>,
+) -> anyhow::Result<RunRecord> {
     let target = Target::of(plan)?;
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut c = connect(&target)?;
@@ -311,6 +336,9 @@ pub fn run(
         client_intervals: Vec::new(),
         report: None,
         rr_data: None,
+        dut,
+        dut_window: super::dut::DutWindow::default(),
+        dut_result: None,
     };
     c.drive(&mut t, |p| *p == Phase::Closed)?;
     let outcome = c.machine.outcome();
@@ -332,6 +360,10 @@ struct TestRun<'a> {
     client_intervals: Vec<IntervalReport>,
     report: Option<SideReport>,
     rr_data: Option<RrClientData>,
+    /// The device under test (`--dut`), its window's first snapshot, and what it counted.
+    dut: Option<&'a mut super::dut::DutProbe>,
+    dut_window: super::dut::DutWindow,
+    dut_result: Option<(Option<crate::model::dut::DutCounters>, Vec<String>)>,
 }
 
 impl Runner for TestRun<'_> {
@@ -392,6 +424,10 @@ impl TestRun<'_> {
     fn open_streams(&mut self, link: &Link<'_>, token: [u8; 16]) -> anyhow::Result<Input> {
         self.token = token;
         self.setups = open_streams(self.plan, link.addr, link.stream, token)?;
+        // The device's window opens before `streams_ready`: neither end sends data before.
+        if let Some(p) = self.dut.as_deref_mut() {
+            self.dut_window.start(p);
+        }
         let spec = &self.plan.spec;
         // A raw-frame test whose server sends: take this end's host counters now, before
         // the server can start (it starts at `streams_ready`), so that every frame received
@@ -447,6 +483,10 @@ impl TestRun<'_> {
             bail!("internal error: no engine to finish");
         };
         let (report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
+        // Both ends' engines are done (the server's results came, or were given up on).
+        if let Some(p) = self.dut.as_deref_mut() {
+            self.dut_result = Some(self.dut_window.end(p));
+        }
         // The last intervals; control messages that come meanwhile are late.
         while let Ok(ev) = link.rx.try_recv() {
             match ev {
@@ -487,6 +527,11 @@ impl TestRun<'_> {
         }
         rec.server_capture = o.server_capture;
         rec.failure = o.failure;
+        if let Some((dut, w)) = self.dut_result {
+            rec.warnings.extend(w);
+            rec.dut = dut;
+            rec.diagnosis = Some(crate::diagnose::diagnose(&rec));
+        }
         Ok(rec)
     }
 }

@@ -16,6 +16,7 @@
 pub mod auth;
 pub mod client;
 pub mod conn;
+pub mod dut;
 pub mod engine_select;
 pub mod hooks;
 pub mod latency;

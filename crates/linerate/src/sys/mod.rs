@@ -28,6 +28,7 @@ pub mod capture;
 pub mod command;
 pub mod counter;
 pub mod cpu;
+pub mod devsnap;
 // Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod ethtool;

@@ -10,6 +10,7 @@ mod analyze;
 mod common;
 mod counters;
 mod diagnose;
+mod dut;
 mod latency;
 mod packets;
 mod rfc2544;

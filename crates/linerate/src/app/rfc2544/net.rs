@@ -62,6 +62,8 @@ pub struct NetTrial<'a> {
     last_end: Option<Instant>,
     /// Boot id of the server as last reported.
     pub server_boot_id: Option<String>,
+    /// The device under test's counters session (`--dut`): a snapshot around every trial.
+    pub dut: Option<crate::session::dut::DutProbe>,
 }
 
 /// The run was interrupted (Ctrl-C).
@@ -77,6 +79,7 @@ impl<'a> NetTrial<'a> {
             interrupt,
             last_end: None,
             server_boot_id: None,
+            dut: None,
         }
     }
 
@@ -136,7 +139,7 @@ impl<'a> NetTrial<'a> {
 
     fn execute(&mut self, plan: &StreamPlan, payload: u32) -> anyhow::Result<TrialOutcome> {
         self.settle()?;
-        let rec = client::run(plan, &mut client::Quiet, self.interrupt);
+        let rec = client::run_with_dut(plan, &mut client::Quiet, self.interrupt, self.dut.as_mut());
         self.last_end = Some(Instant::now());
         let rec = rec?;
         if rec.interrupted {
@@ -355,5 +358,7 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
             .cloned()
             .unwrap_or_else(|| "the interface".into())
     };
-    Ok(trial_mod::checked(ways, warnings, &name))
+    let mut o = trial_mod::checked(ways, warnings, &name);
+    o.dut = rec.dut.clone();
+    Ok(o)
 }

@@ -15,9 +15,13 @@
 //! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
 //! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed | rusage |
 //! | `cpu_bound` | all CPUs ≥ [`CPU_ALL_BUSY_PERCENT`], or one ≥ [`CPU_ONE_BUSY_PERCENT`] | /proc/stat |
+//! | `device_interrupt_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it irq + softirq, tester not limited | the device's /proc/stat (`--dut`) |
+//! | `device_cpu_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], mostly other work, tester not limited | the device's /proc/stat |
+//! | `device_drops` | ≥ [`MIN_DROPS`] packets dropped, missed or overrun at the device's ingress | the device's interface counters |
 
 mod cpu;
 mod drops;
+pub mod dut;
 mod link;
 mod loss;
 mod queue;
@@ -218,6 +222,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     }
     missed_pace(ctx, out);
     queueing_delay(ctx, out);
+    dut::device(ctx, out, not_judged);
 }
 
 /// What figures count, where it matters for reading them ([`loss::packet_notes`]), and

@@ -12,9 +12,11 @@
 use std::path::Path;
 
 use crate::export::chart::{self, Chart, Point, Series, XAxis};
+use crate::model::dut::DutCounters;
 use crate::model::units::format_bps;
-use crate::rfc2544::record::Rfc2544Record;
+use crate::rfc2544::record::{FrameSizeRecord, Rfc2544Record};
 use crate::rfc2544::throughput::{GoalResult, ThroughputStatus};
+use crate::rfc2544::trial::TrialPurpose;
 
 /// The first loss goal's result at each frame size: (index, goal).
 fn first_goals(rec: &Rfc2544Record) -> impl Iterator<Item = (usize, &GoalResult)> {
@@ -87,6 +89,8 @@ pub fn frame_rate_chart(rec: &Rfc2544Record) -> Chart {
             total,
         ));
     }
+    let mut notes = vec![LIMITED.to_string()];
+    notes.extend(device_notes(rec));
     Chart {
         id: "rfc2544-frame-rate".into(),
         title: title(rec),
@@ -96,8 +100,48 @@ pub fn frame_rate_chart(rec: &Rfc2544Record) -> Chart {
         y_max: None,
         series: all,
         best: None,
-        notes: vec![LIMITED.into()],
+        notes,
     }
+}
+
+/// The device's counters (`--dut`) in the trial at a frame size's throughput rate (the first
+/// loss goal): its full-length confirmation when there is one, else the highest passing
+/// search trial at that rate.
+pub fn device_at_throughput(f: &FrameSizeRecord) -> Option<&DutCounters> {
+    let t = f.throughput.as_ref()?;
+    let fps = t.goals.first()?.throughput_fps?;
+    let at = |tr: &&crate::rfc2544::trial::TrialRecord| {
+        tr.dut.is_some()
+            && tr
+                .offered_fps
+                .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
+    };
+    let trials = t.trials.iter().rev();
+    trials
+        .clone()
+        .filter(at)
+        .find(|tr| tr.purpose == TrialPurpose::Confirmation)
+        .or_else(|| trials.clone().find(at))
+        .and_then(|tr| tr.dut.as_ref())
+}
+
+/// One note per frame size with the device's busiest CPU at the throughput rate: its busy
+/// share and its interrupt + softirq share (`--dut`).
+fn device_notes(rec: &Rfc2544Record) -> Vec<String> {
+    rec.frame_sizes
+        .iter()
+        .filter_map(|f| {
+            let c = device_at_throughput(f)?.cpu.as_ref()?;
+            let irq = (c.busiest_softirq_percent + c.busiest_irq_percent).min(100.0);
+            Some(format!(
+                "the device (--dut) at the throughput rate, {} B: CPU{} {:.0}% busy, {:.0}% interrupts + softirq",
+                f.frame_size,
+                c.busiest_cpu,
+                c.busiest_busy_percent.min(100.0),
+                irq
+            ))
+        })
+        .collect()
 }
 
 /// The throughput per direction as a percentage of the theoretical maximum (100 %).

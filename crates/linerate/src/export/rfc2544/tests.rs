@@ -116,3 +116,38 @@ fn png_chart_is_a_png() {
         bare.len()
     );
 }
+
+/// With `--dut`, each throughput point is labelled with the device's busiest CPU and its
+/// interrupt + softirq share in the trial at that rate, and the note says what the labels
+/// are; without it neither appears.
+#[test]
+fn svg_chart_labels_the_device_at_the_throughput_rate() {
+    let mut rec = fixture(false, vec![Benchmark::Throughput]);
+    assert!(!chart::render_svg(&rec).contains("--dut"));
+    let d = crate::model::dut::DutCounters::between(
+        "r:5301",
+        &crate::model::dut::tests::snap(1, 0),
+        &crate::model::dut::tests::snap(2, 0),
+        None,
+    );
+    let mut labelled = 0;
+    for f in &mut rec.frame_sizes {
+        let Some(t) = f.throughput.as_mut() else {
+            continue;
+        };
+        let Some(fps) = t.goals.first().and_then(|g| g.throughput_fps) else {
+            continue;
+        };
+        for tr in &mut t.trials {
+            if tr.offered_fps == Some(fps) {
+                tr.dut = Some(d.clone());
+            }
+        }
+        labelled += 1;
+    }
+    assert!(labelled > 0);
+    let svg = chart::render_svg(&rec);
+    assert_eq!(svg.matches(">CPU1 97% / 87%<").count(), labelled, "{svg}");
+    assert!(svg.contains("the device (--dut) at the throughput rate"));
+    assert!(chart::device_at_throughput(&rec.frame_sizes[0]).is_some());
+}

@@ -5,7 +5,8 @@
 //!                                              │        ─► Running ─► AwaitResults ─► FinishEngine
 //!                                              │        ─► [AwaitDone] ─► Closed
 //!                                              ├─► AwaitDoctorReport ─► Closed
-//!                                              └─► AwaitHookResult ─► Connected (feature hooks)
+//!                                              ├─► AwaitHookResult ─► Connected (feature hooks)
+//!                                              └─► AwaitCounters ─► Connected (feature device_counters)
 //! any phase ─► Failed
 //! ```
 //!
@@ -22,14 +23,15 @@ use linerate_wire::control::{
     AuthResponse, ErrorCode, Feature, Features, Hello, Message, ProtocolVersion, Results,
     ReturnedCapture, Stop, StreamsReady, TestRequest, TestSpec, Transport, Welcome,
 };
+use linerate_wire::device::{CountersRequest, DeviceSnapshot};
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
 use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
 
 use super::{
-    Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, HARD_STOP_GRACE,
-    HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
+    Incoming, BYTE_DEADLINE_SLACK, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, DUT_ANSWER_WAIT,
+    HARD_STOP_GRACE, HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
 };
 use crate::model::plan::Credentials;
 use crate::session::auth::{self, Prover, NONCE_LEN};
@@ -103,6 +105,11 @@ pub enum Phase {
     },
     /// `hook_request` sent; waiting for `hook_result` (then `Connected` again).
     AwaitHookResult {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// `counters_request` sent; waiting for `counters_snapshot` (then `Connected` again).
+    AwaitCounters {
         /// When to give up.
         deadline: Instant,
     },
@@ -231,6 +238,7 @@ pub struct ClientMachine {
     server_capture: Option<ReturnedCapture>,
     doctor_report: Option<DoctorReport>,
     hook_result: Option<HookResult>,
+    counters: Option<DeviceSnapshot>,
     error: Option<ClientError>,
     /// Longest a byte-count test may run (`--max-time`); derived from the byte count when
     /// not given ([`ClientMachine::byte_deadline`]).
@@ -270,6 +278,7 @@ impl ClientMachine {
             server_capture: None,
             doctor_report: None,
             hook_result: None,
+            counters: None,
             error: None,
             max_time: None,
             started: None,
@@ -323,7 +332,8 @@ impl ClientMachine {
             | Phase::AwaitResults { deadline }
             | Phase::AwaitDone { deadline }
             | Phase::AwaitDoctorReport { deadline }
-            | Phase::AwaitHookResult { deadline } => Some(*deadline),
+            | Phase::AwaitHookResult { deadline }
+            | Phase::AwaitCounters { deadline } => Some(*deadline),
             Phase::AwaitStart {
                 deadline,
                 next_hello,
@@ -372,6 +382,32 @@ impl ClientMachine {
         self.push(Action::Send(Message::HookRequest(req)));
         self.phase = Phase::AwaitHookResult {
             deadline: now + HOOK_RESULT_WAIT,
+        };
+    }
+
+    /// The last `counters_snapshot`, once.
+    pub fn take_counters(&mut self) -> Option<DeviceSnapshot> {
+        self.counters.take()
+    }
+
+    /// Asks the device under test for a snapshot of its counters (feature
+    /// `device_counters`); from `Connected` only, and back to `Connected` when it comes.
+    /// A server without the feature fails the session with an error that says so.
+    pub fn request_counters(&mut self, now: Instant) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        if !self.features.has(Feature::DeviceCounters) {
+            let v = self.welcome.as_ref().map(|w| w.protocol);
+            let v = v.map_or_else(|| "?".to_string(), |v| v.to_string());
+            return self.failed(format!(
+                "{}'s linerate serve is too old for --dut: it does not offer device counters (protocol {v}, no 'device_counters' feature): upgrade linerate there, or leave out --dut",
+                self.cfg.server
+            ));
+        }
+        self.push(Action::Send(Message::CountersRequest(CountersRequest {})));
+        self.phase = Phase::AwaitCounters {
+            deadline: now + DUT_ANSWER_WAIT,
         };
     }
 
@@ -563,6 +599,17 @@ impl ClientMachine {
             (Phase::AwaitHookResult { .. }, Message::HookResult(r)) => {
                 self.hook_result = Some(r);
                 self.phase = Phase::Connected;
+            }
+            (Phase::AwaitCounters { .. }, Message::CountersSnapshot(snap)) => {
+                match snap.check_sizes() {
+                    Ok(()) => {
+                        self.counters = Some(*snap);
+                        self.phase = Phase::Connected;
+                    }
+                    Err(e) => {
+                        self.failed(format!("the device's counters_snapshot is too large: {e}"))
+                    }
+                }
             }
             (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {
                 r.findings.truncate(MAX_FINDINGS);
@@ -915,6 +962,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitResults { .. } => "results",
         Phase::AwaitDoctorReport { .. } => "doctor_report",
         Phase::AwaitHookResult { .. } => "hook_result",
+        Phase::AwaitCounters { .. } => "counters_snapshot",
         _ => return None,
     })
 }

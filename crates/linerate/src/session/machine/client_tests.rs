@@ -1121,3 +1121,71 @@ fn hooks_go_one_by_one_and_a_refusal_is_the_servers_error() {
     );
     assert!(failure(&m).contains("no hook named 'x'"), "{}", failure(&m));
 }
+
+/// counters_request → counters_snapshot → Connected again, for the next trial; a server
+/// without the feature is told apart with one line before anything is sent, an oversized
+/// snapshot fails the session, and a device that stops answering fails it at the deadline
+/// (the driver turns that into a warning and goes on without the device).
+#[test]
+fn device_counters_go_one_by_one_and_a_silent_device_times_out() {
+    use linerate_wire::device::{CountersRequest, DeviceSnapshot, IfaceSnapshot};
+    let t0 = Instant::now();
+    let mut m = connected(t0, Features::all());
+    for k in 1..=2u64 {
+        m.request_counters(t0);
+        assert_eq!(
+            drain(&mut m),
+            vec![Action::Send(Message::CountersRequest(CountersRequest {}))]
+        );
+        assert_eq!(m.poll_timeout(), Some(t0 + super::DUT_ANSWER_WAIT));
+        let snap = DeviceSnapshot {
+            monotonic_ns: k,
+            ..DeviceSnapshot::default()
+        };
+        m.handle(t0, msg(Message::CountersSnapshot(Box::new(snap.clone()))));
+        assert_eq!(*m.phase(), Phase::Connected);
+        assert_eq!(m.take_counters(), Some(snap));
+        assert_eq!(m.take_counters(), None);
+    }
+    // Silence: the deadline fails the session, naming what was awaited.
+    m.request_counters(t0);
+    drain(&mut m);
+    m.handle_timeout(t0 + super::DUT_ANSWER_WAIT);
+    assert!(failure(&m).contains("counters_snapshot"), "{}", failure(&m));
+
+    // An old server: nothing is sent, the error names the fix.
+    let old = Features::all()
+        .iter()
+        .filter(|f| *f != Feature::DeviceCounters)
+        .collect();
+    let mut m = connected(t0, old);
+    m.request_counters(t0);
+    let a = drain(&mut m);
+    assert_eq!(a, vec![Action::Close]);
+    let e = failure(&m);
+    assert!(
+        e.starts_with("srv:5301's linerate serve is too old for --dut"),
+        "{e}"
+    );
+
+    // Oversized: refused.
+    let mut m = connected(t0, Features::all());
+    m.request_counters(t0);
+    drain(&mut m);
+    let big = DeviceSnapshot {
+        interfaces: Some(vec![
+            IfaceSnapshot::default();
+            linerate_wire::device::MAX_DEVICE_INTERFACES + 1
+        ]),
+        ..DeviceSnapshot::default()
+    };
+    m.handle(t0, msg(Message::CountersSnapshot(Box::new(big))));
+    assert!(failure(&m).contains("too large"), "{}", failure(&m));
+
+    // Anything else instead of the snapshot is a protocol error.
+    let mut m = connected(t0, Features::all());
+    m.request_counters(t0);
+    drain(&mut m);
+    m.handle(t0, msg(Message::Start(Start {})));
+    assert!(failure(&m).contains("expected counters_snapshot, got start"));
+}

@@ -51,6 +51,10 @@ pub const CLIENT_RESULTS: Duration = Duration::from_secs(15);
 /// How long the client waits for a `hook_result`: the longest hook time-out a server may
 /// declare, and the handshake's margin.
 pub const HOOK_RESULT_WAIT: Duration = Duration::from_secs(310);
+/// How long the client waits for a `counters_snapshot` from the device under test
+/// (`--dut`): reading its counters takes milliseconds, so a device that has not answered in
+/// this time is taken as gone, and the run goes on without it.
+pub const DUT_ANSWER_WAIT: Duration = Duration::from_secs(5);
 /// How long the client waits for `done` after its own results.
 pub const CLIENT_DONE: Duration = Duration::from_secs(2);
 /// How often the client repeats each UDP stream's hello until `start` (protocol 1.3).

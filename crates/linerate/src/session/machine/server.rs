@@ -4,7 +4,9 @@
 //! AwaitHello ─► [AwaitAuth ─► CheckingAuth ─► (AuthFailing)] ─► AwaitRequest ─┬─► Admitting ─► CollectStreams
 //!     ─► SetUpStreams ─► [AwaitUdpHellos] ─► Running ─► Draining ─► AwaitResults ─► Done
 //!                                                               ├─► AnsweringDoctor ─► Done
-//!                                     (feature hooks)          └─► RunningHook ─► AwaitHookRequest
+//!                                     (feature hooks)          ├─► RunningHook ─► AwaitHookRequest
+//!                                                              │    ▲──────────────────┘ (closed: Done)
+//!                           (feature device_counters)          └─► ReadingCounters ─► AwaitCountersRequest
 //!                                                                   ▲──────────────────┘ (closed: Done)
 //! any phase ─► Failed
 //! ```
@@ -24,6 +26,7 @@ use linerate_wire::control::{
     Finished, IntervalMsg, Message, ProtocolVersion, Reject, Results, ReturnedCapture,
     ServerLimits, Start, TestSpec, Transport, Welcome,
 };
+use linerate_wire::device::DeviceSnapshot;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
 use linerate_wire::hooks::{HookRequest, HookResult, MAX_OUTPUT};
 use linerate_wire::report::{IntervalReport, Role, SideReport};
@@ -113,6 +116,14 @@ pub enum Phase {
         /// When to give up (and restore).
         deadline: Instant,
     },
+    /// The driver reads this host's counters ([`Action::ReadCounters`]).
+    ReadingCounters,
+    /// A snapshot was sent; waiting for the next `counters_request`, or for the client to
+    /// close.
+    AwaitCountersRequest {
+        /// When to give up.
+        deadline: Instant,
+    },
     /// `accept` sent; waiting for the data connections and `streams_ready`.
     CollectStreams {
         /// When to give up.
@@ -181,6 +192,9 @@ pub enum Action {
     /// Check the request against the declared hooks and run it; then feed
     /// [`Input::HookRan`].
     RunHook(HookRequest),
+    /// Read this host's counters for the device-counters session; then feed
+    /// [`Input::CountersRead`].
+    ReadCounters,
     /// Keep the data connection just fed, for stream `index`.
     StoreConnection(u16),
     /// Hand the data connection just fed to the running engine (TCP_CRR).
@@ -223,6 +237,8 @@ pub enum Input {
     DoctorAnswered(DoctorReport),
     /// The hook ran, or the reason it was refused (not declared, a value out of range).
     HookRan(Result<HookResult, String>),
+    /// This host's counters, for `counters_snapshot`.
+    CountersRead(Box<DeviceSnapshot>),
     /// The data sockets are set up.
     StreamsSetUp,
     /// A datagram on the socket of the UDP stream waited for.
@@ -280,6 +296,7 @@ pub struct ServerMachine {
     intervals: Vec<IntervalReport>,
     outcome: Option<Result<String, String>>,
     hooks_run: u32,
+    snapshots_sent: u32,
 }
 
 impl ServerMachine {
@@ -300,6 +317,7 @@ impl ServerMachine {
             intervals: Vec::new(),
             outcome: None,
             hooks_run: 0,
+            snapshots_sent: 0,
         }
     }
 
@@ -320,6 +338,7 @@ impl ServerMachine {
             | Phase::AwaitAuth { deadline, .. }
             | Phase::AwaitRequest { deadline }
             | Phase::AwaitHookRequest { deadline }
+            | Phase::AwaitCountersRequest { deadline }
             | Phase::CollectStreams { deadline, .. }
             | Phase::AwaitUdpHellos { deadline, .. }
             | Phase::AwaitResults { deadline } => Some(*deadline),
@@ -437,11 +456,18 @@ impl ServerMachine {
             Input::Admitted { token } => self.on_admitted(now, token),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
             Input::HookRan(r) => self.on_hook_ran(now, r),
+            Input::CountersRead(snap) => self.on_counters_read(now, *snap),
             Input::StreamsSetUp => self.on_streams_set_up(now),
             Input::UdpDatagram { from, data } => self.on_udp_datagram(now, from, &data),
             Input::EngineInterval(iv) => self.on_interval(iv),
             Input::EngineStatus(s) => self.on_engine_status(s),
             Input::ShuttingDown => {
+                if matches!(self.phase, Phase::AwaitCountersRequest { .. }) {
+                    return self.fail(
+                        ErrorCode::ShuttingDown,
+                        "the server is shutting down: no more device counters".into(),
+                    );
+                }
                 if matches!(self.phase, Phase::AwaitHookRequest { .. }) {
                     return self.fail(
                         ErrorCode::ShuttingDown,
@@ -464,6 +490,7 @@ impl ServerMachine {
                 if fatal.contains(&message)
                     || message == "doctor_report"
                     || message == "hook_result"
+                    || message == "counters_snapshot"
                 {
                     self.abort(format!("write failed: {error}"));
                 }
@@ -555,6 +582,12 @@ impl ServerMachine {
                 let n = self.hooks_run;
                 return self.end(Ok(format!("hooks: {n} run, then the client closed")));
             }
+            Incoming::Closed if matches!(self.phase, Phase::AwaitCountersRequest { .. }) => {
+                let n = self.snapshots_sent;
+                return self.end(Ok(format!(
+                    "device counters: {n} snapshots sent, then the client closed"
+                )));
+            }
             Incoming::Closed if matches!(self.phase, Phase::AwaitUdpHellos { .. }) => {
                 return self.abort("client closed the connection while opening streams".into())
             }
@@ -587,6 +620,10 @@ impl ServerMachine {
                 Phase::AwaitRequest { .. } | Phase::AwaitHookRequest { .. },
                 Message::HookRequest(q),
             ) => self.on_hook_request(q),
+            (
+                Phase::AwaitRequest { .. } | Phase::AwaitCountersRequest { .. },
+                Message::CountersRequest(_),
+            ) => self.on_counters_request(),
             (Phase::AwaitRequest { .. }, Message::DoctorRequest(q)) => {
                 self.push(Action::AnswerDoctor(q));
                 self.phase = Phase::AnsweringDoctor;
@@ -768,6 +805,41 @@ impl ServerMachine {
             }
             Err(why) => self.fail(ErrorCode::BadRequest, why),
         }
+    }
+
+    fn on_counters_request(&mut self) {
+        if !self.features.has(Feature::DeviceCounters) {
+            return self.fail(
+                ErrorCode::Protocol,
+                "counters_request without the device_counters feature in hello".into(),
+            );
+        }
+        self.push(Action::ReadCounters);
+        self.phase = Phase::ReadingCounters;
+    }
+
+    fn on_counters_read(&mut self, now: Instant, mut snap: DeviceSnapshot) {
+        if self.phase != Phase::ReadingCounters {
+            return;
+        }
+        if let Err(e) = snap.check_sizes() {
+            // Never sent over its caps: the sections go, the reason stays.
+            snap = DeviceSnapshot {
+                monotonic_ns: snap.monotonic_ns,
+                warnings: vec![format!(
+                    "this device's counters exceed the protocol's caps: {e}"
+                )],
+                ..DeviceSnapshot::default()
+            };
+        }
+        self.send(Message::CountersSnapshot(Box::new(snap)));
+        self.snapshots_sent = self.snapshots_sent.saturating_add(1);
+        // Between two snapshots runs a trial or a test (as long as the longest this server
+        // accepts) or the wait between trials: wait that long, and the idle time more.
+        let wait = self.cfg.idle_timeout + Duration::from_millis(self.cfg.limits.max_duration_ms);
+        self.phase = Phase::AwaitCountersRequest {
+            deadline: now + wait,
+        };
     }
 
     /// Streams opened before the start (none for TCP_CRR).
@@ -1015,6 +1087,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitAuth { .. } => "auth",
         Phase::AwaitRequest { .. } => "test_request",
         Phase::AwaitHookRequest { .. } => "hook_request",
+        Phase::AwaitCountersRequest { .. } => "counters_request",
         Phase::CollectStreams { .. } => "streams_ready",
         Phase::Running { .. } => "stop",
         Phase::AwaitResults { .. } => "results",

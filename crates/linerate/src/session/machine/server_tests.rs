@@ -1198,3 +1198,100 @@ fn a_refused_hook_ends_the_session_with_the_reason() {
     let why = refused(&mut m, ErrorCode::Timeout);
     assert!(why.contains("hook_request"), "{why}");
 }
+
+/// counters_request → the driver reads → counters_snapshot; the session stays open for
+/// the next request (as long as a test may run) and ends cleanly when the client closes.
+/// It never asks for admission: a counters session takes no test slot.
+#[test]
+fn device_counters_are_sent_one_by_one_until_the_client_closes() {
+    use linerate_wire::device::{CountersRequest, DeviceSnapshot};
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    for k in 0..3u64 {
+        m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+        assert_eq!(drain(&mut m), vec![Action::ReadCounters], "{k}");
+        assert_eq!(*m.phase(), Phase::ReadingCounters);
+        let snap = DeviceSnapshot {
+            monotonic_ns: k,
+            ..DeviceSnapshot::default()
+        };
+        m.handle(t0, Input::CountersRead(Box::new(snap.clone())));
+        assert_eq!(
+            drain(&mut m),
+            vec![Action::Send(Message::CountersSnapshot(Box::new(snap)))]
+        );
+        assert!(!m.in_handshake());
+        assert_eq!(
+            m.poll_timeout(),
+            Some(t0 + IDLE + Duration::from_millis(10_000))
+        );
+    }
+    m.handle(t0, Input::Received(Incoming::Closed));
+    assert_eq!(drain(&mut m), vec![Action::Close]);
+    assert_eq!(*m.phase(), Phase::Done);
+    assert!(matches!(m.outcome(), Some(Ok(l)) if l.contains("3 snapshots sent")));
+}
+
+#[test]
+fn device_counters_need_the_feature_and_a_client_that_keeps_asking() {
+    use linerate_wire::device::{CountersRequest, DeviceSnapshot, IfaceSnapshot};
+    let t0 = Instant::now();
+    // Without the feature in hello, a counters_request is a protocol error.
+    let mut m = welcomed(t0, &["tcp_stream"]);
+    m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+    refused(&mut m, ErrorCode::Protocol);
+
+    // A client that goes quiet past the deadline is timed out.
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+    drain(&mut m);
+    m.handle(t0, Input::CountersRead(Box::default()));
+    drain(&mut m);
+    let late = m.poll_timeout().unwrap() + Duration::from_millis(1);
+    m.handle_timeout(late);
+    let why = refused(&mut m, ErrorCode::Timeout);
+    assert!(why.contains("counters_request"), "{why}");
+
+    // A test request in a counters session is out of order.
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+    drain(&mut m);
+    m.handle(t0, Input::CountersRead(Box::default()));
+    drain(&mut m);
+    m.handle(
+        t0,
+        msg(Message::TestRequest(linerate_wire::control::TestRequest {
+            spec: tcp(Direction::Send, 1),
+        })),
+    );
+    refused(&mut m, ErrorCode::Protocol);
+
+    // A host whose counters exceed the caps sends the reason, not the sections.
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+    drain(&mut m);
+    let huge = DeviceSnapshot {
+        monotonic_ns: 7,
+        interfaces: Some(vec![
+            IfaceSnapshot::default();
+            linerate_wire::device::MAX_DEVICE_INTERFACES + 1
+        ]),
+        ..DeviceSnapshot::default()
+    };
+    m.handle(t0, Input::CountersRead(Box::new(huge)));
+    let a = drain(&mut m);
+    let [Action::Send(Message::CountersSnapshot(s))] = &a[..] else {
+        panic!("{a:?}")
+    };
+    assert!(s.interfaces.is_none() && s.monotonic_ns == 7);
+    assert!(s.warnings[0].contains("caps"), "{:?}", s.warnings);
+
+    // Shutting down ends a waiting counters session.
+    let mut m = welcomed(t0, FEATURES);
+    m.handle(t0, msg(Message::CountersRequest(CountersRequest {})));
+    drain(&mut m);
+    m.handle(t0, Input::CountersRead(Box::default()));
+    drain(&mut m);
+    m.handle(t0, Input::ShuttingDown);
+    refused(&mut m, ErrorCode::ShuttingDown);
+}

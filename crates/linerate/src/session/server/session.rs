@@ -218,6 +218,10 @@ impl Session<'_> {
                 let r = self.run_hook(&req);
                 self.feed(Input::HookRan(r));
             }
+            Action::ReadCounters => {
+                let snap = sys::devsnap::take();
+                self.feed(Input::CountersRead(Box::new(snap)));
+            }
             Action::StoreConnection(i) => {
                 if let Some(st) = self.arrived.take() {
                     self.tcp.insert(i, st);
@@ -252,7 +256,10 @@ impl Session<'_> {
         }
         if self.engine.is_none()
             && self.ctx.shutdown.load(SeqCst)
-            && matches!(self.machine.phase(), Phase::AwaitHookRequest { .. })
+            && matches!(
+                self.machine.phase(),
+                Phase::AwaitHookRequest { .. } | Phase::AwaitCountersRequest { .. }
+            )
         {
             self.feed(Input::ShuttingDown);
         }
