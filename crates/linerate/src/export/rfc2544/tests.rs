@@ -117,9 +117,8 @@ fn png_chart_is_a_png() {
     );
 }
 
-/// With `--dut`, each throughput point is labelled with the device's busiest CPU and its
-/// interrupt + softirq share in the trial at that rate, and the note says what the labels
-/// are; without it neither appears.
+/// With `--dut`, a note under the chart gives, per frame size, the device's busiest CPU and
+/// its interrupt + softirq share in the trial at the throughput rate; without it none.
 #[test]
 fn svg_chart_labels_the_device_at_the_throughput_rate() {
     let mut rec = fixture(false, vec![Benchmark::Throughput]);
@@ -147,7 +146,13 @@ fn svg_chart_labels_the_device_at_the_throughput_rate() {
     }
     assert!(labelled > 0);
     let svg = chart::render_svg(&rec);
-    assert_eq!(svg.matches(">CPU1 97% / 87%<").count(), labelled, "{svg}");
-    assert!(svg.contains("the device (--dut) at the throughput rate"));
+    // One note per labelled frame size, under the chart.
+    assert_eq!(
+        svg.matches(": CPU1 97% busy, 87% interrupts + softirq<")
+            .count(),
+        labelled,
+        "{svg}"
+    );
+    assert!(svg.contains("the device (--dut) at the throughput rate, 64 B"));
     assert!(chart::device_at_throughput(&rec.frame_sizes[0]).is_some());
 }
