@@ -146,9 +146,36 @@ pub struct FrameSizeRecord {
     /// §26.4.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub back_to_back: Option<BackToBackTrace>,
+    /// What limited the device under test at the throughput rate (`--dut`): the
+    /// diagnosis's device rules over its counters in the trial at that rate
+    /// ([`FrameSizeRecord::device_at_throughput`]); empty without `--dut` or when nothing
+    /// stood out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_verdicts: Vec<crate::model::diagnosis::Verdict>,
 }
 
 impl FrameSizeRecord {
+    /// The device's counters (`--dut`) in the trial at this size's throughput rate (the
+    /// first loss goal): its full-length confirmation when there is one, else the last
+    /// passing search trial at that rate.
+    pub fn device_at_throughput(&self) -> Option<&crate::model::dut::DutCounters> {
+        let t = self.throughput.as_ref()?;
+        let fps = t.goals.first()?.throughput_fps?;
+        let at = |tr: &&super::trial::TrialRecord| {
+            tr.dut.is_some()
+                && tr
+                    .offered_fps
+                    .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
+        };
+        let trials = t.trials.iter().rev();
+        trials
+            .clone()
+            .filter(at)
+            .find(|tr| tr.purpose == super::trial::TrialPurpose::Confirmation)
+            .or_else(|| trials.clone().find(at))
+            .and_then(|tr| tr.dut.as_ref())
+    }
+
     /// Trials run for this size, all benchmarks.
     pub fn trial_count(&self) -> usize {
         self.trials().count()

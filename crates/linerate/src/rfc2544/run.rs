@@ -250,6 +250,7 @@ fn run_size(
         latency: None,
         frame_loss: None,
         back_to_back: None,
+        device_verdicts: Vec::new(),
     };
     let error = measure_size(trial, plan, &mut rec).err();
     (rec, error)

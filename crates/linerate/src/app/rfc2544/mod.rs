@@ -69,7 +69,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         inner: net,
         bar: bar.clone(),
     };
-    let (sizes, stopped) = run::run(&mut observed, &plan, &interrupt);
+    let (mut sizes, stopped) = run::run(&mut observed, &plan, &interrupt);
     bar.finish_and_clear();
     let mut warnings = collect_warnings(&sizes);
     if plan.benchmarks.contains(&Benchmark::Latency) {
@@ -86,6 +86,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
     if let Some(why) = &stopped {
         warnings.push(format!("the run stopped early: {why}"));
     }
+    crate::diagnose::rules::dut::rfc2544_device_verdicts(&mut sizes);
     let mut deviations = plan.deviations();
     deviations.extend(run::generator_deviations(&plan, &sizes));
     let rec = Rfc2544Record {

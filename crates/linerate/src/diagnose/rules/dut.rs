@@ -6,6 +6,23 @@
 use super::*;
 use crate::model::dut::DutCounters;
 
+/// Each frame size's `device_verdicts` of an RFC 2544 run (`--dut`): [`device_verdicts`] over
+/// the device's counters in the trial at the throughput rate, the device not judged where
+/// the tester was the limit.
+pub fn rfc2544_device_verdicts(sizes: &mut [crate::rfc2544::record::FrameSizeRecord]) {
+    use crate::rfc2544::throughput::ThroughputStatus;
+    for f in sizes {
+        let tester_limited = f
+            .throughput
+            .as_ref()
+            .and_then(|t| t.goals.first())
+            .is_some_and(|g| g.status == ThroughputStatus::TesterLimited);
+        if let Some(d) = f.device_at_throughput() {
+            f.device_verdicts = device_verdicts(d, tester_limited).0;
+        }
+    }
+}
+
 /// The device's verdicts over one window; `tester_limited` when the tester was the limit
 /// (then the device's CPUs are not judged: it was not pushed to its own limit). The second
 /// list says what could not be judged.

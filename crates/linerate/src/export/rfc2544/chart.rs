@@ -16,7 +16,6 @@ use crate::model::dut::DutCounters;
 use crate::model::units::format_bps;
 use crate::rfc2544::record::{FrameSizeRecord, Rfc2544Record};
 use crate::rfc2544::throughput::{GoalResult, ThroughputStatus};
-use crate::rfc2544::trial::TrialPurpose;
 
 /// The first loss goal's result at each frame size: (index, goal).
 fn first_goals(rec: &Rfc2544Record) -> impl Iterator<Item = (usize, &GoalResult)> {
@@ -104,25 +103,10 @@ pub fn frame_rate_chart(rec: &Rfc2544Record) -> Chart {
     }
 }
 
-/// The device's counters (`--dut`) in the trial at a frame size's throughput rate (the first
-/// loss goal): its full-length confirmation when there is one, else the highest passing
-/// search trial at that rate.
+/// The device's counters (`--dut`) in the trial at a frame size's throughput rate
+/// ([`FrameSizeRecord::device_at_throughput`]).
 pub fn device_at_throughput(f: &FrameSizeRecord) -> Option<&DutCounters> {
-    let t = f.throughput.as_ref()?;
-    let fps = t.goals.first()?.throughput_fps?;
-    let at = |tr: &&crate::rfc2544::trial::TrialRecord| {
-        tr.dut.is_some()
-            && tr
-                .offered_fps
-                .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
-    };
-    let trials = t.trials.iter().rev();
-    trials
-        .clone()
-        .filter(at)
-        .find(|tr| tr.purpose == TrialPurpose::Confirmation)
-        .or_else(|| trials.clone().find(at))
-        .and_then(|tr| tr.dut.as_ref())
+    f.device_at_throughput()
 }
 
 /// One note per frame size with the device's busiest CPU at the throughput rate: its busy

@@ -64,6 +64,28 @@ pub fn render_table(rec: &Rfc2544Record) -> String {
         out.push('\n');
         out.push_str(&back_to_back_table(rec));
     }
+    let device: Vec<String> = rec
+        .frame_sizes
+        .iter()
+        .flat_map(|f| {
+            f.device_verdicts.iter().map(move |v| {
+                format!(
+                    "  {} B: {} ({} confidence): {}",
+                    f.frame_size,
+                    v.kind.name(),
+                    crate::model::diagnosis::confidence_name(v.confidence),
+                    v.message
+                )
+            })
+        })
+        .collect();
+    if !device.is_empty() {
+        out.push_str("\nThe device (--dut) at the throughput rate:\n");
+        for d in &device {
+            out.push_str(d);
+            out.push('\n');
+        }
+    }
     if !rec.deviations.is_empty() {
         out.push_str("\nDeviations from RFC 2544:\n");
         for d in &rec.deviations {

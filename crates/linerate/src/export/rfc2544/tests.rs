@@ -1,9 +1,10 @@
 //! The table, CSV and chart of RFC 2544 records from a simulated device
 //! ([`crate::rfc2544::tests::fixture`]): complete and deterministic.
 
-use super::chart;
+use super::{chart, render_table};
 use crate::rfc2544::record::Benchmark;
 use crate::rfc2544::tests::fixture;
+use crate::rfc2544::throughput::ThroughputStatus;
 
 #[test]
 fn table_has_the_throughput_tab_columns() {
@@ -155,4 +156,31 @@ fn svg_chart_labels_the_device_at_the_throughput_rate() {
     );
     assert!(svg.contains("the device (--dut) at the throughput rate, 64 B"));
     assert!(chart::device_at_throughput(&rec.frame_sizes[0]).is_some());
+
+    // The diagnosis's device rules over the same counters: one CPU of the device 97 % busy,
+    // 87 % of it interrupts and softirq, names it interrupt bound at each size whose
+    // throughput the tester did not limit; the table says so.
+    crate::diagnose::rules::dut::rfc2544_device_verdicts(&mut rec.frame_sizes);
+    let mut named = 0;
+    for f in &rec.frame_sizes {
+        let g = f.throughput.as_ref().and_then(|t| t.goals.first());
+        match g.map(|g| g.status) {
+            Some(ThroughputStatus::TesterLimited) | None => {
+                assert!(f.device_verdicts.is_empty(), "{:?}", f.device_verdicts)
+            }
+            Some(_) if f.device_at_throughput().is_some() => {
+                let kinds: Vec<&str> = f.device_verdicts.iter().map(|v| v.kind.name()).collect();
+                assert!(kinds.contains(&"device_interrupt_bound"), "{kinds:?}");
+                named += 1;
+            }
+            Some(_) => {}
+        }
+    }
+    assert!(named > 0);
+    let table = render_table(&rec);
+    assert!(
+        table.contains("The device (--dut) at the throughput rate:"),
+        "{table}"
+    );
+    assert!(table.contains("device_interrupt_bound"), "{table}");
 }
