@@ -312,19 +312,7 @@ pub fn rx_interval_bps(side: &SideReport) -> Vec<f64> {
 }
 
 /// The median of `v` (empty: `None`).
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
-}
+pub use crate::model::latency::median;
 
 #[cfg(test)]
 mod tests {

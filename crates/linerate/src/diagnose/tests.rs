@@ -1185,23 +1185,7 @@ fn latency_section(
     udp_ns: u64,
 ) -> crate::model::latency::LatencyUnderLoad {
     use crate::model::latency;
-    use crate::model::rr::{HistogramBucket, LatencySummary};
-    let s = |p50_ns: u64, count: u64| LatencySummary {
-        count,
-        min_ns: p50_ns,
-        mean_ns: p50_ns as f64,
-        stddev_ns: None,
-        p50_ns,
-        p90_ns: p50_ns,
-        p99_ns: p50_ns,
-        p99_9_ns: p50_ns,
-        p99_99_ns: p50_ns,
-        max_ns: p50_ns,
-        histogram: vec![HistogramBucket {
-            value_ns: p50_ns,
-            count,
-        }],
-    };
+    let s = fixtures::latency_summary;
     let (idle_tcp, loaded_tcp) = (s(idle_ns, 20), s(tcp_ns, 80));
     let (ratio, added) = latency::increase(&idle_tcp, &loaded_tcp).unwrap();
     latency::LatencyUnderLoad {

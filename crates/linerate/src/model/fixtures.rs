@@ -559,3 +559,23 @@ pub(crate) fn all() -> Vec<RunRecord> {
         tcp_rr(),
     ]
 }
+
+/// Latency figures of `count` transactions that all took `p50_ns` (one histogram bucket).
+pub fn latency_summary(p50_ns: u64, count: u64) -> super::rr::LatencySummary {
+    super::rr::LatencySummary {
+        count,
+        min_ns: p50_ns,
+        mean_ns: p50_ns as f64,
+        stddev_ns: None,
+        p50_ns,
+        p90_ns: p50_ns,
+        p99_ns: p50_ns,
+        p99_9_ns: p50_ns,
+        p99_99_ns: p50_ns,
+        max_ns: p50_ns,
+        histogram: vec![super::rr::HistogramBucket {
+            value_ns: p50_ns,
+            count,
+        }],
+    }
+}

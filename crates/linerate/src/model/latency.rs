@@ -269,19 +269,7 @@ mod tests {
 
     #[test]
     fn increase_is_the_ratio_and_difference_of_medians() {
-        let s = |p50_ns: u64, count: u64| LatencySummary {
-            count,
-            min_ns: p50_ns,
-            mean_ns: p50_ns as f64,
-            stddev_ns: None,
-            p50_ns,
-            p90_ns: p50_ns,
-            p99_ns: p50_ns,
-            p99_9_ns: p50_ns,
-            p99_99_ns: p50_ns,
-            max_ns: p50_ns,
-            histogram: vec![],
-        };
+        let s = crate::model::fixtures::latency_summary;
         assert_eq!(
             increase(&s(100_000, 20), &s(50_000_000, 90)),
             Some((500.0, 49_900_000))
