@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # linerate benchmark: linerate vs iperf3 vs netperf on loopback (127.0.0.1 only).
 #
-# Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [LINERATE=/path/to/linerate] bench/run.sh [--write-doc]
+# Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"] [LINERATE=/path/to/linerate]
+#        bench/run.sh [--write-doc]
+#
+# CASES picks groups of cases (default all four): tcp (tcp1 tcp4 tcpR), udp, rss, rr (rr00 rr01
+# crr). --write-doc refuses a subset, so docs/PERFORMANCE.md always shows every case.
 #
 # What it does
 #   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
@@ -70,6 +74,7 @@ LR_RSS_PORT="${LR_RSS_PORT:-15302}"
 IPERF_PORT="${IPERF_PORT:-15201}"
 NETPERF_PORT="${NETPERF_PORT:-12866}"
 WRITE_DOC=0
+CASES="${CASES:-tcp udp rss rr}"
 # CPUs of the client and the server in every stream test (TCP, UDP, RSS) and TCP_CRR.
 PIN="${PIN:-0,1}"
 
@@ -81,6 +86,12 @@ for arg in "$@"; do
     esac
 done
 
+for g in $CASES; do
+    [[ " tcp udp rss rr " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr)" >&2; exit 2; }
+done
+if [[ $WRITE_DOC == 1 && "$(echo $CASES | tr ' ' '\n' | sort | tr '\n' ' ')" != "rr rss tcp udp " ]]; then
+    echo "--write-doc needs every case group: unset CASES" >&2; exit 2
+fi
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive integer" >&2; exit 2; }
 [[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "DURATION must be a positive integer (seconds)" >&2; exit 2; }
 [[ "$PIN" =~ ^[0-9]+,[0-9]+$ ]] || { echo "PIN must be CLIENT_CPU,SERVER_CPU (e.g. 0,1)" >&2; exit 2; }
@@ -392,18 +403,19 @@ rotate() {
 START=$SECONDS
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
 log "RUNS=$RUNS DURATION=$DURATION PIN=$PIN linerate=$LINERATE"
+want() { [[ " $CASES " == *" $1 "* ]]; }
 for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
-    for case in tcp1 tcp4 tcpR; do
+    want tcp && for case in tcp1 tcp4 tcpR; do
         for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
             [[ "$case" == tcp4 && "$tool" == netperf ]] && continue
             tcp_case "$case" "$tool"
         done
     done
-    for tool in $(rotate "$ROUND" linerate linerate-nooff iperf3 iperf3-w netperf); do
+    want udp && for tool in $(rotate "$ROUND" linerate linerate-nooff iperf3 iperf3-w netperf); do
         udp_case "$tool"
     done
-    rss_case
-    for case in rr00 rr01 crr; do
+    want rss && rss_case
+    want rr && for case in rr00 rr01 crr; do
         for tool in $(rotate "$ROUND" linerate netperf); do
             rr_case "$case" "$tool"
         done
