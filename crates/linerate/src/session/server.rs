@@ -2,11 +2,14 @@
 //!
 //! This file is the accept loop and what the sessions share: the limits (connections,
 //! tests at once), the registry that routes data connections by token, and the claims on
-//! client UDP ports. The accept loop hands every connection to its own thread, which reads
-//! the first four bytes (within the handshake time-out): `LR\x01\x00` starts a control
-//! session ([`session`], driving the protocol's [`crate::session::machine::server`]),
-//! `LRD1` a data connection that is passed, by its token, to the session that issued the
-//! token. Anything else is closed. Tests are isolated: each has its own token, sockets and
+//! client UDP ports. The accept thread waits (poll) for a new connection's first bytes, up
+//! to [`MAX_WAITING`] connections at once and each within the handshake time-out: a data
+//! connection (`LRD1` and its stream hello) is passed right there, by its token, to the
+//! session that issued the token (or to a TCP_CRR responder), so that TCP_CRR costs no thread
+//! start per transaction. Any other connection gets its own thread, which reads the first
+//! four bytes: `LR\x01\x00` starts a control session ([`session`], driving the protocol's
+//! [`crate::session::machine::server`]), an iperf3 cookie an iperf3 session or stream.
+//! Anything else is closed. Tests are isolated: each has its own token, sockets and
 //! engine.
 //!
 //! What one peer can hold is bounded: connections per address
@@ -17,7 +20,7 @@
 //! address. A connection over a limit gets a `busy` error where it can be told.
 
 use std::collections::HashMap;
-use std::io;
+use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
@@ -383,17 +386,46 @@ impl Server {
             .name("lr-udp-port".into())
             .spawn(move || iperf3::udp_dispatch(ctx, udp))
             .context("starting the UDP port's reader")?;
+        let mut waiting: Vec<Waiting> = Vec::new();
         while !self.ctx.shutdown.load(SeqCst) {
-            let mut fds = [PollFd::new(self.listener.as_fd(), PollFlags::POLLIN)];
-            match poll(&mut fds, PollTimeout::from(100u16)) {
-                Ok(0) => continue,
-                Ok(_) => {}
+            // The listener and the connections still waiting for their first bytes, for at
+            // most 100 ms or until the first of their handshake time-outs.
+            let now = Instant::now();
+            let wait = waiting
+                .iter()
+                .map(|w| w.deadline.saturating_duration_since(now))
+                .fold(Duration::from_millis(100), Duration::min);
+            let timeout =
+                PollTimeout::try_from(wait.as_millis().max(1)).unwrap_or(PollTimeout::MAX);
+            let mut fds = Vec::with_capacity(1 + waiting.len());
+            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
+            fds.extend(
+                waiting
+                    .iter()
+                    .map(|w| PollFd::new(w.stream.as_fd(), PollFlags::POLLIN)),
+            );
+            let ready: Vec<bool> = match poll(&mut fds, timeout) {
+                Ok(_) => fds
+                    .iter()
+                    .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
+                    .collect(),
                 Err(nix::errno::Errno::EINTR) => continue,
                 Err(e) => return Err(e).context("waiting for connections"),
+            };
+            drop(fds);
+            let now = Instant::now();
+            // From the back, so that swap_remove leaves the indices still to visit alone.
+            for k in (0..waiting.len()).rev() {
+                if ready[k + 1] || now >= waiting[k].deadline {
+                    self.first_bytes(waiting.swap_remove(k));
+                }
+            }
+            if !ready[0] {
+                continue;
             }
             loop {
                 match self.listener.accept() {
-                    Ok((stream, peer)) => self.dispatch(stream, peer),
+                    Ok((stream, peer)) => self.dispatch(stream, peer, &mut waiting),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) => {
                         // EMFILE and friends: log, back off, keep serving others.
@@ -404,6 +436,9 @@ impl Server {
                 }
             }
         }
+        for w in waiting {
+            self.ctx.close_connection(w.ip);
+        }
         // Give sessions a moment to tell their clients and end their engines.
         let deadline = Instant::now() + Duration::from_secs(5);
         while self.ctx.sessions.load(SeqCst) > 0 && Instant::now() < deadline {
@@ -413,7 +448,10 @@ impl Server {
         Ok(())
     }
 
-    fn dispatch(&self, stream: TcpStream, peer: SocketAddr) {
+    /// A new connection: a data connection whose stream hello is already there is routed at
+    /// once; any other waits (counted against the limits) in `waiting` for its first bytes,
+    /// or gets a thread at once when [`MAX_WAITING`] already wait.
+    fn dispatch(&self, stream: TcpStream, peer: SocketAddr, waiting: &mut Vec<Waiting>) {
         let accepted = Instant::now();
         let seq = self.ctx.accept_seq.fetch_add(1, SeqCst);
         let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
@@ -423,18 +461,61 @@ impl Server {
         if let Err(why) = self.ctx.open_connection(ip) {
             return answer_busy(&self.ctx, stream, peer, why);
         }
+        let w = Waiting {
+            deadline: accepted + self.ctx.cfg.handshake_timeout,
+            stream,
+            peer,
+            ip,
+            accepted,
+            seq,
+        };
+        if waiting.len() < MAX_WAITING {
+            waiting.push(w);
+        } else {
+            self.spawn_conn(w);
+        }
+    }
+
+    /// A waiting connection that became readable (or whose handshake time is up): a data
+    /// connection with its whole stream hello is routed here, on the accept thread; any other
+    /// gets its own thread, which reads and routes it (and logs a time-out).
+    fn first_bytes(&self, w: Waiting) {
+        match route_ready_data(&self.ctx, w.stream, w.peer) {
+            None => self.ctx.close_connection(w.ip),
+            Some(stream) => self.spawn_conn(Waiting { stream, ..w }),
+        }
+    }
+
+    fn spawn_conn(&self, w: Waiting) {
         let ctx = self.ctx.clone();
+        let ip = w.ip;
         let spawned = std::thread::Builder::new()
             .name("lr-conn".into())
             .spawn(move || {
-                handle_conn(&ctx, stream, peer, accepted, seq);
-                ctx.close_connection(ip);
+                handle_conn(&ctx, w.stream, w.peer, w.accepted, w.seq);
+                ctx.close_connection(w.ip);
             });
         if spawned.is_err() {
             self.ctx.close_connection(ip);
         }
     }
 }
+
+/// A connection accepted before its first bytes: TCP_CRR's data connections nearly always
+/// are (the accept thread wakes on the handshake's last ACK, before the hello that follows
+/// it), so they wait here, on the accept thread, rather than each costing a thread start.
+struct Waiting {
+    stream: TcpStream,
+    peer: SocketAddr,
+    ip: IpAddr,
+    accepted: Instant,
+    seq: u64,
+    /// The end of its handshake time.
+    deadline: Instant,
+}
+
+/// Connections that wait on the accept thread at most; more get a thread each.
+const MAX_WAITING: usize = 256;
 
 /// Tells a connection over a limit that the server is busy: a control client gets an
 /// `error` (code `busy`, with `why`) after its `hello`, within [`BUSY_ANSWER_TIME`], so it
@@ -689,19 +770,16 @@ fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<Tc
     if !ready {
         return Some(stream);
     }
-    handle_data(
-        ctx,
-        stream,
-        peer,
-        Instant::now() + ctx.cfg.handshake_timeout,
-    );
+    // The peeked bytes are there: this read takes them without waiting.
+    if (&stream).read_exact(&mut b).is_ok() {
+        route_data(ctx, stream, peer, &b);
+    }
     None
 }
 
 /// Reads a data connection's stream hello (all of it by `deadline`) and passes the
 /// connection to the session that owns its token.
 fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr, deadline: Instant) {
-    use std::io::Read;
     let mut b = [0u8; stream_hello::LEN];
     match peek_exact(&stream, &mut b, deadline) {
         Ok(n) if n == b.len() => {}
@@ -718,7 +796,13 @@ fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr, deadline: Ins
     if stream.read_exact(&mut b).is_err() {
         return;
     }
-    let Ok(h) = StreamHello::parse(&b) else {
+    route_data(ctx, stream, peer, &b);
+}
+
+/// Passes a data connection whose stream hello `b` has been read to its session (or, in a
+/// running server TCP_CRR test, straight to the stream's responder).
+fn route_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr, b: &[u8; stream_hello::LEN]) {
+    let Ok(h) = StreamHello::parse(b) else {
         log(
             ctx,
             peer,
