@@ -264,6 +264,11 @@ impl RrEngine {
         }
         self.end = Some(self.shared.window.end_now());
         self.stop.store(true, Relaxed);
+        // TCP_RR loops block in reads with no time-out: shutting the reading side ends them
+        // (the read returns 0 and the loop sees the flag). Nothing is sent to the peer.
+        for t in self.info.iter().filter_map(|i| i.tcp.as_ref()) {
+            let _ = t.shutdown(std::net::Shutdown::Read);
+        }
     }
 
     /// Stops everything, joins the threads and builds this end's report.

@@ -8,7 +8,8 @@
 //!   header so the client can match them.
 //!
 //! Transactions here count responses sent. Every blocking call has a [`POLL`] time-out so
-//! that the loops see the stop flag.
+//! that the loops see the stop flag, except TCP_RR's reads, which [`super::RrEngine::stop`]
+//! ends by shutting the socket's reading side.
 
 use std::io::{self, Read};
 use std::net::{TcpStream, UdpSocket};
@@ -28,7 +29,9 @@ const MAX_WRITE: usize = 1 << 20;
 
 /// TCP_RR responder on one connection.
 pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
-    s.set_read_timeout(Some(POLL))?;
+    // No read time-out (a kernel timer on every blocking read): RrEngine::stop shuts the
+    // socket's reading side, which ends the read with 0.
+    s.set_read_timeout(None)?;
     s.set_write_timeout(Some(POLL))?;
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = ctx.spec.response_bytes.max(1) as usize;

@@ -1107,11 +1107,24 @@ fn log_line(spec: &TestSpec, report: &SideReport, interrupted: bool) -> String {
     let rate = |bytes: u64, ns: u64| (ns > 0).then(|| bytes as f64 * 8e9 / ns as f64);
     let fmt = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.1} Mbit/s", b / 1e6));
     let cpu = report.cpu.as_ref().map(|c| c.util_percent);
+    // A request/response test says so, with its sizes, rather than "tcp send".
+    let (what, sizes) = match &spec.rr {
+        Some(rr) => (
+            match crate::rr::kind(rr) {
+                crate::model::rr::RrKind::TcpRr => "tcp_rr".to_string(),
+                crate::model::rr::RrKind::TcpCrr => "tcp_crr".to_string(),
+                crate::model::rr::RrKind::UdpRr => "udp_rr".to_string(),
+            },
+            format!("req={} resp={}", rr.request_bytes, rr.response_bytes),
+        ),
+        None => (
+            format!("{:?} {:?}", spec.transport, spec.direction).to_lowercase(),
+            format!("len={}", spec.write_size),
+        ),
+    };
     format!(
-        "{} p={} len={}: rx {} tx {} cpu {}{}",
-        format!("{:?} {:?}", spec.transport, spec.direction).to_lowercase(),
+        "{what} p={} {sizes}: rx {} tx {} cpu {}{}",
         spec.streams,
-        spec.write_size,
         fmt(rate(t.rx_bytes, t.rx_duration_ns)),
         fmt(rate(t.tx_bytes, t.tx_duration_ns)),
         cpu.map_or("-".into(), |c| format!("{c:.1}%")),
