@@ -4,8 +4,9 @@
 //!   they come; a transaction completes when its last response byte has arrived. Responses
 //!   are matched to requests in order, as TCP delivers them.
 //! * TCP_CRR: connect, write the stream hello and the request in one call, read the whole
-//!   response, close (the client closes first, as netperf's TCP_CRR, so TIME_WAIT stays on
-//!   the client).
+//!   response, close. The client closes first, so that TIME_WAIT stays on the client and
+//!   not on a server that many clients share (netperf's netserver closes first instead:
+//!   the packets per transaction are the same, their order differs).
 //! * UDP_RR: each request carries a probe header (sequence number); the response echoes it.
 //!   A request unanswered after `timeout_ms` is lost; a response that arrives later is
 //!   counted as late and ignored.
