@@ -79,7 +79,8 @@ impl RecvBatch {
                 fd.as_raw_fd(),
                 msgs.as_mut_ptr(),
                 msgs.len() as libc::c_uint,
-                libc::MSG_WAITFORONE,
+                // `as _`: the flags are a c_int in glibc's prototype, a c_uint in musl's.
+                libc::MSG_WAITFORONE as _,
                 std::ptr::null_mut(),
             )
         };

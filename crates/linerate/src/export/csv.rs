@@ -66,6 +66,15 @@ pub struct CsvRow {
     pub verdict: &'static str,
     /// Its message, with the numbers behind it.
     pub verdict_message: String,
+    /// `--dut` (columns added after the first release, so at the end): the device's
+    /// busiest CPU's busy share over the test, percent of that CPU.
+    pub dut_busiest_cpu_busy_percent: Option<f64>,
+    /// `--dut`: that CPU's softirq share, percent of that CPU.
+    pub dut_busiest_cpu_softirq_percent: Option<f64>,
+    /// `--dut`: packets out of the device's busiest interface (for a router, its egress).
+    pub dut_egress_tx_packets: Option<u64>,
+    /// `--dut`: packets dropped or missed at the device's ingress, all interfaces.
+    pub dut_ingress_drops: Option<u64>,
 }
 
 impl CsvRow {
@@ -77,6 +86,7 @@ impl CsvRow {
             .diagnosis
             .as_ref()
             .and_then(|d| d.primary_for(flow.direction));
+        let dut_cpu = rec.dut.as_ref().and_then(|d| d.cpu.as_ref());
         CsvRow {
             started_at: rec.started_at.clone(),
             transport: match rec.plan.transport {
@@ -112,6 +122,18 @@ impl CsvRow {
             interrupted: rec.interrupted,
             verdict: verdict.map_or("", |v| v.kind.name()),
             verdict_message: verdict.map(|v| v.message.clone()).unwrap_or_default(),
+            dut_busiest_cpu_busy_percent: dut_cpu.map(|c| c.busiest_busy_percent),
+            dut_busiest_cpu_softirq_percent: dut_cpu.map(|c| c.busiest_softirq_percent),
+            dut_egress_tx_packets: rec
+                .dut
+                .as_ref()
+                .and_then(|d| d.busiest_tx())
+                .map(|i| i.tx_packets),
+            dut_ingress_drops: rec
+                .dut
+                .as_ref()
+                .filter(|d| !d.interfaces.is_empty())
+                .map(|d| d.interfaces.iter().map(|i| i.ingress_drops()).sum()),
         }
     }
 }
@@ -173,10 +195,11 @@ sender_bytes,receiver_bytes,sender_bps,receiver_bps,sender_datagrams_pps,\
 receiver_datagrams_pps,sender_interface_pps,receiver_interface_pps,datagrams_per_packet,\
 retransmits,loss_percent,lost_datagrams,jitter_ns,\
 client_cpu_util_percent,server_cpu_util_percent,client_service_demand_us_per_kb,\
-server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
+server_service_demand_us_per_kb,interrupted,verdict,verdict_message,dut_busiest_cpu_busy_percent,dut_busiest_cpu_softirq_percent,dut_egress_tx_packets,dut_ingress_drops\n";
 
     /// The `verdict,verdict_message` cells of a record's first flow, quoted as CSV quotes
     /// them (the messages are tested in `diagnose`).
+    /// The verdict's two cells, then the four `--dut` cells (empty: no fixture has --dut).
     fn verdict_cells(rec: &RunRecord) -> String {
         let v = rec.diagnosis.as_ref().unwrap().primary().unwrap();
         let m = &v.message;
@@ -185,7 +208,7 @@ server_service_demand_us_per_kb,interrupted,verdict,verdict_message\n";
         } else {
             m.clone()
         };
-        format!("{},{m}", v.kind.name())
+        format!("{},{m},,,,", v.kind.name())
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! A value that was not measured prints as "-", never as 0.
 
 use super::sender_bytes;
+use crate::model::dut::DutCounters;
 use crate::model::labels::flow_label;
 use crate::model::latency::LatencyUnderLoad;
 use crate::model::rr::LatencySummary;
@@ -31,6 +32,9 @@ pub fn render(rec: &RunRecord) -> String {
     out.push_str(&shaping_lines(rec));
     if let Some(l) = &rec.latency_under_load {
         out.push_str(&latency_block(l));
+    }
+    if let Some(d) = &rec.dut {
+        out.push_str(&dut_block(d));
     }
     if let Some(d) = &rec.diagnosis {
         out.push_str(&super::diagnosis::table_block(d));
@@ -214,6 +218,72 @@ pub(super) fn shaping_lines(rec: &RunRecord) -> String {
 
 /// `--latency`: the probes' idle and loaded percentiles, the increase, the loaded flows'
 /// smoothed RTT and the responsiveness.
+/// The device's own counters (`--dut`) over the test: its CPU, interrupts and softirqs,
+/// and each interface that moved packets. Its warnings are among the record's.
+pub(super) fn dut_block(d: &DutCounters) -> String {
+    let over = d.duration_ns.map_or(String::new(), |ns| {
+        format!(" over {}", format_duration_ns(ns))
+    });
+    let mut out = format!("\nthe device (--dut {}){over}:\n", d.device);
+    if d.same_host == Some(true) {
+        out.push_str("  (on the tester's own host: its CPU figures include the tester's work)\n");
+    }
+    if let Some(c) = &d.cpu {
+        out.push_str(&format!(
+            "  CPU {:.1}% busy (all CPUs); busiest CPU {} {:.1}% busy, softirq {:.1}%, irq {:.1}%\n",
+            c.all_busy_percent,
+            c.busiest_cpu,
+            c.busiest_busy_percent,
+            c.busiest_softirq_percent,
+            c.busiest_irq_percent
+        ));
+    }
+    let counts = [
+        ("interrupts", d.interrupts.as_ref()),
+        ("NET_RX softirqs", d.net_rx_softirqs.as_ref()),
+        ("NET_TX softirqs", d.net_tx_softirqs.as_ref()),
+    ];
+    let counts: Vec<String> = counts
+        .iter()
+        .filter_map(|(name, c)| c.map(|c| format!("{name} {}", c.counts.total)))
+        .collect();
+    if !counts.is_empty() {
+        out.push_str(&format!("  {}\n", counts.join(", ")));
+    }
+    let mut rows = vec![[
+        "interface",
+        "rx packets",
+        "tx packets",
+        "rx drops",
+        "tx drops",
+        "errors",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for i in d
+        .interfaces
+        .iter()
+        .filter(|i| i.rx_packets > 0 || i.tx_packets > 0 || i.ingress_drops() > 0)
+    {
+        rows.push(vec![
+            i.name.clone(),
+            i.rx_packets.to_string(),
+            i.tx_packets.to_string(),
+            i.ingress_drops().to_string(),
+            i.tx_dropped.to_string(),
+            i.rx_errors.saturating_add(i.tx_errors).to_string(),
+        ]);
+    }
+    if rows.len() > 1 {
+        for line in align(&rows).lines() {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 pub(super) fn latency_block(l: &LatencyUnderLoad) -> String {
     let pcts = |s: Option<&LatencySummary>| {
         s.map_or(MISSING.to_string(), |s| {

@@ -221,7 +221,8 @@ fn recv_packet(fd: &OwnedFd, buf: &mut [u8], nonblocking: bool) -> io::Result<Re
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
     msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = std::mem::size_of_val(&control);
+    // `as _`: msg_controllen is a size_t in glibc, a socklen_t in musl.
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
     let flags = libc::MSG_TRUNC | if nonblocking { libc::MSG_DONTWAIT } else { 0 };
     // SAFETY: `msg` points at `addr`, `iov` (over `buf`) and `control`, all live and
     // writable for this call, with their true lengths; the kernel writes within them.
@@ -246,7 +247,9 @@ fn recv_packet(fd: &OwnedFd, buf: &mut [u8], nonblocking: bool) -> io::Result<Re
         let data = unsafe { libc::CMSG_DATA(c) };
         // SAFETY: CMSG_LEN is arithmetic on a constant.
         let hdr_len = unsafe { libc::CMSG_LEN(0) } as usize;
-        let len = h.cmsg_len.saturating_sub(hdr_len);
+        // cmsg_len is a size_t in glibc, a socklen_t in musl.
+        #[allow(clippy::unnecessary_cast)]
+        let len = (h.cmsg_len as usize).saturating_sub(hdr_len);
         if h.cmsg_level == libc::SOL_SOCKET
             && h.cmsg_type == libc::SCM_TIMESTAMPNS
             && len >= size_of::<libc::timespec>()

@@ -156,10 +156,12 @@ fn diagnosis_in_every_output_format() {
     assert!(!kinds(&v["diagnosis"]).is_empty());
     let (csv, _) = out(&["--csv"]);
     let header = csv.lines().next().unwrap();
+    // The verdict's columns, then (added later, so at the end) the --dut ones.
     assert!(
-        header.ends_with(",interrupted,verdict,verdict_message"),
+        header.contains(",interrupted,verdict,verdict_message,dut_"),
         "{header}"
     );
+    assert!(header.ends_with(",dut_ingress_drops"), "{header}");
     for f in ["netperf", "ttcp"] {
         let (stdout, stderr) = out(&["--format", f]);
         assert!(
