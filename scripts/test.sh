@@ -81,3 +81,20 @@ if [ "$ran" -lt "$LAB_TESTS" ]; then
     echo "scripts/test.sh: only $ran of $LAB_TESTS lab tests ran" >&2
     exit 1
 fi
+
+# The static build (musl): it must build, need no program interpreter, and test against the
+# usual build's server on loopback (both directions of the wire protocol's versions).
+static=$(bash scripts/static.sh)
+dyn="${CARGO_TARGET_DIR:-target}/debug/linerate"
+cargo build --locked -p linerate
+port_file=$(mktemp)
+"$static" serve --bind 127.0.0.1 --port 0 >"$port_file" 2>&1 &
+static_pid=$!
+for _ in $(seq 50); do grep -q 'listening on' "$port_file" && break; sleep 0.1; done
+port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$port_file")
+"$dyn" tcp 127.0.0.1 -p "$port" -t 1 --json >/dev/null
+"$dyn" rr 127.0.0.1 -p "$port" -t 1 --json >/dev/null
+kill "$static_pid"
+"$static" demo >/dev/null
+rm -f "$port_file"
+echo "scripts/test.sh: the static build ($static) served the usual build's tests and ran its demo"
