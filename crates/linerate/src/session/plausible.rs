@@ -186,6 +186,7 @@ mod tests {
             host_counters: None,
             interface: None,
             control_segments: None,
+            profile: None,
             warnings: Vec::new(),
         }
     }
