@@ -43,7 +43,9 @@ pub struct ProfileSpec {
 }
 
 /// What an engineer calls the work a function does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Category {
     /// Copying data between user space and the kernel, or within the kernel.
@@ -268,7 +270,10 @@ impl ProfileReport {
         for f in &self.top {
             too_long("bytes of function name", f.name.len(), MAX_NAME)?;
             if f.samples > busy || !pct_ok(f.busy_percent) {
-                return Err(format!("function figures that cannot be true ({})", f.samples));
+                return Err(format!(
+                    "function figures that cannot be true ({})",
+                    f.samples
+                ));
             }
         }
         let mut sum = 0u64;
@@ -284,7 +289,10 @@ impl ProfileReport {
         for p in &self.processes {
             too_long("bytes of process name", p.comm.len(), MAX_NAME)?;
             if p.samples > busy || !pct_ok(p.busy_percent) {
-                return Err(format!("process figures that cannot be true ({})", p.samples));
+                return Err(format!(
+                    "process figures that cannot be true ({})",
+                    p.samples
+                ));
             }
         }
         for c in &self.per_cpu {

@@ -172,9 +172,14 @@ fn write_folded(dir: Option<&Path>, rec: &RunRecord) {
         eprintln!("linerate: warning: --profile-out {}: {e}", dir.display());
         return;
     }
-    for (name, side) in [("client", Some(&rec.client)), ("server", rec.server.as_ref())] {
+    for (name, side) in [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ] {
         let Some(p) = side.and_then(|s| s.profile.as_ref()) else {
-            eprintln!("linerate: warning: --profile-out: the {name} has no profile; no {name}.folded");
+            eprintln!(
+                "linerate: warning: --profile-out: the {name} has no profile; no {name}.folded"
+            );
             continue;
         };
         if p.folded.is_empty() {
@@ -183,7 +188,10 @@ fn write_folded(dir: Option<&Path>, rec: &RunRecord) {
         }
         let path = dir.join(format!("{name}.folded"));
         if let Err(e) = std::fs::write(&path, crate::model::profile::folded_text(p)) {
-            eprintln!("linerate: warning: --profile-out: cannot write {}: {e}", path.display());
+            eprintln!(
+                "linerate: warning: --profile-out: cannot write {}: {e}",
+                path.display()
+            );
         }
     }
 }

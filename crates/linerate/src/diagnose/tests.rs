@@ -1274,7 +1274,9 @@ fn queueing_delay_when_the_loads_queue_delays_the_probes_many_times() {
 /// A profile of 1000 busy samples (of 1200): `cats` (category, samples), the top function
 /// of each category `NAME_OF_CATEGORY`, linerate's process with all of them; CPU 1 holds
 /// every sample.
-fn profile(cats: &[(linerate_wire::profile::Category, u64)]) -> linerate_wire::profile::ProfileReport {
+fn profile(
+    cats: &[(linerate_wire::profile::Category, u64)],
+) -> linerate_wire::profile::ProfileReport {
     use linerate_wire::profile::*;
     let busy: u64 = cats.iter().map(|c| c.1).sum();
     let share = |n: u64| n as f64 * 100.0 / busy as f64;
@@ -1330,14 +1332,21 @@ fn a_profile_names_what_took_a_cpu_bound_ends_time() {
     use linerate_wire::profile::Category;
     let mut c = Case::tcp(941e6);
     c.server.cpu = Some(cpu(95.0, 99.0, 10.0));
-    c.server.profile = Some(profile(&[(Category::DataCopy, 610), (Category::TcpIp, 390)]));
+    c.server.profile = Some(profile(&[
+        (Category::DataCopy, 610),
+        (Category::TcpIp, 390),
+    ]));
     let v = c.verdict(VerdictKind::CpuBound);
     assert!(
         v.message.contains("Profile: 61.0% of the server's busy samples were data copy, 39.0% TCP/IP (top function top_of_data_copy with 45.7% of all busy samples)"),
         "{}",
         v.message
     );
-    assert!(v.suggestion.starts_with("The copy between user space"), "{}", v.suggestion);
+    assert!(
+        v.suggestion.starts_with("The copy between user space"),
+        "{}",
+        v.suggestion
+    );
     assert!(v.suggestion.contains("--zerocopy"));
     // The evidence reads back from the profile.
     let e = v
@@ -1363,8 +1372,18 @@ fn a_profile_names_what_took_a_cpu_bound_ends_time() {
     ];
     c.server.profile = Some(p);
     let v = c.verdict(VerdictKind::CpuBound);
-    assert!(v.message.contains("rustc took 70.0% of the busy samples (linerate 30.0%)"), "{}", v.message);
-    assert!(v.suggestion.starts_with("linerate's own code") || v.suggestion.starts_with("Other processes"), "{}", v.suggestion);
+    assert!(
+        v.message
+            .contains("rustc took 70.0% of the busy samples (linerate 30.0%)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.starts_with("linerate's own code")
+            || v.suggestion.starts_with("Other processes"),
+        "{}",
+        v.suggestion
+    );
     // Without a profile the verdict is as before.
     c.server.profile = None;
     let v = c.verdict(VerdictKind::CpuBound);
@@ -1380,12 +1399,20 @@ fn a_softirq_bound_verdict_reads_the_busiest_cpus_profile() {
         busiest_cpu: 1,
         ..cpu(55.0, 99.0, 70.0)
     });
-    c.server.profile = Some(profile(&[(Category::DriverNapi, 550), (Category::Softirq, 450)]));
+    c.server.profile = Some(profile(&[
+        (Category::DriverNapi, 550),
+        (Category::Softirq, 450),
+    ]));
     let v = c.verdict(VerdictKind::SoftirqBound);
     assert!(
-        v.message.contains("Profile: 55.0% of CPU 1's busy samples were driver and NAPI, 45.0% softirq"),
+        v.message
+            .contains("Profile: 55.0% of CPU 1's busy samples were driver and NAPI, 45.0% softirq"),
         "{}",
         v.message
     );
-    assert!(v.suggestion.starts_with("Packet processing takes the time"), "{}", v.suggestion);
+    assert!(
+        v.suggestion.starts_with("Packet processing takes the time"),
+        "{}",
+        v.suggestion
+    );
 }

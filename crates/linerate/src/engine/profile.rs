@@ -48,7 +48,8 @@ impl Profiling {
             .sampler
             .map_err(|e| format!("--profile: no profile of this end: {e}"))?;
         let raw = sampler.stop();
-        let syms = Kallsyms::read().map_err(|e| format!("--profile: no profile of this end: {e}"))?;
+        let syms =
+            Kallsyms::read().map_err(|e| format!("--profile: no profile of this end: {e}"))?;
         Ok(crate::model::profile::build(
             &raw,
             &syms,

@@ -33,12 +33,21 @@ fn block(name: &str, p: &ProfileReport) -> String {
         out.push_str("  no busy samples\n");
         return out;
     }
-    out.push_str(&format!("  by category: {}\n", cats(&p.categories, usize::MAX)));
+    out.push_str(&format!(
+        "  by category: {}\n",
+        cats(&p.categories, usize::MAX)
+    ));
     let procs: Vec<String> = p
         .processes
         .iter()
         .take(5)
-        .map(|s| format!("{} {:.1}%", linerate_wire::text::escape(&s.comm), s.busy_percent))
+        .map(|s| {
+            format!(
+                "{} {:.1}%",
+                linerate_wire::text::escape(&s.comm),
+                s.busy_percent
+            )
+        })
         .collect();
     out.push_str(&format!("  by process: {}\n", procs.join(", ")));
     for c in &p.per_cpu {
@@ -81,8 +90,10 @@ fn block(name: &str, p: &ProfileReport) -> String {
 
 /// The profile blocks of both ends (empty without `--profile`).
 pub fn table_block(rec: &RunRecord) -> String {
-    let ends: [(&str, Option<&SideReport>); 2] =
-        [("client", Some(&rec.client)), ("server", rec.server.as_ref())];
+    let ends: [(&str, Option<&SideReport>); 2] = [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ];
     ends.iter()
         .filter_map(|(n, s)| Some(block(n, (*s)?.profile.as_ref()?)))
         .collect()

@@ -149,13 +149,7 @@ const RULES: &[(Category, &[&str])] = &[
     ),
     (
         Category::Interrupts,
-        &[
-            "*irq*",
-            "*interrupt*",
-            "*apic*",
-            "*sysvec*",
-            "*_nmi*",
-        ],
+        &["*irq*", "*interrupt*", "*apic*", "*sysvec*", "*_nmi*"],
     ),
     (
         Category::Scheduler,
@@ -376,11 +370,8 @@ pub fn build(
     let mut unresolved = 0u64;
     let mut functions: HashMap<String, (Category, u64)> = HashMap::new();
     let mut categories: HashMap<Category, u64> = HashMap::new();
-    let mut cpus: HashMap<u32, CpuTally> = raw
-        .cpus
-        .iter()
-        .map(|c| (*c, CpuTally::default()))
-        .collect();
+    let mut cpus: HashMap<u32, CpuTally> =
+        raw.cpus.iter().map(|c| (*c, CpuTally::default())).collect();
     let mut folded: HashMap<String, u64> = HashMap::new();
     let mut processes: HashMap<&str, u64> = HashMap::new();
     for s in raw
@@ -675,12 +666,21 @@ ffffffff81004000 T __x64_sys_sendto
         let total: f64 = p.categories.iter().map(|c| c.busy_percent).sum();
         assert!((total - 100.0).abs() < 1e-9, "{total}");
         assert_eq!(p.processes.len(), 2);
-        assert_eq!((p.processes[0].comm.as_str(), p.processes[0].samples), ("linerate", 10));
-        assert_eq!((p.processes[1].comm.as_str(), p.processes[1].samples), ("swapper", 2));
+        assert_eq!(
+            (p.processes[0].comm.as_str(), p.processes[0].samples),
+            ("linerate", 10)
+        );
+        assert_eq!(
+            (p.processes[1].comm.as_str(), p.processes[1].samples),
+            ("swapper", 2)
+        );
         assert_eq!(p.per_cpu.len(), 2);
         assert_eq!(p.per_cpu[1].idle_samples, 8);
         assert_eq!(p.per_cpu[1].samples, 10);
-        assert_eq!(p.per_cpu[0].top_function.as_deref(), Some("rep_movs_alternative"));
+        assert_eq!(
+            p.per_cpu[0].top_function.as_deref(),
+            Some("rep_movs_alternative")
+        );
         assert_eq!(p.check(), Ok(()));
         // Folded: outermost first, the process name on top.
         let text = folded_text(&p);

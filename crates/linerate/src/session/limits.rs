@@ -58,7 +58,9 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), Refus
     if let Some(p) = &spec.profile {
         let max = linerate_wire::profile::MAX_FREQUENCY_HZ;
         if p.frequency_hz == 0 || p.frequency_hz > max {
-            return bad(format!("profile frequency must be 1 to {max} Hz (--profile-hz)"));
+            return bad(format!(
+                "profile frequency must be 1 to {max} Hz (--profile-hz)"
+            ));
         }
     }
     if let Some(rr) = &spec.rr {

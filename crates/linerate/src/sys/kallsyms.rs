@@ -111,12 +111,21 @@ ffffffffc0001000 t virtnet_poll\t[virtio_net]
     fn resolves_to_the_symbol_at_or_below() {
         let k = Kallsyms::parse(FIXTURE);
         assert_eq!(k.len(), 5);
-        assert_eq!(k.resolve(0xffffffff81001000), Some("copy_user_enhanced_fast_string"));
-        assert_eq!(k.resolve(0xffffffff810010ff), Some("copy_user_enhanced_fast_string"));
+        assert_eq!(
+            k.resolve(0xffffffff81001000),
+            Some("copy_user_enhanced_fast_string")
+        );
+        assert_eq!(
+            k.resolve(0xffffffff810010ff),
+            Some("copy_user_enhanced_fast_string")
+        );
         // Data symbols are not functions: the text symbol before them owns the address.
         assert_eq!(k.resolve(0xffffffff81001250), Some("tcp_sendmsg_locked"));
         assert_eq!(k.resolve(0xffffffff81001301), Some("tcp_sendmsg"));
-        assert_eq!(k.resolve(0xffffffffc0001010), Some("virtnet_poll [virtio_net]"));
+        assert_eq!(
+            k.resolve(0xffffffffc0001010),
+            Some("virtnet_poll [virtio_net]")
+        );
         assert_eq!(k.resolve(0x1000), None);
         assert_eq!(k.resolve(0xffffffff81001300 + (2 << 20)), None);
     }
@@ -133,7 +142,10 @@ ffffffffc0001000 t virtnet_poll\t[virtio_net]
         // Whatever this host allows: either addresses (root) or none (restricted).
         match Kallsyms::read() {
             Ok(k) => assert!(k.len() > 1000, "{} symbols", k.len()),
-            Err(e) => assert!(e.contains("kptr_restrict") || e.contains("cannot read"), "{e}"),
+            Err(e) => assert!(
+                e.contains("kptr_restrict") || e.contains("cannot read"),
+                "{e}"
+            ),
         }
     }
 }

@@ -35,8 +35,8 @@ pub mod ethtool;
 pub mod host;
 pub mod hostsnap;
 pub mod iface;
-pub mod kallsyms;
 pub mod interrupts;
+pub mod kallsyms;
 pub mod neigh;
 pub mod netdev;
 // Audited unsafe: getsockopt(IP_MTU / IPV6_MTU); every block has a `// SAFETY:` comment.

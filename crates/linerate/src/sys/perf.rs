@@ -394,8 +394,8 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
                     out.dropped += 1;
                     continue;
                 }
-                let user = u32::from(misc) & b::PERF_RECORD_MISC_CPUMODE_MASK
-                    == b::PERF_RECORD_MISC_USER;
+                let user =
+                    u32::from(misc) & b::PERF_RECORD_MISC_CPUMODE_MASK == b::PERF_RECORD_MISC_USER;
                 let mut chain = (0u32, 0u16);
                 if callchains {
                     let nr = u64_at(rec, 32).unwrap_or(0) as usize;
@@ -487,7 +487,13 @@ mod tests {
         let mut bytes = record(
             b::PERF_RECORD_SAMPLE,
             b::PERF_RECORD_MISC_KERNEL as u16,
-            &sample_body(0xffff_ffff_8100_1000, 0, 5, 1, Some(&[kernel_marker, 0xa, 0xb])),
+            &sample_body(
+                0xffff_ffff_8100_1000,
+                0,
+                5,
+                1,
+                Some(&[kernel_marker, 0xa, 0xb]),
+            ),
         );
         bytes.extend(record(
             b::PERF_RECORD_SAMPLE,
@@ -505,7 +511,10 @@ mod tests {
         assert_eq!(out.samples.len(), 2);
         assert_eq!(out.lost, 3);
         let s = &out.samples[0];
-        assert_eq!((s.ip, s.pid, s.tid, s.time_ns, s.cpu, s.user), (0xffff_ffff_8100_1000, 0, 1, 5, 1, false));
+        assert_eq!(
+            (s.ip, s.pid, s.tid, s.time_ns, s.cpu, s.user),
+            (0xffff_ffff_8100_1000, 0, 1, 5, 1, false)
+        );
         assert_eq!(out.chain(s), &[0xa, 0xb]);
         assert!(out.samples[1].user);
         assert!(out.chain(&out.samples[1]).is_empty());

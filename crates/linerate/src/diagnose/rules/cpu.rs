@@ -146,7 +146,10 @@ impl CpuText {
         let (message, suggestion) = if self.profile.1.is_empty() {
             (message + &self.profile.0, suggestion)
         } else {
-            (message + &self.profile.0, format!("{} {suggestion}", self.profile.1))
+            (
+                message + &self.profile.0,
+                format!("{} {suggestion}", self.profile.1),
+            )
         };
         Verdict {
             kind,

@@ -80,7 +80,11 @@ pub(super) fn profile_text(e: &End<'_>, cpu: Option<u32>) -> Option<ProfileText>
         Some(">= 20"),
     ));
     if let Some(second) = cats.get(1) {
-        sentence.push_str(&format!(", {} {}", pct(second.busy_percent), second.category.label()));
+        sentence.push_str(&format!(
+            ", {} {}",
+            pct(second.busy_percent),
+            second.category.label()
+        ));
     }
     // The busiest function of the top category (overall list: per CPU there is one name).
     if let Some(f) = p.top.iter().find(|f| f.category == top.category) {
@@ -107,7 +111,9 @@ pub(super) fn profile_text(e: &End<'_>, cpu: Option<u32>) -> Option<ProfileText>
     if let Some(other) = p
         .processes
         .iter()
-        .find(|s| !(s.comm.starts_with("linerate") || s.comm.starts_with("lr-") || s.comm == "swapper"))
+        .find(|s| {
+            !(s.comm.starts_with("linerate") || s.comm.starts_with("lr-") || s.comm == "swapper")
+        })
         .filter(|s| s.busy_percent >= PROFILE_NAMED_PERCENT)
     {
         sentence.push_str(&format!(
