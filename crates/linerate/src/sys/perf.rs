@@ -404,7 +404,7 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
                         let Some(f) = u64_at(rec, 40 + 8 * i) else {
                             break;
                         };
-                        if f >= b::PERF_CONTEXT_MAX as u64 {
+                        if f >= b::PERF_CONTEXT_MAX {
                             // PERF_CONTEXT_KERNEL / _USER markers.
                             continue;
                         }
