@@ -413,6 +413,29 @@ def machine(meta):
     return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
+def profile_cost(data):
+    """The profile group: linerate with and without --profile, side by side."""
+    lines = []
+    for case, metric, label, scale, unit in (
+        ("ptcp", "bps", "TCP, 1 stream, 128 KiB writes", 1e9, "Gbit/s"),
+        ("prr", "tps", "TCP_RR 1 B, CPU 0,1", 1e3, "k trans/s"),
+    ):
+        a, b = data.get((case, metric, "linerate")), data.get((case, metric, "linerate-profile"))
+        if not a or not b:
+            continue
+        cost = (1 - statistics.median(b) / statistics.median(a)) * 100
+        ok = "met" if cost <= 3.0 else "NOT met"
+        lines.append(f"| {label} | {unit} | {cell(a, scale)} | {cell(b, scale)} | {cost:.1f} % | {ok} |")
+    if not lines:
+        return ""
+    return "\n".join([
+        "Profiling cost (--profile at 999 Hz on both ends; target: at most 3 % of the throughput)",
+        "",
+        "| Test | unit | without | with --profile | cost | target |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
+    ] + lines)
+
+
 def report(results, meta_path, doc=None):
     data, fails = read_results(results)
     meta = read_meta(meta_path)
@@ -421,6 +444,10 @@ def report(results, meta_path, doc=None):
     print(tbl)
     print()
     print(tgt)
+    pc = profile_cost(data)
+    if pc:
+        print()
+        print(pc)
     if doc is None:
         return
     runs, dur = meta.get("RUNS", "?"), meta.get("DURATION", "?")

@@ -4,8 +4,10 @@
 # Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"] [LINERATE=/path/to/linerate]
 #        bench/run.sh [--write-doc]
 #
-# CASES picks groups of cases (default all four): tcp (tcp1 tcp4 tcpR), udp, rss, rr (rr00 rr01
-# crr). --write-doc refuses a subset, so docs/PERFORMANCE.md always shows every case.
+# CASES picks groups of cases (default the four compared with peers): tcp (tcp1 tcp4 tcpR),
+# udp, rss, rr (rr00 rr01 crr), and profile (ptcp prr: linerate with and without --profile,
+# not in the default). --write-doc refuses a subset, so docs/PERFORMANCE.md always shows every
+# peer case.
 #
 # What it does
 #   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
@@ -46,6 +48,10 @@
 #         `rr -A 0,0` vs netperf `-t TCP_RR -T 0,0`. Transactions/s and p99 latency (netperf
 #         `-- -o THROUGHPUT,P99_LATENCY`; linerate `.rr.latency.p99_ns`).
 #   rr01  the same with the client on CPU 0 and the server on CPU 1 (-A 0,1 / -T 0,1).
+#   ptcp  profile group: linerate TCP as tcp1, with and without --profile (999 Hz, both ends
+#         profiled; the server runs with --allow-profile), interleaved: the cost of profiling
+#         in throughput. Target: at most 3 % below the run without (issue 15).
+#   prr   the same for TCP_RR 1 B as rr01 (transactions/s).
 #   crr   TCP_CRR (a new connection per transaction), 1 byte each way, pinned as PIN:
 #         linerate `rr --connect -A 0,1` vs netperf `-t TCP_CRR -T 0,1`. Both leave TIME_WAIT sockets behind
 #         (one per transaction); the interleaving gives both the same backlog.
@@ -87,7 +93,7 @@ for arg in "$@"; do
 done
 
 for g in $CASES; do
-    [[ " tcp udp rss rr " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr)" >&2; exit 2; }
+    [[ " tcp udp rss rr profile " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr, profile)" >&2; exit 2; }
 done
 if [[ $WRITE_DOC == 1 && "$(echo $CASES | tr ' ' '\n' | sort | tr '\n' ' ')" != "rr rss tcp udp " ]]; then
     echo "--write-doc needs every case group: unset CASES" >&2; exit 2
@@ -205,7 +211,7 @@ for p in "$LR_PORT" "$LR_RSS_PORT" "$IPERF_PORT" "$NETPERF_PORT"; do
     if port_busy "$p"; then echo "port $p is already in use; set LR_PORT/IPERF_PORT/NETPERF_PORT" >&2; exit 1; fi
 done
 
-"$LINERATE" serve --bind "$HOST" -p "$LR_PORT" -q > "$WORK/linerate-serve.log" 2>&1 &
+"$LINERATE" serve --bind "$HOST" -p "$LR_PORT" -q --allow-profile > "$WORK/linerate-serve.log" 2>&1 &
 LR_PID=$!; SERVER_PIDS+=("$LR_PID")
 iperf3 -s -B "$HOST" -p "$IPERF_PORT" > "$WORK/iperf3-server.log" 2>&1 &
 IPERF_PID=$!; SERVER_PIDS+=("$IPERF_PID")
@@ -272,6 +278,25 @@ tcp_case() { # CASE TOOL
     if [[ -z "$v" ]]; then FAILS=$((FAILS + 1)); v=NA; fi
     record "$case" "$tool" bps "$v"
     log "round $ROUND $case $tool: $v bit/s"
+}
+
+profile_case() { # CASE TOOL: ptcp or prr, TOOL linerate or linerate-profile
+    local case="$1" tool="$2" out v="" args=() kind
+    out="$(next)"
+    case "$case" in
+        ptcp) args=(tcp "$HOST" -l 128K -A "$PIN"); kind=linerate-tcp ;;
+        prr) args=(rr "$HOST" -A 0,1); kind=linerate-rr ;;
+    esac
+    [[ "$tool" == linerate-profile ]] && args+=(--profile)
+    try "$case $tool" "$out" "$LINERATE" "${args[@]}" -p "$LR_PORT" -t "$DURATION" --json \
+        && v="$(parse "$kind" "$out")"
+    if [[ -z "$v" ]]; then FAILS=$((FAILS + 1)); v=NA; fi
+    if [[ "$case" == ptcp ]]; then
+        record "$case" "$tool" bps "$v"
+    else
+        record "$case" "$tool" tps "${v%% *}"
+    fi
+    log "round $ROUND $case $tool: $v"
 }
 
 rr_case() { # CASE TOOL: 1 byte each way; CASE rr00 (TCP_RR, CPUs 0,0), rr01 (CPUs 0,1) or crr (TCP_CRR)
@@ -415,6 +440,11 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
         udp_case "$tool"
     done
     want rss && rss_case
+    want profile && for case in ptcp prr; do
+        for tool in $(rotate "$ROUND" linerate linerate-profile); do
+            profile_case "$case" "$tool"
+        done
+    done
     want rr && for case in rr00 rr01 crr; do
         for tool in $(rotate "$ROUND" linerate netperf); do
             rr_case "$case" "$tool"

@@ -3,7 +3,8 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, chromium) when they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, linux-perf, chromium) when they are
+# missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +23,9 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # The interoperability peer of tests/it/iperf3.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+# The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and
+# `perf report` from Debian's linux-perf.
+command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 # The browser that loads `linerate report`'s page in its tests (headless: DOM, console
 # errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
 # installed, some 20 s.

@@ -31,6 +31,7 @@ pub mod hooks;
 pub mod host;
 pub mod iperf3;
 pub mod probe;
+pub mod profile;
 pub mod report;
 pub mod stream_hello;
 pub mod text;

@@ -79,6 +79,9 @@ pub struct SideReport {
     /// counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_segments: Option<ControlSegments>,
+    /// Where this end's CPUs spent the measured window (`--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ProfileReport>,
     /// What could not be measured, and why.
     #[serde(default)]
     pub warnings: Vec<String>,

@@ -340,6 +340,11 @@ pub struct TestSpec {
     /// listed the feature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capture_snaplen: Option<u32>,
+    /// Profile the server's CPUs over the measured window too (feature `profile`; the
+    /// profile comes back in the server's report). Sent only to a server that listed the
+    /// feature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::ProfileSpec>,
 }
 
 /// What to measure of the one-way delay (protocol 1.1, feature `one_way_delay`).

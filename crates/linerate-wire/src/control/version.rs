@@ -93,6 +93,9 @@ features! {
     /// `counters_request` / `counters_snapshot`: the server is the device under test and
     /// sends snapshots of its CPU, interrupt and interface counters (`--dut`).
     DeviceCounters = "device_counters",
+    /// `TestSpec::profile`: the server samples its CPUs during the test and returns the
+    /// profile in its report (`--profile`).
+    Profile = "profile",
 }
 
 impl std::fmt::Display for Feature {
@@ -249,6 +252,7 @@ mod tests {
                 "capture",
                 "hooks",
                 "device_counters",
+                "profile",
             ]
         );
     }

@@ -24,6 +24,7 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         capture: &a.capture,
         latency: false,
         prom: a.output.prom.as_deref(),
+        profile_out: a.profile.profile_out.as_deref(),
     };
     if rp == RepeatPlan::ONCE {
         return run::run_once(&plan, out, &how, &criteria, &keeper, None);

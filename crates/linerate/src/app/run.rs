@@ -122,6 +122,8 @@ pub struct Once<'a> {
     pub latency: bool,
     /// `--prom FILE`: the run in the Prometheus text format.
     pub prom: Option<&'a Path>,
+    /// `--profile-out DIR`: each end's folded stacks.
+    pub profile_out: Option<&'a Path>,
 }
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
@@ -150,6 +152,7 @@ pub fn run_once(
     })?;
     emit(out, &rec)?;
     write_prom(how.prom, keeper.command(), std::slice::from_ref(&rec));
+    write_folded(how.profile_out, &rec);
     if let Some(code) = failed(std::slice::from_ref(&rec)) {
         keeper.keep(2, |ctx| crate::store::entry::run(&rec, ctx));
         return Ok(code);
@@ -158,6 +161,39 @@ pub fn run_once(
     let code = i32::from(!failures.is_empty());
     keeper.keep(code, |ctx| crate::store::entry::run(&rec, ctx));
     Ok(verdict(failures, out))
+}
+
+/// `--profile-out DIR`: each end's folded stacks as DIR/client.folded and
+/// DIR/server.folded (an end without a profile or stacks writes no file and says why); a
+/// file that cannot be written costs a warning, never the printed result or the exit code.
+fn write_folded(dir: Option<&Path>, rec: &RunRecord) {
+    let Some(dir) = dir else { return };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("linerate: warning: --profile-out {}: {e}", dir.display());
+        return;
+    }
+    for (name, side) in [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ] {
+        let Some(p) = side.and_then(|s| s.profile.as_ref()) else {
+            eprintln!(
+                "linerate: warning: --profile-out: the {name} has no profile; no {name}.folded"
+            );
+            continue;
+        };
+        if p.folded.is_empty() {
+            eprintln!("linerate: warning: --profile-out: the {name}'s profile has no stacks; no {name}.folded");
+            continue;
+        }
+        let path = dir.join(format!("{name}.folded"));
+        if let Err(e) = std::fs::write(&path, crate::model::profile::folded_text(p)) {
+            eprintln!(
+                "linerate: warning: --profile-out: cannot write {}: {e}",
+                path.display()
+            );
+        }
+    }
 }
 
 /// `--prom FILE`: the runs in the Prometheus text format, replaced atomically; a file that

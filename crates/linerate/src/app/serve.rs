@@ -30,6 +30,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         idle_timeout: a.idle_timeout,
         one_off: a.one_off,
         allow_capture: a.allow_capture,
+        allow_profile: a.allow_profile,
         debug: Debug(a.debug_protocol),
         log: !a.quiet,
         users: match &a.auth_users {

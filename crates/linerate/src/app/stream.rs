@@ -54,6 +54,7 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         capture: &a.capture,
         latency: a.latency,
         prom: a.output.prom.as_deref(),
+        profile_out: a.profile.profile_out.as_deref(),
     };
     if !a.repeat.is_set() {
         return run::run_once(&plan, out, &how, &criteria, &keeper, dut.as_mut());

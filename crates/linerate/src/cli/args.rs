@@ -185,6 +185,50 @@ pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
     }
 }
 
+/// `--profile`: where both ends' CPUs spent the measured window, shared by `tcp`, `udp` and
+/// `rr`.
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct ProfileArgs {
+    /// Sample every CPU of both ends during the measured window (perf_event_open, the
+    /// cpu-clock event) and report the top kernel functions and where the CPU time went by
+    /// category (data copy, TCP/IP, UDP, driver and NAPI, softirq, ...). Needs root or
+    /// CAP_PERFMON (or kernel.perf_event_paranoid <= -1) and readable /proc/kallsyms at each
+    /// end; an end that cannot profile says so and the test runs all the same.
+    #[arg(long)]
+    pub profile: bool,
+    /// Samples per second per CPU for --profile (1-10000).
+    #[arg(long, value_name = "HZ", default_value_t = 999, requires = "profile")]
+    pub profile_hz: u32,
+    /// With --profile: record kernel call chains and keep folded stacks (the input of
+    /// flamegraph.pl or inferno-flamegraph).
+    #[arg(long, requires = "profile")]
+    pub profile_callchains: bool,
+    /// With --profile-callchains: write each end's folded stacks to DIR/client.folded and
+    /// DIR/server.folded.
+    #[arg(long, value_name = "DIR", requires = "profile_callchains")]
+    pub profile_out: Option<std::path::PathBuf>,
+}
+
+impl ProfileArgs {
+    /// The spec both ends profile by, `None` without --profile.
+    pub fn spec(&self) -> Result<Option<linerate_wire::profile::ProfileSpec>, super::UsageError> {
+        if !self.profile {
+            return Ok(None);
+        }
+        let max = linerate_wire::profile::MAX_FREQUENCY_HZ;
+        if self.profile_hz == 0 || self.profile_hz > max {
+            return Err(super::UsageError(format!(
+                "--profile-hz {}: give 1 to {max} samples per second (999 by default)",
+                self.profile_hz
+            )));
+        }
+        Ok(Some(linerate_wire::profile::ProfileSpec {
+            frequency_hz: self.profile_hz,
+            callchains: self.profile_callchains,
+        }))
+    }
+}
+
 /// Where a run is kept (`crate::store`): every test command stores its result.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct StoreArgs {

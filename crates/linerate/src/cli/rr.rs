@@ -73,6 +73,8 @@ pub struct RrArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
+    pub profile: super::args::ProfileArgs,
+    #[command(flatten)]
     pub store: super::args::StoreArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -180,6 +182,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     // Latency tests turn Nagle off: with --burst, Nagle and delayed ACKs would hold requests
     // back by tens of milliseconds. With one transaction in flight it changes nothing.
     spec.nodelay = !a.udp;
+    spec.profile = a.profile.spec()?;
     spec.rr = Some(RrSpec {
         request_bytes: req,
         response_bytes: resp,

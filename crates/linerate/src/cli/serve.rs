@@ -67,6 +67,11 @@ pub struct ServeArgs {
     /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
     #[arg(long)]
     pub allow_capture: bool,
+    /// Profile this host's CPUs during a test when its client asks (linerate tcp|udp|rr
+    /// --profile) and return the profile with the results: the top kernel functions and
+    /// the names of the processes that ran. Needs root or CAP_PERFMON.
+    #[arg(long)]
+    pub allow_profile: bool,
     /// Hooks clients may ask this server to run between a sweep's points (linerate sweep
     /// --hook): a TOML file declaring each hook's command, its typed and range-checked
     /// parameters and a restore command run when the client's session ends. Nothing else is

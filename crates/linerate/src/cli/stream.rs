@@ -123,6 +123,8 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub dut: super::args::DutArgs,
     #[command(flatten)]
+    pub profile: super::args::ProfileArgs,
+    #[command(flatten)]
     pub store: super::args::StoreArgs,
     #[command(flatten)]
     pub output: OutputArgs,
@@ -273,6 +275,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         smooth_pacing: false,
         raw_frames: a.raw_frames,
         capture_snaplen: None,
+        profile: a.profile.spec()?,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

@@ -1270,3 +1270,149 @@ fn queueing_delay_when_the_loads_queue_delays_the_probes_many_times() {
         .iter()
         .any(|v| v.kind == VerdictKind::QueueingDelay));
 }
+
+/// A profile of 1000 busy samples (of 1200): `cats` (category, samples), the top function
+/// of each category `NAME_OF_CATEGORY`, linerate's process with all of them; CPU 1 holds
+/// every sample.
+fn profile(
+    cats: &[(linerate_wire::profile::Category, u64)],
+) -> linerate_wire::profile::ProfileReport {
+    use linerate_wire::profile::*;
+    let busy: u64 = cats.iter().map(|c| c.1).sum();
+    let share = |n: u64| n as f64 * 100.0 / busy as f64;
+    let categories: Vec<CategoryShare> = cats
+        .iter()
+        .map(|(c, n)| CategoryShare {
+            category: *c,
+            samples: *n,
+            busy_percent: share(*n),
+        })
+        .collect();
+    ProfileReport {
+        event: "cpu-clock".into(),
+        frequency_hz: 999,
+        duration_ns: 10 * SEC,
+        samples: busy + 200,
+        idle_samples: 200,
+        idle_percent: 200.0 * 100.0 / (busy + 200) as f64,
+        kernel_samples: busy,
+        user_samples: 0,
+        lost_samples: 0,
+        unresolved_samples: 0,
+        top: cats
+            .iter()
+            .map(|(c, n)| FunctionShare {
+                name: format!("top_of_{}", c.label().replace(' ', "_")),
+                category: *c,
+                samples: *n * 3 / 4,
+                busy_percent: share(*n * 3 / 4),
+            })
+            .collect(),
+        categories: categories.clone(),
+        processes: vec![ProcessShare {
+            comm: "linerate".into(),
+            samples: busy,
+            busy_percent: 100.0,
+        }],
+        per_cpu: vec![CpuProfile {
+            cpu: 1,
+            samples: busy + 200,
+            idle_samples: 200,
+            categories,
+            top_function: None,
+        }],
+        folded: vec![],
+        folded_left_out_samples: 0,
+        warnings: vec![],
+    }
+}
+
+#[test]
+fn a_profile_names_what_took_a_cpu_bound_ends_time() {
+    use linerate_wire::profile::Category;
+    let mut c = Case::tcp(941e6);
+    c.server.cpu = Some(cpu(95.0, 99.0, 10.0));
+    c.server.profile = Some(profile(&[
+        (Category::DataCopy, 610),
+        (Category::TcpIp, 390),
+    ]));
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert!(
+        v.message.contains("Profile: 61.0% of the server's busy samples were data copy, 39.0% TCP/IP (top function top_of_data_copy with 45.7% of all busy samples)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.starts_with("The copy between user space"),
+        "{}",
+        v.suggestion
+    );
+    assert!(v.suggestion.contains("--zerocopy"));
+    // The evidence reads back from the profile.
+    let e = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "profile_data_copy_percent")
+        .expect("profile evidence");
+    let p = c.server.profile.as_ref().unwrap();
+    assert_eq!(e.value, p.category_percent(Category::DataCopy));
+    // Another process that took the time is named with its share.
+    let mut p = profile(&[(Category::UserSpace, 700), (Category::DataCopy, 300)]);
+    p.processes = vec![
+        linerate_wire::profile::ProcessShare {
+            comm: "rustc".into(),
+            samples: 700,
+            busy_percent: 70.0,
+        },
+        linerate_wire::profile::ProcessShare {
+            comm: "linerate".into(),
+            samples: 300,
+            busy_percent: 30.0,
+        },
+    ];
+    c.server.profile = Some(p);
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert!(
+        v.message
+            .contains("rustc took 70.0% of the busy samples (linerate 30.0%)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.starts_with("linerate's own code")
+            || v.suggestion.starts_with("Other processes"),
+        "{}",
+        v.suggestion
+    );
+    // Without a profile the verdict is as before.
+    c.server.profile = None;
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert!(!v.message.contains("Profile"));
+    assert!(!v.evidence.iter().any(|e| e.metric.starts_with("profile_")));
+}
+
+#[test]
+fn a_softirq_bound_verdict_reads_the_busiest_cpus_profile() {
+    use linerate_wire::profile::Category;
+    let mut c = Case::tcp(941e6);
+    c.server.cpu = Some(CpuReport {
+        busiest_cpu: 1,
+        ..cpu(55.0, 99.0, 70.0)
+    });
+    c.server.profile = Some(profile(&[
+        (Category::DriverNapi, 550),
+        (Category::Softirq, 450),
+    ]));
+    let v = c.verdict(VerdictKind::SoftirqBound);
+    assert!(
+        v.message
+            .contains("Profile: 55.0% of CPU 1's busy samples were driver and NAPI, 45.0% softirq"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.suggestion.starts_with("Packet processing takes the time"),
+        "{}",
+        v.suggestion
+    );
+}

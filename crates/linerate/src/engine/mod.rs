@@ -17,6 +17,7 @@ pub mod meter;
 #[allow(unsafe_code)]
 pub mod mmsg;
 pub mod pacing;
+pub mod profile;
 pub mod rawgen;
 pub mod stream;
 
@@ -86,6 +87,8 @@ pub struct EngineConfig {
     /// of a snapshot at the engine's start, so every frame this end receives falls inside
     /// its interface counters' window. Ignored with a warm-up.
     pub early_host: Option<sys::hostsnap::HostSnapshot>,
+    /// Profile every CPU over the measured window (`--profile`).
+    pub profile: Option<linerate_wire::profile::ProfileSpec>,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -240,6 +243,7 @@ pub struct Engine {
     host_end: Option<sys::hostsnap::HostSnapshot>,
     control_end: Option<(u32, u32)>,
     interface: Option<linerate_wire::host::InterfaceFacts>,
+    profiling: Option<profile::Profiling>,
 }
 
 impl Engine {
@@ -266,6 +270,7 @@ impl Engine {
             })
             .collect();
         let epoch = Instant::now();
+        let profiling = profile::Profiling::start(cfg.profile, epoch);
         let tx_stop = Arc::new(AtomicBool::new(false));
         let rx_stop = Arc::new(AtomicBool::new(false));
         // The interface toward the peer, for host counters and interface facts. Read once,
@@ -367,6 +372,7 @@ impl Engine {
             host_end: None,
             control_end: None,
             interface,
+            profiling,
         })
     }
 
@@ -476,7 +482,8 @@ impl Engine {
             }
         }
         self.meter.join();
-        self.build_report(outcomes)
+        let profiling = self.profiling.take();
+        self.build_report(outcomes, profiling)
     }
 
     /// Host counter deltas over the measured window: warm-up boundary to senders' stop, or
@@ -498,7 +505,11 @@ impl Engine {
         })
     }
 
-    fn build_report(&self, outcomes: Vec<Option<StreamOutcome>>) -> SideReport {
+    fn build_report(
+        &self,
+        outcomes: Vec<Option<StreamOutcome>>,
+        profiling: Option<profile::Profiling>,
+    ) -> SideReport {
         let sh = &self.shared;
         let fin_sample = sh.sample();
         let (base_sample, base_cpu) = sh.window.baseline_or(&fin_sample, |w| sh.warn(w));
@@ -604,6 +615,8 @@ impl Engine {
                 "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
             );
         }
+        let profile =
+            profiling.and_then(|p| p.finish(base_ns, end_ns).map_err(|w| warnings.push(w)).ok());
         SideReport {
             role: self.cfg.role,
             host: self.cfg.host.clone(),
@@ -615,6 +628,7 @@ impl Engine {
             host_counters: self.host_counters(),
             interface: self.interface.clone(),
             control_segments: self.control_segments(),
+            profile,
             warnings,
         }
     }

@@ -25,6 +25,7 @@ pub mod doctor;
 pub mod history;
 pub mod json;
 pub mod netperf;
+pub mod profile;
 pub mod prom;
 pub mod repeat;
 pub mod report;

@@ -19,6 +19,7 @@ const MISSING: &str = "-";
 pub fn render(rec: &RunRecord) -> String {
     if let Some(rr) = &rec.rr {
         let mut out = super::rr::table(rec, rr);
+        out.push_str(&super::profile::table_block(rec));
         if let Some(d) = &rec.diagnosis {
             out.push_str(&super::diagnosis::table_block(d));
         }
@@ -36,6 +37,7 @@ pub fn render(rec: &RunRecord) -> String {
     if let Some(d) = &rec.dut {
         out.push_str(&dut_block(d));
     }
+    out.push_str(&super::profile::table_block(rec));
     if let Some(d) = &rec.diagnosis {
         out.push_str(&super::diagnosis::table_block(d));
     }

@@ -69,6 +69,7 @@ pub(crate) fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> Sid
         host_counters: None,
         interface: None,
         control_segments: None,
+        profile: None,
         warnings: Vec::new(),
     }
 }

@@ -15,6 +15,7 @@ pub(crate) mod fixtures;
 pub mod labels;
 pub mod latency;
 pub mod plan;
+pub mod profile;
 pub mod repeat;
 pub mod rr;
 mod summary;

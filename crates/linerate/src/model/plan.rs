@@ -138,6 +138,7 @@ pub fn default_spec(
         smooth_pacing: false,
         raw_frames: false,
         capture_snaplen: None,
+        profile: None,
     }
 }
 

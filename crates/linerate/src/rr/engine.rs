@@ -70,6 +70,8 @@ pub struct RrConfig {
     pub cpu: Option<u32>,
     /// Host facts for the report.
     pub host: HostInfo,
+    /// Profile every CPU over the measured window (`--profile`).
+    pub profile: Option<linerate_wire::profile::ProfileSpec>,
 }
 
 /// What one stream loop returns.
@@ -154,6 +156,7 @@ pub struct RrEngine {
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
     inbox: CrrInbox,
     info: Vec<StreamInfo>,
+    profiling: Option<crate::engine::profile::Profiling>,
 }
 
 /// Where a server's TCP_CRR connections go: the responder queue of each stream. Cloned into
@@ -191,6 +194,7 @@ impl RrEngine {
         sink: impl FnMut(IntervalReport) + Send + 'static,
     ) -> std::io::Result<RrEngine> {
         let epoch = Instant::now();
+        let profiling = crate::engine::profile::Profiling::start(cfg.profile, epoch);
         let stop = Arc::new(AtomicBool::new(false));
         let n = u16::try_from(sockets.len()).unwrap_or(u16::MAX).max(1);
         let counters: Vec<Arc<RrCounters>> = sockets.iter().map(|_| Arc::default()).collect();
@@ -243,6 +247,7 @@ impl RrEngine {
                 refused: Arc::default(),
             },
             info,
+            profiling,
         })
     }
 
@@ -292,13 +297,15 @@ impl RrEngine {
             }
         }
         self.meter.join();
-        self.build(outcomes, warnings)
+        let profiling = self.profiling.take();
+        self.build(outcomes, warnings, profiling)
     }
 
     fn build(
         &self,
         outcomes: Vec<RrOutcome>,
         mut warnings: Vec<String>,
+        profiling: Option<crate::engine::profile::Profiling>,
     ) -> (SideReport, RrClientData) {
         let sh = &self.shared;
         let fin_sample = sh.sample();
@@ -378,6 +385,8 @@ impl RrEngine {
             udp_rx: None,
         };
         let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
+        let profile =
+            profiling.and_then(|p| p.finish(base_ns, end_ns).map_err(|w| warnings.push(w)).ok());
         let report = SideReport {
             role: self.cfg.role,
             host: self.cfg.host.clone(),
@@ -389,6 +398,7 @@ impl RrEngine {
             host_counters: None,
             interface: None,
             control_segments: None,
+            profile,
             warnings,
         };
         (report, data)

@@ -74,6 +74,7 @@ impl Running {
                 control: links.control,
                 raw_frames: spec.raw_frames,
                 early_host: links.early_host,
+                profile: spec.profile,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };
@@ -85,6 +86,7 @@ impl Running {
             omit,
             cpu,
             host,
+            profile: spec.profile,
         };
         RrEngine::start(cfg, sockets, sink).map(|e| Running::Rr(Box::new(e)))
     }

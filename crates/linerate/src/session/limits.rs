@@ -55,6 +55,14 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), Refus
     if spec.interval_ms < 10 {
         return bad("interval must be at least 10 ms (-i)".into());
     }
+    if let Some(p) = &spec.profile {
+        let max = linerate_wire::profile::MAX_FREQUENCY_HZ;
+        if p.frequency_hz == 0 || p.frequency_hz > max {
+            return bad(format!(
+                "profile frequency must be 1 to {max} Hz (--profile-hz)"
+            ));
+        }
+    }
     if let Some(rr) = &spec.rr {
         validate_rr(rr, limits)?;
     }

@@ -76,6 +76,12 @@ pub fn report(r: &mut SideReport, seen: Duration) -> Result<Vec<String>, String>
             r.process_cpu = None;
         }
     }
+    if let Some(p) = &r.profile {
+        if let Err(e) = p.check() {
+            notes.push(format!("{who}: its profile has {e}; it is left out"));
+            r.profile = None;
+        }
+    }
     for iv in &mut r.intervals {
         if iv.cpu_percent.is_some_and(|c| !percent_ok(c)) {
             iv.cpu_percent = None;
@@ -180,6 +186,7 @@ mod tests {
             host_counters: None,
             interface: None,
             control_segments: None,
+            profile: None,
             warnings: Vec::new(),
         }
     }

@@ -71,6 +71,10 @@ pub struct ServerConfig {
     /// Capture a test's packets at the server when its client asks (`--capture`) and return
     /// them with the results (`serve --allow-capture`; needs CAP_NET_RAW).
     pub allow_capture: bool,
+    /// Profile this host's CPUs when a test's client asks (`--profile`) and return the
+    /// profile with the results (`serve --allow-profile`; needs root or CAP_PERFMON). A
+    /// profile names kernel functions and the processes that ran, so it is opt-in.
+    pub allow_profile: bool,
     /// Connections one address may have open that are not data connections of a running
     /// test: those still in their first bytes and control sessions.
     pub max_connections_per_address: usize,
@@ -110,6 +114,7 @@ impl Default for ServerConfig {
             debug: Debug(false),
             log: true,
             allow_capture: false,
+            allow_profile: false,
             hooks: None,
             metrics: None,
             users: None,

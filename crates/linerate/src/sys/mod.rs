@@ -36,11 +36,15 @@ pub mod host;
 pub mod hostsnap;
 pub mod iface;
 pub mod interrupts;
+pub mod kallsyms;
 pub mod neigh;
 pub mod netdev;
 // Audited unsafe: getsockopt(IP_MTU / IPV6_MTU); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod pmtu;
+// Audited unsafe: perf_event_open, its ring buffer mapping and ioctls; every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod perf;
 pub mod qdisc;
 pub mod rusage;
 pub mod snmp;

@@ -265,6 +265,7 @@ pub fn server_report(totals: Totals) -> SideReport {
         host_counters: None,
         interface: None,
         control_segments: None,
+        profile: None,
         warnings: Vec::new(),
     }
 }

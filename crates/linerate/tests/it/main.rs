@@ -15,6 +15,7 @@ mod hardening;
 mod iperf3;
 mod latency;
 mod metrics;
+mod profile;
 mod report;
 mod results;
 mod rfc2544;

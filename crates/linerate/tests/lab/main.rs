@@ -13,6 +13,7 @@ mod diagnose;
 mod dut;
 mod latency;
 mod packets;
+mod profile;
 mod rfc2544;
 mod rr;
 mod stream;

@@ -32,6 +32,8 @@ struct CpuText {
     evidence: Vec<Evidence>,
     own_text: String,
     one_host: &'static str,
+    /// What `--profile` says about the time (sentence, advice), empty without a profile.
+    profile: (String, String),
 }
 
 /// Which CPU condition held: each verdict states the thresholds of its own branch.
@@ -80,6 +82,14 @@ impl CpuText {
             e.summary.tool_cpu_percent
         };
         let others = own.is_some_and(|o| o < OWN_CPU_MIN_PERCENT) && branch != Branch::Softirq;
+        let busiest = (branch == Branch::Softirq).then_some(c.busiest_cpu);
+        let profile = match super::profile::profile_text(e, busiest) {
+            Some(p) => {
+                evidence.extend(p.evidence);
+                (p.sentence, p.advice)
+            }
+            None => (String::new(), String::new()),
+        };
         // linerate's share of the whole host, in the unit of `cpu_util_percent` (all CPUs),
         // so the two can be read side by side.
         let cpus = f64::from(c.cpu_count.max(1));
@@ -122,6 +132,7 @@ impl CpuText {
             } else {
                 ""
             },
+            profile,
         }
     }
 
@@ -132,6 +143,14 @@ impl CpuText {
         message: String,
         suggestion: String,
     ) -> Verdict {
+        let (message, suggestion) = if self.profile.1.is_empty() {
+            (message + &self.profile.0, suggestion)
+        } else {
+            (
+                message + &self.profile.0,
+                format!("{} {suggestion}", self.profile.1),
+            )
+        };
         Verdict {
             kind,
             side: self.side,

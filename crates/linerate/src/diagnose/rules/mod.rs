@@ -15,6 +15,9 @@
 //! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
 //! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed | rusage |
 //! | `cpu_bound` | all CPUs ≥ [`CPU_ALL_BUSY_PERCENT`], or one ≥ [`CPU_ONE_BUSY_PERCENT`] | /proc/stat |
+//!
+//! With `--profile`, `cpu_bound` and `softirq_bound` also name the category and function that
+//! took the end's busy samples (`profile_*` evidence, advice by category, see `profile.rs`).
 //! | `device_interrupt_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it irq + softirq, tester not limited | the device's /proc/stat (`--dut`) |
 //! | `device_cpu_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], mostly other work, tester not limited | the device's /proc/stat |
 //! | `device_drops` | ≥ [`MIN_DROPS`] packets dropped, missed or overrun at the device's ingress | the device's interface counters |
@@ -24,6 +27,7 @@ mod drops;
 pub mod dut;
 mod link;
 mod loss;
+mod profile;
 mod queue;
 mod tcp;
 mod trace;

@@ -705,9 +705,10 @@ impl ClientMachine {
         let (Some(asked), Some(requested)) = (&self.asked, &self.requested) else {
             return self.failed("protocol error: start without a test".into());
         };
-        // This end sends raw frames whatever the server offers.
+        // This end sends raw frames, and profiles itself, whatever the server offers.
         let engine = TestSpec {
             raw_frames: asked.raw_frames,
+            profile: asked.profile,
             ..requested.clone()
         };
         self.push(Action::StartEngine(Box::new(engine)));
@@ -993,6 +994,10 @@ pub fn downgrade(spec: &TestSpec, features: Features) -> (TestSpec, Vec<String>)
     if s.capture_snaplen.is_some() && !features.has(Feature::Capture) {
         s.capture_snaplen = None;
         w.push("--capture: the server does not offer captures (upgrade it to linerate with protocol 1.3); only this end's packets were captured".to_string());
+    }
+    if s.profile.is_some() && !features.has(Feature::Profile) {
+        s.profile = None;
+        w.push("--profile: the server does not offer profiles (upgrade linerate there); only this end was profiled".to_string());
     }
     (s, w)
 }

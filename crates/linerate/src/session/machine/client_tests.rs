@@ -123,6 +123,7 @@ fn report(role: Role) -> SideReport {
         host_counters: None,
         interface: None,
         control_segments: None,
+        profile: None,
         warnings: Vec::new(),
     }
 }

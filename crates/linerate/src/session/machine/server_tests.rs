@@ -156,6 +156,7 @@ fn report() -> SideReport {
         host_counters: None,
         interface: None,
         control_segments: None,
+        profile: None,
         warnings: Vec::new(),
     }
 }

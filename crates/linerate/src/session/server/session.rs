@@ -412,9 +412,12 @@ impl Session<'_> {
     }
 
     fn start_engine(&mut self) {
-        let Some(spec) = self.machine.spec().cloned() else {
+        let Some(mut spec) = self.machine.spec().cloned() else {
             return;
         };
+        if !self.ctx.cfg.allow_profile {
+            spec.profile = None;
+        }
         let tx = self.tx.clone();
         let sink = move |iv| {
             let _ = tx.send(Event::Interval(iv));
@@ -455,7 +458,14 @@ impl Session<'_> {
             return;
         };
         engine.stop_senders();
-        let (report, _) = engine.finish(quiet, max_drain);
+        let (mut report, _) = engine.finish(quiet, max_drain);
+        let asked = self.machine.spec().is_some_and(|s| s.profile.is_some());
+        if asked && !self.ctx.cfg.allow_profile {
+            report.warnings.push(
+                "--profile: this server does not allow profiles: start it with `linerate serve --allow-profile`"
+                    .into(),
+            );
+        }
         // Control messages that came meanwhile are late, data connections are closed; but
         // a client that closed or broke the connection is gone, which the machine must
         // know once it waits for its results (rather than wait for them in vain).

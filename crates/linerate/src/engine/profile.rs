@@ -1,0 +1,61 @@
+//! `--profile` inside an engine: the sampler runs from the engine's start to its finish, and
+//! the report keeps the samples of the measured window only (warm-up boundary to the
+//! senders' stop), so a profile covers the same time as the CPU figures beside it.
+
+use std::time::Instant;
+
+use linerate_wire::profile::{ProfileReport, ProfileSpec};
+
+use crate::sys::kallsyms::Kallsyms;
+use crate::sys::perf::{Sampler, SamplerConfig};
+
+/// A profile being taken, or why it is not.
+pub struct Profiling {
+    spec: ProfileSpec,
+    sampler: Result<Sampler, String>,
+    /// The engine's epoch on `CLOCK_MONOTONIC` (the samples' clock), ns.
+    epoch_mono_ns: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000) + t.tv_nsec() as u64)
+        .unwrap_or(0)
+}
+
+impl Profiling {
+    /// Starts sampling every CPU if `spec` asks for it; `epoch` is the engine's (the
+    /// window's times are relative to it).
+    pub fn start(spec: Option<ProfileSpec>, epoch: Instant) -> Option<Profiling> {
+        let spec = spec?;
+        let sampler = Sampler::start(SamplerConfig {
+            frequency_hz: spec.frequency_hz,
+            callchains: spec.callchains,
+        });
+        // `Instant` is CLOCK_MONOTONIC on Linux.
+        let epoch_mono_ns = monotonic_ns().saturating_sub(epoch.elapsed().as_nanos() as u64);
+        Some(Profiling {
+            spec,
+            sampler,
+            epoch_mono_ns,
+        })
+    }
+
+    /// Stops sampling and builds the profile of `[from_ns, to_ns)` (relative to the epoch);
+    /// `Err` is the warning to give instead (one line, what to change).
+    pub fn finish(self, from_ns: u64, to_ns: u64) -> Result<ProfileReport, String> {
+        let sampler = self
+            .sampler
+            .map_err(|e| format!("--profile: no profile of this end: {e}"))?;
+        let raw = sampler.stop();
+        let syms =
+            Kallsyms::read().map_err(|e| format!("--profile: no profile of this end: {e}"))?;
+        Ok(crate::model::profile::build(
+            &raw,
+            &syms,
+            self.spec,
+            self.epoch_mono_ns + from_ns,
+            self.epoch_mono_ns + to_ns,
+        ))
+    }
+}

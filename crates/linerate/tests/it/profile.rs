@@ -1,0 +1,208 @@
+//! `--profile` between a real client and server on 127.0.0.1: both ends' profiles (or, where
+//! this host does not allow profiling, the one-line warning that says what to change and no
+//! profile), a server that does not allow profiles, the RR engine, the CLI's checks and the
+//! folded stacks written by `--profile-out`.
+
+use linerate::model::RunRecord;
+use linerate_wire::control::{Direction, Transport};
+use linerate_wire::profile::{Category, ProfileReport, ProfileSpec};
+use linerate_wire::report::SideReport;
+
+use crate::common::{plan, run, run_against, run_usage_error, spec, TestServer};
+
+/// Whether this host lets linerate sample every CPU and read kernel symbols (root or
+/// CAP_PERFMON, kptr_restrict): the same sampler the engines use, asked directly.
+fn profiling_allowed() -> bool {
+    let ok = linerate::sys::perf::Sampler::start(linerate::sys::perf::SamplerConfig {
+        frequency_hz: 99,
+        callchains: false,
+    })
+    .map(|s| drop(s.stop()))
+    .is_ok();
+    ok && linerate::sys::kallsyms::Kallsyms::read().is_ok()
+}
+
+/// One end's profile: present, consistent and busy where profiling is allowed; else absent
+/// with the warning that says what to change.
+fn check_end(side: &SideReport, allowed: bool) -> Option<&ProfileReport> {
+    if !allowed {
+        assert!(side.profile.is_none());
+        assert!(
+            side.warnings
+                .iter()
+                .any(|w| w.starts_with("--profile: no profile of this end")
+                    && (w.contains("perf_event_paranoid") || w.contains("kptr_restrict"))),
+            "{:?}",
+            side.warnings
+        );
+        return None;
+    }
+    let p = side.profile.as_ref().expect("a profile");
+    assert_eq!(p.check(), Ok(()));
+    assert_eq!(p.event, "cpu-clock");
+    assert!(p.samples > 0 && p.busy_samples() > 0, "{p:?}");
+    // Shares of the busy samples: they add up to 100 (each is rounded nowhere).
+    let total: f64 = p.categories.iter().map(|c| c.busy_percent).sum();
+    assert!((total - 100.0).abs() < 1e-6, "{total}");
+    let n: u64 = p.categories.iter().map(|c| c.samples).sum();
+    assert_eq!(n, p.busy_samples());
+    assert_eq!(p.kernel_samples + p.user_samples, p.busy_samples());
+    // Every CPU of the host, each with its samples adding up to the whole.
+    assert_eq!(p.per_cpu.iter().map(|c| c.samples).sum::<u64>(), p.samples);
+    // The window is the test's measured window: about the 0.6 s of the test at 99 Hz per
+    // CPU, never the whole session (connect, drain).
+    let cpus = p.per_cpu.len() as f64;
+    let expected = 99.0 * cpus * p.duration_ns as f64 / 1e9;
+    assert!(
+        (p.samples as f64) <= expected * 1.2 + 5.0,
+        "{} samples, expected about {expected}",
+        p.samples
+    );
+    assert!(
+        p.duration_ns > 400_000_000 && p.duration_ns < 2_000_000_000,
+        "{}",
+        p.duration_ns
+    );
+    // A loopback TCP test spends kernel time on data, and linerate's threads ran.
+    assert!(p.kernel_samples > 0);
+    // Both ends run in this test process, whose name the profile lists with its samples.
+    let me = std::fs::read_to_string("/proc/self/comm").unwrap();
+    assert!(
+        p.processes
+            .iter()
+            .any(|s| s.comm == me.trim() && s.samples > 0),
+        "{:?}",
+        p.processes
+    );
+    Some(p)
+}
+
+fn profiled(srv: &TestServer, transport: Transport) -> RunRecord {
+    let mut s = spec(transport, Direction::Send);
+    s.profile = Some(ProfileSpec {
+        frequency_hz: 99,
+        callchains: true,
+    });
+    run(&plan(srv.addr, s))
+}
+
+#[test]
+fn both_ends_profile_a_tcp_stream_test_or_say_why_not() {
+    let allowed = profiling_allowed();
+    let srv = TestServer::with(|c| c.allow_profile = true);
+    let rec = profiled(&srv, Transport::Tcp);
+    assert!(rec.failure.is_none(), "{:?}", rec.failure);
+    let server = rec.server.as_ref().expect("server report");
+    let c = check_end(&rec.client, allowed);
+    let s = check_end(server, allowed);
+    if let (Some(c), Some(_)) = (c, s) {
+        // Call chains: folded stacks that add up to the busy samples.
+        let folded: u64 =
+            c.folded.iter().map(|f| f.samples).sum::<u64>() + c.folded_left_out_samples;
+        assert_eq!(folded, c.busy_samples());
+        assert!(c
+            .folded
+            .iter()
+            .all(|f| !f.stack.is_empty() && f.stack.contains(';')));
+    }
+    // The profile is in the JSON record.
+    let json = serde_json::to_value(&rec).unwrap();
+    assert_eq!(json["client"]["profile"].is_object(), allowed);
+}
+
+#[test]
+fn a_server_that_does_not_allow_profiles_says_so_and_the_client_still_profiles() {
+    let allowed = profiling_allowed();
+    let srv = TestServer::start();
+    let rec = profiled(&srv, Transport::Udp);
+    let server = rec.server.as_ref().expect("server report");
+    assert!(server.profile.is_none());
+    assert!(
+        server
+            .warnings
+            .iter()
+            .any(|w| w.contains("linerate serve --allow-profile")),
+        "{:?}",
+        server.warnings
+    );
+    check_end(&rec.client, allowed);
+}
+
+#[test]
+fn an_rr_test_is_profiled_at_both_ends() {
+    let allowed = profiling_allowed();
+    let srv = TestServer::with(|c| c.allow_profile = true);
+    let mut s = spec(Transport::Tcp, Direction::Send);
+    s.write_size = 1;
+    s.rr = Some(linerate_wire::control::RrSpec {
+        request_bytes: 1,
+        response_bytes: 1,
+        burst: 1,
+        connect_per_transaction: false,
+        udp: false,
+        timeout_ms: 0,
+        target_tps: None,
+    });
+    s.profile = Some(ProfileSpec {
+        frequency_hz: 99,
+        callchains: false,
+    });
+    let rec = run(&plan(srv.addr, s));
+    assert!(rec.rr.is_some());
+    let c = check_end(&rec.client, allowed);
+    check_end(rec.server.as_ref().expect("server report"), allowed);
+    if let Some(c) = c {
+        assert!(c.folded.is_empty(), "no stacks without call chains");
+        // Every transaction is a system call pair: the kernel's share is not nothing.
+        assert!(c.category_percent(Category::UserSpace) < 100.0);
+    }
+}
+
+#[test]
+fn the_cli_prints_profiles_and_writes_folded_stacks() {
+    let allowed = profiling_allowed();
+    let srv = TestServer::with(|c| c.allow_profile = true);
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("stacks");
+    let out = run_against(
+        &srv,
+        "tcp",
+        &[
+            "-t",
+            "0.5",
+            "--profile",
+            "--profile-hz",
+            "199",
+            "--profile-callchains",
+            "--profile-out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    if allowed {
+        assert!(
+            out.contains("profile of the client: cpu-clock at 199 Hz"),
+            "{out}"
+        );
+        assert!(
+            out.contains("profile of the server: cpu-clock at 199 Hz"),
+            "{out}"
+        );
+        assert!(out.contains("top functions:"), "{out}");
+        for end in ["client", "server"] {
+            let text = std::fs::read_to_string(out_dir.join(format!("{end}.folded"))).unwrap();
+            // `stack count` per line.
+            for line in text.lines() {
+                let (stack, n) = line.rsplit_once(' ').expect("stack count");
+                assert!(!stack.is_empty() && n.parse::<u64>().unwrap() > 0, "{line}");
+            }
+        }
+    } else {
+        assert!(!out.contains("profile of the client"), "{out}");
+    }
+    let err = run_usage_error(&["tcp", "127.0.0.1", "--profile", "--profile-hz", "0"]);
+    assert!(err.contains("--profile-hz 0: give 1 to 10000"), "{err}");
+    let err = run_usage_error(&["tcp", "127.0.0.1", "--profile-hz", "99"]);
+    assert!(err.contains("--profile"), "{err}");
+    let err = run_usage_error(&["rr", "127.0.0.1", "--profile", "--profile-out", "x"]);
+    assert!(err.contains("--profile-callchains"), "{err}");
+}
