@@ -93,6 +93,10 @@ features! {
     /// `counters_request` / `counters_snapshot`: the server is the device under test and
     /// sends snapshots of its CPU, interrupt and interface counters (`--dut`).
     DeviceCounters = "device_counters",
+    /// `TestSpec::send_mode` and `TestSpec::recv_mode`: TCP senders with `MSG_ZEROCOPY` or
+    /// `sendfile`, receivers with `MSG_TRUNC`, and the modes and zero-copy completions in
+    /// the stream reports.
+    CopyModes = "copy_modes",
 }
 
 impl std::fmt::Display for Feature {

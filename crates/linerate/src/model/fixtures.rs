@@ -102,6 +102,9 @@ pub(crate) fn stream(
         local_addr: None,
         remote_addr: None,
         tx_path: None,
+        send_mode: None,
+        recv_mode: None,
+        zerocopy: None,
     }
 }
 

@@ -138,6 +138,8 @@ pub fn default_spec(
         smooth_pacing: false,
         raw_frames: false,
         capture_snaplen: None,
+        send_mode: Default::default(),
+        recv_mode: Default::default(),
     }
 }
 

@@ -74,6 +74,8 @@ impl Running {
                 control: links.control,
                 raw_frames: spec.raw_frames,
                 early_host: links.early_host,
+                send_mode: spec.send_mode,
+                recv_mode: spec.recv_mode,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };
