@@ -47,6 +47,8 @@ pub(crate) fn plan(
         server_cpu: None,
         udp_offload: false,
         link_rate_bps: None,
+        send_mode: Default::default(),
+        recv_mode: Default::default(),
     }
 }
 

@@ -68,6 +68,8 @@ impl StreamPlan {
             server_cpu: s.server_cpu,
             udp_offload: s.udp_offload,
             link_rate_bps: None,
+            send_mode: s.send_mode,
+            recv_mode: s.recv_mode,
         }
     }
 
