@@ -4,8 +4,10 @@
 # Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"] [LINERATE=/path/to/linerate]
 #        bench/run.sh [--write-doc]
 #
-# CASES picks groups of cases (default all four): tcp (tcp1 tcp4 tcpR), udp, rss, rr (rr00 rr01
-# crr). --write-doc refuses a subset, so docs/PERFORMANCE.md always shows every case.
+# CASES picks groups of cases (default the four tcp udp rss rr): tcp (tcp1 tcp4 tcpR), udp, rss,
+# rr (rr00 rr01 crr), and zc (linerate against itself with its copy-free options; not in the
+# default list, about RUNS x 5 x (DURATION + 1.5) s: CASES=zc bench/run.sh). --write-doc
+# refuses anything but the four default groups, so docs/PERFORMANCE.md always shows every case.
 #
 # What it does
 #   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
@@ -46,6 +48,15 @@
 #         `rr -A 0,0` vs netperf `-t TCP_RR -T 0,0`. Transactions/s and p99 latency (netperf
 #         `-- -o THROUGHPUT,P99_LATENCY`; linerate `.rr.latency.p99_ns`).
 #   rr01  the same with the client on CPU 0 and the server on CPU 1 (-A 0,1 / -T 0,1).
+#   zc    linerate TCP, one stream, 128 KiB writes, pinned as PIN, with each copy-free option
+#         against the copying default: (none), --zerocopy, --sendfile, --no-rx-copy,
+#         --sendfile --no-rx-copy, interleaved and rotated like the other cases. Per option:
+#         receiver throughput; the host's service demand (µs of CPU per KB, both ends'
+#         /proc/stat: on one host the two ends' figures are the same CPUs); and each end's own
+#         threads' CPU per KB (sender and receiver, system calls included: where the copies are
+#         made); the ratios are option / copy of the medians (below 1: less CPU per KB). For
+#         --zerocopy also how many sends the kernel reported as copied after all (on loopback:
+#         all of them, it always copies to a local socket).
 #   crr   TCP_CRR (a new connection per transaction), 1 byte each way, pinned as PIN:
 #         linerate `rr --connect -A 0,1` vs netperf `-t TCP_CRR -T 0,1`. Both leave TIME_WAIT sockets behind
 #         (one per transaction); the interleaving gives both the same backlog.
@@ -87,7 +98,7 @@ for arg in "$@"; do
 done
 
 for g in $CASES; do
-    [[ " tcp udp rss rr " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr)" >&2; exit 2; }
+    [[ " tcp udp rss rr zc " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr, zc)" >&2; exit 2; }
 done
 if [[ $WRITE_DOC == 1 && "$(echo $CASES | tr ' ' '\n' | sort | tr '\n' ' ')" != "rr rss tcp udp " ]]; then
     echo "--write-doc needs every case group: unset CASES" >&2; exit 2
@@ -274,6 +285,34 @@ tcp_case() { # CASE TOOL
     log "round $ROUND $case $tool: $v bit/s"
 }
 
+zc_case() { # VARIANT: copy zerocopy sendfile norx sendfile_norx
+    local variant="$1" out v="" flags=()
+    out="$(next)"
+    case "$variant" in
+        copy) flags=() ;;
+        zerocopy) flags=(--zerocopy) ;;
+        sendfile) flags=(--sendfile) ;;
+        norx) flags=(--no-rx-copy) ;;
+        sendfile_norx) flags=(--sendfile --no-rx-copy) ;;
+    esac
+    try "zc $variant" "$out" "$LINERATE" tcp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 128K -A "$PIN" \
+        "${flags[@]}" --json && v="$(parse linerate-zc "$out")"
+    if [[ -z "$v" ]]; then
+        FAILS=$((FAILS + 1))
+        record "zc_$variant" linerate bps NA
+        return 0
+    fi
+    local bps hsd snd rcv sends copied
+    read -r bps hsd snd rcv sends copied <<< "$v"
+    record "zc_$variant" linerate bps "$bps"
+    record "zc_$variant" linerate host_sd "$hsd"
+    record "zc_$variant" linerate snd_own_sd "$snd"
+    record "zc_$variant" linerate rcv_own_sd "$rcv"
+    record "zc_$variant" linerate zc_sends "$sends"
+    record "zc_$variant" linerate zc_copied "$copied"
+    log "round $ROUND zc $variant: $bps bit/s, host $hsd us/KB, sender own $snd us/KB, receiver own $rcv us/KB, zero-copy sends $sends (copied $copied)"
+}
+
 rr_case() { # CASE TOOL: 1 byte each way; CASE rr00 (TCP_RR, CPUs 0,0), rr01 (CPUs 0,1) or crr (TCP_CRR)
     local case="$1" tool="$2" out v="" lr=() np=()
     out="$(next)"
@@ -415,6 +454,9 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
         udp_case "$tool"
     done
     want rss && rss_case
+    want zc && for variant in $(rotate "$ROUND" copy zerocopy sendfile norx sendfile_norx); do
+        zc_case "$variant"
+    done
     want rr && for case in rr00 rr01 crr; do
         for tool in $(rotate "$ROUND" linerate netperf); do
             rr_case "$case" "$tool"

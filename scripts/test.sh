@@ -3,7 +3,7 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, chromium) when they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, strace, chromium) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +22,9 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # The interoperability peer of tests/it/iperf3.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+# The witness of the copy-free system calls (tests/it/copy_modes.rs: --zerocopy,
+# --sendfile, --no-rx-copy as the kernel's tracer decodes them).
+command -v strace >/dev/null 2>&1 || need+=(strace)
 # The browser that loads `linerate report`'s page in its tests (headless: DOM, console
 # errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
 # installed, some 20 s.
