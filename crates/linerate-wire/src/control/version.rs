@@ -253,6 +253,7 @@ mod tests {
                 "capture",
                 "hooks",
                 "device_counters",
+                "copy_modes",
             ]
         );
     }

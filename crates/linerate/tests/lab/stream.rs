@@ -142,7 +142,8 @@ fn lab_rate_shapes_both_directions_of_a_router() {
 #[test]
 #[ignore = "needs root: network namespaces"]
 fn lab_zerocopy_completions_across_a_veth_pair() {
-    let lab = Lab::pair(&lab_name("z"), &LabOptions::default()).expect("lab up (needs root)");
+    let lab = Lab::pair(&common::lab_name("zc", "z"), &LabOptions::default())
+        .expect("lab up (needs root)");
     let srv = serve_in(&lab, "b");
     let b = lab.addr("b").unwrap().to_string();
     for dir in [&[][..], &["-R"][..]] {
