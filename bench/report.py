@@ -58,6 +58,28 @@ def parse(kind, path):
         loss = _num(flow.get("loss_percent"), "loss_percent")
         tx_bps = _num(flow.get("sender_bps"), "sender_bps")
         print(f"{rx_pps:.0f} {tx_pps:.0f} {loss:.6f} {tx_bps:.0f}")
+    elif kind == "linerate-zc":
+        # Throughput, the host's service demand (one host: both ends read the same CPUs),
+        # each end's own threads' CPU per KB moved (their system calls, where the copies
+        # are made, included), and the zero-copy sends and those the kernel copied.
+        d = _load_json(path)
+        flow = d["summary"]["flows"][0]
+        bps = _num(flow.get("receiver_bps"), "receiver_bps")
+        kb = _num(flow.get("receiver_bytes"), "receiver_bytes") / 1024
+        ends = {}
+        for end in ("client", "server"):
+            e = d["summary"].get(end) or {}
+            own = _num(e.get("tool_cpu_percent"), f"{end} tool_cpu_percent")
+            dur = _num(e.get("duration_ns"), f"{end} duration_ns") / 1e9
+            ends[end] = (own / 100 * dur * 1e6 / kb, _num(e.get("service_demand_us_per_kb"), f"{end} service demand"))
+        sends = copied = 0
+        for end in ("client", "server"):
+            for st in (d.get(end) or {}).get("streams", []):
+                z = st.get("zerocopy")
+                if z:
+                    sends += z["sends"]
+                    copied += z["copied"]
+        print(f"{bps:.0f} {ends['client'][1]:.6f} {ends['client'][0]:.6f} {ends['server'][0]:.6f} {sends} {copied}")
     elif kind == "iperf3-tcp":
         d = _load_json(path)
         if "error" in d:
@@ -436,9 +458,54 @@ def profile_cost(data):
     ] + lines)
 
 
+ZC_VARIANTS = [
+    ("copy", "send + recv (copy)"),
+    ("zerocopy", "--zerocopy"),
+    ("sendfile", "--sendfile"),
+    ("norx", "--no-rx-copy"),
+    ("sendfile_norx", "--sendfile --no-rx-copy"),
+]
+
+
+def zc_table(data):
+    """The zc group: linerate against itself with each copy-free option, side by side."""
+    def vals(v, metric):
+        return data.get((f"zc_{v}", metric, "linerate"), [])
+
+    def r(v, metric):
+        return ratio(vals(v, metric), vals("copy", metric)) if v != "copy" else "1"
+
+    if not vals("copy", "bps"):
+        return ""
+    lines = [
+        "| option | Gbit/s | host µs/KB | sender own µs/KB | receiver own µs/KB | "
+        "Gbit/s ratio | host demand ratio | sender own ratio | receiver own ratio | zero-copy sends copied |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for v, label in ZC_VARIANTS:
+        if not vals(v, "bps"):
+            continue
+        sends, copied = sum(vals(v, "zc_sends")), sum(vals(v, "zc_copied"))
+        zc = f"{copied:.0f} of {sends:.0f}" if sends else "–"
+        lines.append(
+            f"| {label} | {cell(vals(v, 'bps'), 1e9)} | {cell(vals(v, 'host_sd'), 1)} | "
+            f"{cell(vals(v, 'snd_own_sd'), 1)} | {cell(vals(v, 'rcv_own_sd'), 1)} | "
+            f"{r(v, 'bps')} | {r(v, 'host_sd')} | {r(v, 'snd_own_sd')} | {r(v, 'rcv_own_sd')} | {zc} |"
+        )
+    return "\n".join(lines)
+
+
 def report(results, meta_path, doc=None):
     data, fails = read_results(results)
     meta = read_meta(meta_path)
+    zc = zc_table(data)
+    if zc:
+        print(zc)
+        print()
+    if not data.get(("tcp1", "bps", "linerate")) and not any(
+        k[0] in ("udp_unpaced", "rss", "rr00") for k in data
+    ):
+        return
     tbl = table(data, fails)
     tgt = targets(data)
     print(tbl)

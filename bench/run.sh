@@ -4,10 +4,11 @@
 # Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"] [LINERATE=/path/to/linerate]
 #        bench/run.sh [--write-doc]
 #
-# CASES picks groups of cases (default the four compared with peers): tcp (tcp1 tcp4 tcpR),
-# udp, rss, rr (rr00 rr01 crr), and profile (ptcp prr: linerate with and without --profile,
-# not in the default). --write-doc refuses a subset, so docs/PERFORMANCE.md always shows every
-# peer case.
+# CASES picks groups of cases (default the four compared with peers: tcp udp rss rr): tcp
+# (tcp1 tcp4 tcpR), udp, rss, rr (rr00 rr01 crr); and, not in the default, profile (ptcp prr:
+# linerate with and without --profile) and zc (linerate against itself with its copy-free
+# options, about RUNS x 5 x (DURATION + 1.5) s: CASES=zc bench/run.sh). --write-doc refuses
+# anything but the four default groups, so docs/PERFORMANCE.md always shows every peer case.
 #
 # What it does
 #   1. Installs iperf3, netperf (Debian non-free; a sources entry is added with the mirror the
@@ -52,6 +53,15 @@
 #         profiled; the server runs with --allow-profile), interleaved: the cost of profiling
 #         in throughput. Target: at most 3 % below the run without (issue 15).
 #   prr   the same for TCP_RR 1 B as rr01 (transactions/s).
+#   zc    linerate TCP, one stream, 128 KiB writes, pinned as PIN, with each copy-free option
+#         against the copying default: (none), --zerocopy, --sendfile, --no-rx-copy,
+#         --sendfile --no-rx-copy, interleaved and rotated like the other cases. Per option:
+#         receiver throughput; the host's service demand (µs of CPU per KB, both ends'
+#         /proc/stat: on one host the two ends' figures are the same CPUs); and each end's own
+#         threads' CPU per KB (sender and receiver, system calls included: where the copies are
+#         made); the ratios are option / copy of the medians (below 1: less CPU per KB). For
+#         --zerocopy also how many sends the kernel reported as copied after all (on loopback:
+#         all of them, it always copies to a local socket).
 #   crr   TCP_CRR (a new connection per transaction), 1 byte each way, pinned as PIN:
 #         linerate `rr --connect -A 0,1` vs netperf `-t TCP_CRR -T 0,1`. Both leave TIME_WAIT sockets behind
 #         (one per transaction); the interleaving gives both the same backlog.
@@ -93,7 +103,7 @@ for arg in "$@"; do
 done
 
 for g in $CASES; do
-    [[ " tcp udp rss rr profile " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr, profile)" >&2; exit 2; }
+    [[ " tcp udp rss rr profile zc " == *" $g "* ]] || { echo "CASES: unknown group '$g' (use tcp, udp, rss, rr, profile, zc)" >&2; exit 2; }
 done
 if [[ $WRITE_DOC == 1 && "$(echo $CASES | tr ' ' '\n' | sort | tr '\n' ' ')" != "rr rss tcp udp " ]]; then
     echo "--write-doc needs every case group: unset CASES" >&2; exit 2
@@ -299,6 +309,34 @@ profile_case() { # CASE TOOL: ptcp or prr, TOOL linerate or linerate-profile
     log "round $ROUND $case $tool: $v"
 }
 
+zc_case() { # VARIANT: copy zerocopy sendfile norx sendfile_norx
+    local variant="$1" out v="" flags=()
+    out="$(next)"
+    case "$variant" in
+        copy) flags=() ;;
+        zerocopy) flags=(--zerocopy) ;;
+        sendfile) flags=(--sendfile) ;;
+        norx) flags=(--no-rx-copy) ;;
+        sendfile_norx) flags=(--sendfile --no-rx-copy) ;;
+    esac
+    try "zc $variant" "$out" "$LINERATE" tcp "$HOST" -p "$LR_PORT" -t "$DURATION" -l 128K -A "$PIN" \
+        "${flags[@]}" --json && v="$(parse linerate-zc "$out")"
+    if [[ -z "$v" ]]; then
+        FAILS=$((FAILS + 1))
+        record "zc_$variant" linerate bps NA
+        return 0
+    fi
+    local bps hsd snd rcv sends copied
+    read -r bps hsd snd rcv sends copied <<< "$v"
+    record "zc_$variant" linerate bps "$bps"
+    record "zc_$variant" linerate host_sd "$hsd"
+    record "zc_$variant" linerate snd_own_sd "$snd"
+    record "zc_$variant" linerate rcv_own_sd "$rcv"
+    record "zc_$variant" linerate zc_sends "$sends"
+    record "zc_$variant" linerate zc_copied "$copied"
+    log "round $ROUND zc $variant: $bps bit/s, host $hsd us/KB, sender own $snd us/KB, receiver own $rcv us/KB, zero-copy sends $sends (copied $copied)"
+}
+
 rr_case() { # CASE TOOL: 1 byte each way; CASE rr00 (TCP_RR, CPUs 0,0), rr01 (CPUs 0,1) or crr (TCP_CRR)
     local case="$1" tool="$2" out v="" lr=() np=()
     out="$(next)"
@@ -444,6 +482,9 @@ for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
         for tool in $(rotate "$ROUND" linerate linerate-profile); do
             profile_case "$case" "$tool"
         done
+    done
+    want zc && for variant in $(rotate "$ROUND" copy zerocopy sendfile norx sendfile_norx); do
+        zc_case "$variant"
     done
     want rr && for case in rr00 rr01 crr; do
         for tool in $(rotate "$ROUND" linerate netperf); do

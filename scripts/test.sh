@@ -3,8 +3,8 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, linux-perf, chromium) when they are
-# missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, linux-perf, strace, chromium) when
+# they are missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +26,9 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and
 # `perf report` from Debian's linux-perf.
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
+# The witness of the copy-free system calls (tests/it/copy_modes.rs: --zerocopy,
+# --sendfile, --no-rx-copy as the kernel's tracer decodes them).
+command -v strace >/dev/null 2>&1 || need+=(strace)
 # The browser that loads `linerate report`'s page in its tests (headless: DOM, console
 # errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
 # installed, some 20 s.

@@ -137,6 +137,49 @@ pub struct StreamReport {
     /// TCP, and older peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_path: Option<TxPath>,
+    /// How a TCP sender handed its data to the kernel (feature `copy_modes`); absent for
+    /// receivers, UDP, and older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_mode: Option<crate::control::SendMode>,
+    /// How a TCP receiver took its data (feature `copy_modes`); absent for senders, UDP,
+    /// and older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_mode: Option<crate::control::RecvMode>,
+    /// `MSG_ZEROCOPY` senders: the kernel's completion notifications for this stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zerocopy: Option<ZerocopyReport>,
+}
+
+/// What the kernel said about a `MSG_ZEROCOPY` stream's sends, from the notifications on
+/// the socket's error queue (`SO_EE_ORIGIN_ZEROCOPY`). Counted over the whole stream, warm-up
+/// included, like [`StreamReport::udp_seq_end`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ZerocopyReport {
+    /// Send calls the kernel numbered: every call that took at least one byte.
+    pub sends: u64,
+    /// Sends whose completion arrived (the kernel released their pages).
+    pub completed: u64,
+    /// Completed sends in notification ranges flagged `SO_EE_CODE_ZEROCOPY_COPIED`: the
+    /// kernel copied the data after all (always so when the receiver is a socket on this
+    /// host, loopback or another namespace, and on devices without scatter-gather). A range
+    /// is flagged when the kernel copied for it; the count is per range, as the kernel
+    /// reports it.
+    pub copied: u64,
+    /// Error-queue messages read (each one completes a range of sends).
+    pub notifications: u64,
+    /// Sends still in flight when the stream ended and the wait for them ran out; their
+    /// buffers were not reused.
+    pub outstanding: u64,
+    /// Sends refused with `ENOBUFS` (the socket's option memory, `net.core.optmem_max`,
+    /// held too many notifications) and retried once the queue was read.
+    pub enobufs: u64,
+}
+
+impl ZerocopyReport {
+    /// Completed sends the kernel did not copy.
+    pub fn zero_copied(&self) -> u64 {
+        self.completed.saturating_sub(self.copied)
+    }
 }
 
 /// How a UDP sender put its datagrams on the wire.

@@ -32,7 +32,12 @@ mod tests {
         let then: Features = Feature::ALL
             .iter()
             .copied()
-            .filter(|f| !matches!(f, Feature::DeviceCounters | Feature::Profile))
+            .filter(|f| {
+                !matches!(
+                    f,
+                    Feature::DeviceCounters | Feature::Profile | Feature::CopyModes
+                )
+            })
             .collect();
         let h = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
@@ -40,8 +45,9 @@ mod tests {
             features: then.names(),
         });
         assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
-        // This build's hello lists more names at the end (`device_counters`, for
-        // `--dut`; `profile`, for `--profile`), which an older peer ignores as unknown.
+        // This build's hello lists more names at the end (`device_counters`, for `--dut`;
+        // `profile`, for `--profile`; `copy_modes`, for `--zerocopy`, `--sendfile`,
+        // `--no-rx-copy`), which an older peer ignores as unknown.
         let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
             software: "linerate 0.1.0".into(),
@@ -49,7 +55,10 @@ mod tests {
         });
         assert_eq!(
             serde_json::to_string(&now).unwrap(),
-            HELLO_1_3.replace(r#""hooks"]"#, r#""hooks","device_counters","profile"]"#)
+            HELLO_1_3.replace(
+                r#""hooks"]"#,
+                r#""hooks","device_counters","profile","copy_modes"]"#,
+            )
         );
         let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {
             panic!("not a hello")

@@ -96,6 +96,10 @@ features! {
     /// `TestSpec::profile`: the server samples its CPUs during the test and returns the
     /// profile in its report (`--profile`).
     Profile = "profile",
+    /// `TestSpec::send_mode` and `TestSpec::recv_mode`: TCP senders with `MSG_ZEROCOPY` or
+    /// `sendfile`, receivers with `MSG_TRUNC`, and the modes and zero-copy completions in
+    /// the stream reports.
+    CopyModes = "copy_modes",
 }
 
 impl std::fmt::Display for Feature {
@@ -253,6 +257,7 @@ mod tests {
                 "hooks",
                 "device_counters",
                 "profile",
+                "copy_modes",
             ]
         );
     }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use linerate_wire::control::{Direction, TestSpec, Transport};
+use linerate_wire::control::{Direction, RecvMode, SendMode, TestSpec, Transport};
 
 use clap::Args as ClapArgs;
 
@@ -100,6 +100,19 @@ pub struct StreamArgs {
     /// capability the sender falls back to one datagram per sendmmsg message and says so.
     #[arg(long)]
     pub raw_frames: bool,
+    /// TCP: send with MSG_ZEROCOPY (SO_ZEROCOPY), reading the kernel's completions, on
+    /// every sending end (the server's too with -R/--bidir). The record counts the sends the
+    /// kernel really did not copy: to a socket on the same host it always copies.
+    #[arg(long)]
+    pub zerocopy: bool,
+    /// TCP: send with sendfile(2) from a memfd filled once (netperf TCP_SENDFILE, iperf3
+    /// -Z), on every sending end.
+    #[arg(long)]
+    pub sendfile: bool,
+    /// TCP: receive with recv(MSG_TRUNC), which discards the data in the kernel without
+    /// copying it to user space, on every receiving end (the server's too without -R).
+    #[arg(long)]
+    pub no_rx_copy: bool,
     /// Time to wait for the server to answer the connection.
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: std::time::Duration,
@@ -236,6 +249,34 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     if transport == Transport::Tcp && (a.no_offload || a.raw_frames) {
         return err("--no-offload and --raw-frames apply to UDP tests only");
     }
+    if a.zerocopy && a.sendfile {
+        return err("--zerocopy and --sendfile are two ways to send: give one of them");
+    }
+    if transport == Transport::Udp && a.no_rx_copy {
+        return err("--no-rx-copy applies to TCP: a UDP receiver reads each datagram's sequence header to count loss (MSG_TRUNC would still report every length, but not which datagrams arrived)");
+    }
+    if transport == Transport::Udp && (a.zerocopy || a.sendfile) {
+        return err("--zerocopy and --sendfile apply to TCP: use `linerate tcp` (UDP sends with GSO or sendmmsg)");
+    }
+    let send_mode = if a.zerocopy {
+        SendMode::Zerocopy
+    } else if a.sendfile {
+        SendMode::Sendfile
+    } else {
+        SendMode::Copy
+    };
+    let recv_mode = if a.no_rx_copy {
+        RecvMode::Trunc
+    } else {
+        RecvMode::Copy
+    };
+    // This end's own kernel must have the modes it will use (the server checks its own).
+    crate::sys::zerocopy::check_support(
+        direction.client_sends() && send_mode == SendMode::Zerocopy,
+        direction.client_sends() && send_mode == SendMode::Sendfile,
+        direction.client_receives() && recv_mode == RecvMode::Trunc,
+    )
+    .map_err(UsageError)?;
     if transport == Transport::Udp && (a.nodelay || a.mss.is_some() || a.congestion.is_some()) {
         return err("-N, -M and -C are TCP options: use `linerate tcp`");
     }
@@ -276,6 +317,8 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         raw_frames: a.raw_frames,
         capture_snaplen: None,
         profile: a.profile.spec()?,
+        send_mode,
+        recv_mode,
     };
     Ok(StreamPlan {
         host: a.host.clone(),
@@ -379,6 +422,32 @@ mod tests {
         assert!(plan(&["linerate", "tcp", "h", "-P", "0"]).is_err());
         assert!(plan(&["linerate", "tcp", "h", "-b", "0"]).is_err());
         assert!(plan(&["linerate", "tcp", "h", "-A", "999"]).is_err());
+    }
+
+    #[test]
+    fn copy_modes_go_into_the_spec_and_nonsense_is_refused() {
+        let p = plan(&[
+            "linerate",
+            "tcp",
+            "h",
+            "--zerocopy",
+            "--no-rx-copy",
+            "--bidir",
+        ])
+        .unwrap();
+        assert_eq!(p.spec.send_mode, SendMode::Zerocopy);
+        assert_eq!(p.spec.recv_mode, RecvMode::Trunc);
+        let p = plan(&["linerate", "tcp", "h", "--sendfile", "-R"]).unwrap();
+        assert_eq!(p.spec.send_mode, SendMode::Sendfile);
+        assert_eq!(p.spec.recv_mode, RecvMode::Copy);
+        let e = plan(&["linerate", "tcp", "h", "--zerocopy", "--sendfile"])
+            .unwrap_err()
+            .0;
+        assert!(e.contains("give one of them"), "{e}");
+        for f in ["--zerocopy", "--sendfile", "--no-rx-copy"] {
+            let e = plan(&["linerate", "udp", "h", f]).unwrap_err().0;
+            assert!(e.contains("TCP") && !e.contains('\n'), "{f}: {e}");
+        }
     }
 
     #[test]

@@ -89,6 +89,10 @@ pub struct EngineConfig {
     pub early_host: Option<sys::hostsnap::HostSnapshot>,
     /// Profile every CPU over the measured window (`--profile`).
     pub profile: Option<linerate_wire::profile::ProfileSpec>,
+    /// How TCP senders hand data to the kernel (feature `copy_modes`).
+    pub send_mode: linerate_wire::control::SendMode,
+    /// How TCP receivers take data (feature `copy_modes`).
+    pub recv_mode: linerate_wire::control::RecvMode,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -344,6 +348,8 @@ impl Engine {
                 smooth_pacing: cfg.smooth_pacing,
                 raw_frames: cfg.raw_frames,
                 raw: raw.get_mut(i).and_then(Option::take),
+                send_mode: cfg.send_mode,
+                recv_mode: cfg.recv_mode,
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()
@@ -579,6 +585,9 @@ impl Engine {
                 local_addr: local,
                 remote_addr: remote,
                 tx_path: outcome.tx_path,
+                send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
+                recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
+                zerocopy: outcome.zerocopy,
             });
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;

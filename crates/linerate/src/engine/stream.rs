@@ -21,7 +21,8 @@ use super::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
 use super::rawgen::RawSender;
 use crate::sys;
-use linerate_wire::report::TxPath;
+use linerate_wire::control::{RecvMode, SendMode};
+use linerate_wire::report::{TxPath, ZerocopyReport};
 
 /// How often a blocked loop wakes to look at its stop flag.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -73,6 +74,8 @@ pub struct StreamOutcome {
     pub warnings: Vec<String>,
     /// How a UDP sender put its datagrams on the wire.
     pub tx_path: Option<linerate_wire::report::TxPath>,
+    /// `MSG_ZEROCOPY` senders: the kernel's completions.
+    pub zerocopy: Option<ZerocopyReport>,
 }
 
 /// Everything a loop needs.
@@ -105,6 +108,10 @@ pub struct StreamCtx {
     /// The raw-frame sender opened for this stream before the engine's clock started, or
     /// why it could not be (`raw_frames` senders only; opened here when absent).
     pub raw: Option<Result<RawSender, String>>,
+    /// How TCP senders hand data to the kernel.
+    pub send_mode: SendMode,
+    /// How TCP receivers take data.
+    pub recv_mode: RecvMode,
 }
 
 /// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
@@ -160,7 +167,11 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
         }
     }
     let res = match (&socket, send) {
-        (DataSocket::Tcp(s), true) => tcp_send(&ctx, s),
+        (DataSocket::Tcp(s), true) => match ctx.send_mode {
+            SendMode::Copy => tcp_send(&ctx, s),
+            SendMode::Zerocopy => tcp_send_zerocopy(&ctx, s, &mut out.zerocopy),
+            SendMode::Sendfile => tcp_send_sendfile(&ctx, s),
+        },
         (DataSocket::Tcp(s), false) => tcp_recv(&ctx, s),
         (DataSocket::Udp(s), true) => udp_send(
             &mut ctx,
@@ -228,9 +239,253 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
+/// The next write of a sender: `None` when its quota is sent, else how many bytes (at most
+/// `len`), after waiting for its pace. `Some(0)` means "look at the stop flag again".
+fn next_write(ctx: &StreamCtx, pacer: &mut Option<Pacer>, sent: u64, len: usize) -> Option<usize> {
+    let mut len = len;
+    if let Some(q) = ctx.quota {
+        let left = q.saturating_sub(sent);
+        if left == 0 {
+            return None;
+        }
+        len = len.min(usize::try_from(left).unwrap_or(len));
+    }
+    if let Some(p) = pacer.as_mut() {
+        let d = p.delay(ctx.now_ns());
+        if !d.is_zero() {
+            pacing::wait(d.min(POLL));
+            return Some(0);
+        }
+    }
+    Some(len)
+}
+
+/// Sends from one memfd with `sendfile(2)` (netperf TCP_SENDFILE, iperf3 -Z): the file holds
+/// one write of the pattern, filled once; every call sends it from offset 0. No user buffer.
+fn tcp_send_sendfile(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
+    sock.set_write_timeout(Some(POLL))?;
+    let len = ctx.write_size.max(1);
+    let file = sys::zerocopy::memfd_with(len, fill_pattern).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("--sendfile: cannot create the memfd ({e})"),
+        )
+    })?;
+    let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
+    let mut sent: u64 = 0;
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let Some(n) = next_write(ctx, &mut pacer, sent, len) else {
+            break;
+        };
+        if n == 0 {
+            continue;
+        }
+        match sys::zerocopy::sendfile(sock.as_fd(), file.as_fd(), n) {
+            Ok(0) => break,
+            Ok(n) => {
+                sent += n as u64;
+                ctx.record(n as u64, 1, 0);
+                if let Some(p) = pacer.as_mut() {
+                    p.sent(n as u64);
+                }
+            }
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let _ = sock.shutdown(Shutdown::Write);
+    Ok(())
+}
+
+/// How long a `MSG_ZEROCOPY` sender waits at the end for the completions of its last sends.
+const ZC_DRAIN: Duration = Duration::from_secs(2);
+/// Buffer memory of a `MSG_ZEROCOPY` sender: this many bytes of writes in flight at most
+/// (between [`ZC_MIN_BUFFERS`] and [`ZC_MAX_BUFFERS`] buffers of the write size).
+const ZC_BUFFER_BYTES: usize = 4 << 20;
+const ZC_MIN_BUFFERS: usize = 4;
+const ZC_MAX_BUFFERS: usize = 256;
+
+/// The buffers of a `MSG_ZEROCOPY` sender and the sends in flight on them. A buffer goes back
+/// to the free list only when the kernel has reported the completion of the send that used
+/// it, so no page the kernel still refers to is ever written (the pattern never changes,
+/// but the rule holds for any data).
+struct ZcPool {
+    bufs: Vec<Vec<u8>>,
+    free: Vec<usize>,
+    /// Sends in flight, oldest first: (send number, buffer, completed).
+    inflight: std::collections::VecDeque<(u32, usize, bool)>,
+    next_id: u32,
+    report: ZerocopyReport,
+    scratch: Vec<sys::zerocopy::Completion>,
+}
+
+impl ZcPool {
+    fn new(len: usize) -> ZcPool {
+        let n = (ZC_BUFFER_BYTES / len.max(1)).clamp(ZC_MIN_BUFFERS, ZC_MAX_BUFFERS);
+        let bufs = (0..n)
+            .map(|_| {
+                let mut b = vec![0u8; len];
+                fill_pattern(&mut b);
+                b
+            })
+            .collect();
+        ZcPool {
+            bufs,
+            free: (0..n).rev().collect(),
+            inflight: Default::default(),
+            next_id: 0,
+            report: ZerocopyReport::default(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A send on buffer `b` took bytes: the kernel numbered it.
+    fn sent(&mut self, b: usize) {
+        self.inflight.push_back((self.next_id, b, false));
+        self.next_id = self.next_id.wrapping_add(1);
+        self.report.sends += 1;
+    }
+
+    /// Applies one completion range; returns the buffers it frees to the free list.
+    fn complete(&mut self, c: sys::zerocopy::Completion) {
+        let Some(&(base, _, _)) = self.inflight.front() else {
+            return;
+        };
+        let mut id = c.lo;
+        for _ in 0..c.len().min(self.inflight.len() as u64) {
+            let k = id.wrapping_sub(base) as usize;
+            if let Some(e) = self.inflight.get_mut(k) {
+                if !e.2 {
+                    e.2 = true;
+                    self.report.completed += 1;
+                    if c.copied {
+                        self.report.copied += 1;
+                    }
+                }
+            }
+            id = id.wrapping_add(1);
+        }
+        while let Some(&(_, b, true)) = self.inflight.front() {
+            self.free.push(b);
+            self.inflight.pop_front();
+        }
+    }
+
+    /// Reads the completions queued now.
+    fn reap(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+        let mut comps = std::mem::take(&mut self.scratch);
+        comps.clear();
+        self.report.notifications += sys::zerocopy::read_completions(fd, &mut comps)?;
+        for c in comps.iter().copied() {
+            self.complete(c);
+        }
+        self.scratch = comps;
+        Ok(())
+    }
+}
+
+/// Sends with `MSG_ZEROCOPY` (`--zerocopy`), reading completions from the error queue.
+fn tcp_send_zerocopy(
+    ctx: &StreamCtx,
+    sock: &TcpStream,
+    report: &mut Option<ZerocopyReport>,
+) -> io::Result<()> {
+    sock.set_write_timeout(Some(POLL))?;
+    let fd = sock.as_fd();
+    sys::zerocopy::enable(fd).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("--zerocopy: the kernel refuses SO_ZEROCOPY ({e}); drop --zerocopy"),
+        )
+    })?;
+    let len = ctx.write_size.max(1);
+    let mut pool = ZcPool::new(len);
+    let poll_ms = i32::try_from(POLL.as_millis()).unwrap_or(100);
+    let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
+    let mut sent: u64 = 0;
+    let mut base = false;
+    let mut result = Ok(());
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        if pool.free.is_empty() {
+            // Every buffer is in flight: wait for the kernel to release one.
+            if let Err(e) = pool.reap(fd) {
+                result = Err(e);
+                break;
+            }
+            if pool.free.is_empty() {
+                if let Err(e) = sys::zerocopy::wait(fd, false, poll_ms) {
+                    result = Err(e);
+                    break;
+                }
+            }
+            continue;
+        }
+        let Some(n) = next_write(ctx, &mut pacer, sent, len) else {
+            break;
+        };
+        if n == 0 {
+            continue;
+        }
+        let Some(b) = pool.free.pop() else {
+            continue;
+        };
+        match sys::zerocopy::send_zerocopy(fd, &pool.bufs[b][..n]) {
+            Ok(0) => {
+                pool.free.push(b);
+                break;
+            }
+            Ok(n) => {
+                pool.sent(b);
+                sent += n as u64;
+                ctx.record(n as u64, 1, 0);
+                if let Some(p) = pacer.as_mut() {
+                    p.sent(n as u64);
+                }
+            }
+            Err(e) if is_timeout(&e) => pool.free.push(b),
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                // The notifications filled the socket's option memory: read them first.
+                pool.free.push(b);
+                pool.report.enobufs += 1;
+                if let Err(e) = pool.reap(fd) {
+                    result = Err(e);
+                    break;
+                }
+                let _ = sys::zerocopy::wait(fd, false, 1);
+            }
+            Err(e) => {
+                pool.free.push(b);
+                result = Err(e);
+                break;
+            }
+        }
+    }
+    let _ = sock.shutdown(Shutdown::Write);
+    // The last completions come when the peer has acknowledged the data.
+    let until = Instant::now() + ZC_DRAIN;
+    while !pool.inflight.is_empty() && Instant::now() < until {
+        if pool.reap(fd).is_err() {
+            break;
+        }
+        if !pool.inflight.is_empty() && sys::zerocopy::wait(fd, false, 20).is_err() {
+            break;
+        }
+    }
+    pool.report.outstanding = pool.inflight.len() as u64;
+    *report = Some(pool.report);
+    result
+}
+
 fn tcp_recv(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
     sock.set_read_timeout(Some(POLL))?;
-    let mut buf = vec![0u8; ctx.write_size.clamp(64 * 1024, 1 << 20)];
+    let max = ctx.write_size.clamp(64 * 1024, 1 << 20);
+    if ctx.recv_mode == RecvMode::Trunc {
+        return tcp_recv_trunc(ctx, sock, max);
+    }
+    let mut buf = vec![0u8; max];
     let mut base = false;
     let mut r = sock;
     while !ctx.stop.load(Relaxed) {
@@ -240,6 +495,28 @@ fn tcp_recv(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
             Ok(n) => ctx.record(n as u64, 1, 0),
             Err(e) if is_timeout(&e) => continue,
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Receives with `recv(MSG_TRUNC)` and no buffer (`--no-rx-copy`): the kernel discards the
+/// data without copying it out and returns how much it discarded.
+fn tcp_recv_trunc(ctx: &StreamCtx, sock: &TcpStream, max: usize) -> io::Result<()> {
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        match sys::zerocopy::recv_trunc(sock.as_fd(), max) {
+            Ok(0) => break,
+            Ok(n) => ctx.record(n as u64, 1, 0),
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
+            Err(e) if e.raw_os_error() == Some(libc::EFAULT) => {
+                return Err(io::Error::other(
+                    "--no-rx-copy: this kernel does not discard TCP data with recv(MSG_TRUNC); drop --no-rx-copy",
+                ))
+            }
             Err(e) => return Err(e),
         }
     }

@@ -27,6 +27,7 @@ use serde::Serialize;
 
 use super::repeat::{self, metrics_of, primary_metric, MetricDef};
 use super::RunRecord;
+use linerate_wire::control::Transport;
 
 /// Significance level of the verdicts.
 pub const ALPHA: f64 = 0.05;
@@ -291,6 +292,10 @@ pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
         ),
     );
     push("congestion control", p.congestion.clone());
+    if rec.rr.is_none() && p.transport == Transport::Tcp {
+        push(PATH_FACTS[0], Some(p.send_mode.describe().to_string()));
+        push(PATH_FACTS[1], Some(p.recv_mode.describe().to_string()));
+    }
     for (end, side) in [
         ("client", Some(&rec.client)),
         ("server", rec.server.as_ref()),
@@ -309,6 +314,11 @@ pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
     out
 }
 
+/// The facts that name a data path (`--zerocopy`, `--sendfile`, `--no-rx-copy`): comparing
+/// two runs that differ only there is the point of those options, so the difference is
+/// named as what the ratios measure, not warned about.
+const PATH_FACTS: [&str; 2] = ["send path", "receive path"];
+
 /// "B differs from A in write size (131072 bytes → 65536 bytes), ...": the facts of the
 /// first run of each side that both recorded and that differ; and within a side, facts that
 /// change from run to run.
@@ -317,14 +327,28 @@ fn mismatch(la: &str, a: &[RunFigures], lb: &str, b: &[RunFigures]) -> Vec<Strin
     let (Some(fa), Some(fb)) = (a.first(), b.first()) else {
         return out;
     };
-    let diffs: Vec<String> = fa
+    let (paths, diffs): (Vec<_>, Vec<_>) = fa
         .facts
         .iter()
         .filter_map(|(k, va)| {
             let (_, vb) = fb.facts.iter().find(|(kb, _)| kb == k)?;
-            (va != vb).then(|| format!("{k} ({va} → {vb})"))
+            (va != vb).then(|| (k.as_str(), format!("{k} ({va} → {vb})")))
         })
-        .collect();
+        .partition(|(k, _)| PATH_FACTS.contains(k));
+    let paths: Vec<String> = paths.into_iter().map(|(_, d)| d).collect();
+    let diffs: Vec<String> = diffs.into_iter().map(|(_, d)| d).collect();
+    if !paths.is_empty() {
+        out.push(format!(
+            "{lb} uses another data path than {la}: {}; its CPU and service-demand ratios are \
+             that change's effect{}",
+            paths.join(", "),
+            if diffs.is_empty() {
+                ""
+            } else {
+                " together with the differences below"
+            }
+        ));
+    }
     if !diffs.is_empty() {
         out.push(format!(
             "{lb} differs from {la} in {}: its ratios measure these changes together, not a \

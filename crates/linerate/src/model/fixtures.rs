@@ -47,6 +47,8 @@ pub(crate) fn plan(
         server_cpu: None,
         udp_offload: false,
         link_rate_bps: None,
+        send_mode: Default::default(),
+        recv_mode: Default::default(),
     }
 }
 
@@ -103,6 +105,9 @@ pub(crate) fn stream(
         local_addr: None,
         remote_addr: None,
         tx_path: None,
+        send_mode: None,
+        recv_mode: None,
+        zerocopy: None,
     }
 }
 

@@ -29,7 +29,7 @@ pub use summary::{
     summarize, EndSummary, FlowDirection, FlowSummary, InterfacePackets, RunSummary,
 };
 
-use linerate_wire::control::{Direction, ProtocolVersion, Transport};
+use linerate_wire::control::{Direction, ProtocolVersion, RecvMode, SendMode, Transport};
 use linerate_wire::report::SideReport;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -211,6 +211,13 @@ pub struct PlanRecord {
     /// for the diagnosis where no interface shows the bottleneck.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_rate_bps: Option<u64>,
+    /// How the TCP senders handed data to the kernel (`--zerocopy`, `--sendfile`); absent:
+    /// a copying send.
+    #[serde(default, skip_serializing_if = "SendMode::is_copy")]
+    pub send_mode: SendMode,
+    /// How the TCP receivers took data (`--no-rx-copy`); absent: a copying receive.
+    #[serde(default, skip_serializing_if = "RecvMode::is_copy")]
+    pub recv_mode: RecvMode,
 }
 
 /// One line of `--json-stream` output.

@@ -68,6 +68,8 @@ impl StreamPlan {
             server_cpu: s.server_cpu,
             udp_offload: s.udp_offload,
             link_rate_bps: None,
+            send_mode: s.send_mode,
+            recv_mode: s.recv_mode,
         }
     }
 
@@ -139,6 +141,8 @@ pub fn default_spec(
         raw_frames: false,
         capture_snaplen: None,
         profile: None,
+        send_mode: Default::default(),
+        recv_mode: Default::default(),
     }
 }
 

@@ -358,6 +358,9 @@ impl RrEngine {
                 local_addr: info.local.clone(),
                 remote_addr: info.remote.clone(),
                 tx_path: None,
+                send_mode: None,
+                recv_mode: None,
+                zerocopy: None,
             });
         }
         let total = total_since(fin, base);

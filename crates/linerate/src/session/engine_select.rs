@@ -75,6 +75,8 @@ impl Running {
                 raw_frames: spec.raw_frames,
                 early_host: links.early_host,
                 profile: spec.profile,
+                send_mode: spec.send_mode,
+                recv_mode: spec.recv_mode,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };

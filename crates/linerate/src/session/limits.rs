@@ -11,7 +11,9 @@ use std::hash::Hash;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use linerate_wire::control::{Direction, ErrorCode, RrSpec, ServerLimits, TestSpec, Transport};
+use linerate_wire::control::{
+    Direction, ErrorCode, RecvMode, RrSpec, SendMode, ServerLimits, TestSpec, Transport,
+};
 use linerate_wire::report::Role;
 
 use crate::model::plan::stream_slots;
@@ -36,6 +38,16 @@ pub fn check_request(
     cpu_count: u32,
 ) -> Result<(), Refusal> {
     validate_spec(spec, limits)?;
+    // The copy modes this end would use: refused here, before any stream opens, on a kernel
+    // without them (a loopback connection of the server's own tries them).
+    let sends = spec.direction.client_receives() && spec.rr.is_none();
+    let receives = spec.direction.client_sends() && spec.rr.is_none();
+    crate::sys::zerocopy::check_support(
+        sends && spec.send_mode == SendMode::Zerocopy,
+        sends && spec.send_mode == SendMode::Sendfile,
+        receives && spec.recv_mode == RecvMode::Trunc,
+    )
+    .map_err(|e| (ErrorCode::BadRequest, format!("the server: {e}")))?;
     match spec.server_cpu {
         Some(cpu) if cpu >= cpu_count => Err((
             ErrorCode::BadRequest,
@@ -65,6 +77,9 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), Refus
     }
     if let Some(rr) = &spec.rr {
         validate_rr(rr, limits)?;
+    }
+    if spec.transport == Transport::Udp && !(spec.send_mode.is_copy() && spec.recv_mode.is_copy()) {
+        return bad("--zerocopy, --sendfile and --no-rx-copy apply to TCP stream tests".into());
     }
     if let Some(d) = spec.duration_ms {
         if spec.omit_ms >= d {

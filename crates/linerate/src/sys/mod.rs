@@ -54,6 +54,10 @@ pub mod softnet;
 // Audited unsafe: getsockopt(TCP_INFO); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod tcp_info;
+// Audited unsafe: SO_ZEROCOPY, MSG_ZEROCOPY sends and MSG_ERRQUEUE completions, memfd and
+// sendfile, recv(MSG_TRUNC); every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod zerocopy;
 
 /// Text or bytes from the kernel that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,6 +8,7 @@ mod cli;
 #[path = "../common/mod.rs"]
 mod common;
 mod compare;
+mod copy_modes;
 mod counters;
 mod diagnose;
 mod fake;

@@ -445,6 +445,9 @@ impl ClientMachine {
                 self.cfg.server
             ));
         }
+        if let Some(why) = copy_modes_refusal(&spec, self.features) {
+            return self.failed(format!("the server at {} {why}", self.cfg.server));
+        }
         let (requested, warnings) = downgrade(&spec, self.features);
         self.warnings.extend(warnings);
         self.push(Action::Send(Message::TestRequest(TestRequest {
@@ -705,10 +708,14 @@ impl ClientMachine {
         let (Some(asked), Some(requested)) = (&self.asked, &self.requested) else {
             return self.failed("protocol error: start without a test".into());
         };
-        // This end sends raw frames, and profiles itself, whatever the server offers.
+        // This end sends raw frames, profiles itself, and uses the copy modes it was asked
+        // for, whatever the server offers (a server without copy modes was only spared
+        // modes it would not use).
         let engine = TestSpec {
             raw_frames: asked.raw_frames,
             profile: asked.profile,
+            send_mode: asked.send_mode,
+            recv_mode: asked.recv_mode,
             ..requested.clone()
         };
         self.push(Action::StartEngine(Box::new(engine)));
@@ -968,6 +975,26 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
     })
 }
 
+/// Why a test with copy modes cannot run on a server with `features`: the server would send
+/// (`-R`, `--bidir`) with `--zerocopy`/`--sendfile`, or receive (`tcp` without `-R`,
+/// `--bidir`) with `--no-rx-copy`, and does not offer `copy_modes`. An old server would
+/// ignore the fields it does not know and copy silently, so the test is refused.
+pub fn copy_modes_refusal(spec: &TestSpec, features: Features) -> Option<String> {
+    if features.has(Feature::CopyModes) || spec.rr.is_some() {
+        return None;
+    }
+    let flag = if !spec.send_mode.is_copy() && spec.direction.client_receives() {
+        spec.send_mode.flag()
+    } else if !spec.recv_mode.is_copy() && spec.direction.client_sends() {
+        "--no-rx-copy"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "does not offer {flag} (no 'copy_modes' feature) and would use it in this test: upgrade linerate on the server, or run the test in the direction where only this end needs {flag}"
+    ))
+}
+
 /// The spec to request from a server with `features`: what it does not offer is dropped,
 /// with a warning that says what that means and how to get it.
 pub fn downgrade(spec: &TestSpec, features: Features) -> (TestSpec, Vec<String>) {
@@ -990,6 +1017,12 @@ pub fn downgrade(spec: &TestSpec, features: Features) -> (TestSpec, Vec<String>)
         if s.direction.client_receives() {
             w.push("the server sends datagrams, not raw frames: it does not offer them (upgrade it to linerate with protocol 1.3)".to_string());
         }
+    }
+    // Copy modes the server would not use ([`copy_modes_refusal`] refused the others): an
+    // old server must not be sent fields it does not know.
+    if !features.has(Feature::CopyModes) {
+        s.send_mode = Default::default();
+        s.recv_mode = Default::default();
     }
     if s.capture_snaplen.is_some() && !features.has(Feature::Capture) {
         s.capture_snaplen = None;

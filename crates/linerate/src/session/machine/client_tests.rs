@@ -1190,3 +1190,54 @@ fn device_counters_go_one_by_one_and_a_silent_device_times_out() {
     m.handle(t0, msg(Message::Start(Start {})));
     assert!(failure(&m).contains("expected counters_snapshot, got start"));
 }
+
+#[test]
+fn copy_modes_a_server_without_them_would_use_are_refused_never_ignored() {
+    use linerate_wire::control::{RecvMode, SendMode};
+    let t0 = Instant::now();
+    let old = Features::from_names(&["tcp_stream", "bidir", "interval_events"]);
+    // The server would send with --zerocopy (-R): refused with the flag and the way out.
+    let mut s = default_spec(Transport::Tcp, Direction::Receive, 65536, 1000);
+    s.send_mode = SendMode::Zerocopy;
+    let mut m = connected(t0, old);
+    m.request_test(t0, s.clone());
+    let e = failure(&m);
+    assert!(e.contains("--zerocopy") && e.contains("copy_modes"), "{e}");
+    // The server would receive with --no-rx-copy (no -R), or either with --bidir.
+    for (dir, send, recv, flag) in [
+        (
+            Direction::Send,
+            SendMode::Copy,
+            RecvMode::Trunc,
+            "--no-rx-copy",
+        ),
+        (
+            Direction::Both,
+            SendMode::Sendfile,
+            RecvMode::Copy,
+            "--sendfile",
+        ),
+    ] {
+        let mut s = default_spec(Transport::Tcp, dir, 65536, 1000);
+        s.send_mode = send;
+        s.recv_mode = recv;
+        let mut m = connected(t0, old);
+        m.request_test(t0, s);
+        assert!(failure(&m).contains(flag));
+    }
+    // Only this end uses the mode: the old server is asked without the fields it does not
+    // know, and this end's engine still runs with them.
+    s.direction = Direction::Send;
+    let mut m = connected(t0, old);
+    m.request_test(t0, s.clone());
+    let a = drain(&mut m);
+    let [Action::Send(Message::TestRequest(req))] = a.as_slice() else {
+        panic!("{a:?}")
+    };
+    assert_eq!(req.spec.send_mode, SendMode::Copy);
+    let wire = serde_json::to_string(&req.spec).unwrap();
+    assert!(!wire.contains("send_mode"), "{wire}");
+    // A server with the feature gets the modes as asked.
+    let (r, w) = downgrade(&s, Features::all());
+    assert_eq!((r.send_mode, w.len()), (SendMode::Zerocopy, 0));
+}
