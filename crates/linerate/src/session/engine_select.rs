@@ -75,6 +75,7 @@ impl Running {
                 raw_frames: spec.raw_frames,
                 early_host: links.early_host,
                 profile: spec.profile,
+                iperf3: false,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };
