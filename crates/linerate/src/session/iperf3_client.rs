@@ -580,9 +580,137 @@ fn secs_ns(s: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::plan::{default_spec, Debug, SockOpts};
 
     #[test]
     fn byte_count_tests_get_a_deadline() {
         assert_eq!(default_max_time(1_000_000), Duration::from_secs(18));
+    }
+
+    fn plan(t: Transport, d: LrDirection, streams: u16) -> StreamPlan {
+        let mut spec = default_spec(t, d, 1400, 10_000);
+        spec.streams = streams;
+        StreamPlan {
+            host: "127.0.0.1".into(),
+            port: iperf3::DEFAULT_PORT,
+            spec,
+            local: SockOpts::default(),
+            client_cpu: None,
+            connect_timeout: Duration::from_secs(1),
+            debug: Debug(false),
+            auth: None,
+            max_time: None,
+        }
+    }
+
+    /// The client's end: one stream per role, in index order.
+    fn client_side(roles: &[StreamRole]) -> SideReport {
+        let mut s = crate::model::fixtures::side(Role::Client, "c", 2, Totals::default());
+        for (i, role) in roles.iter().enumerate() {
+            let mut st = crate::model::fixtures::stream(*role, &Totals::default(), None, None);
+            st.index = i as u16;
+            st.bytes = 1000;
+            s.streams.push(st);
+        }
+        s
+    }
+
+    #[test]
+    fn rates_and_times_become_iperf3s() {
+        let mut p = plan(Transport::Udp, LrDirection::Both, 4);
+        p.spec.rate_bps = Some(400_000_000);
+        p.spec.omit_ms = 2000;
+        let i = params(&p);
+        // linerate's -b is a direction's total, iperf3's per stream; its -t leaves out -O.
+        assert_eq!(i.bandwidth_bps, Some(100_000_000));
+        assert_eq!((i.time_s, i.omit_s), (8, 2));
+        assert_eq!(i.direction, Direction::Bidir);
+        assert_eq!(i.len, Some(1400));
+        assert!(Params::parse(i.to_json().to_string().as_bytes()).is_ok());
+    }
+
+    /// 3.12 writes an unknown retransmit count as 2^64 − 1 and leaves out the omitted
+    /// fields: the server's end has no retransmits (absent, with a warning), not a huge or
+    /// zero count, and its CPU is iperf3's figure.
+    #[test]
+    fn a_3_12_sender_without_retransmits_is_absent_not_zero() {
+        let body = br#"{"cpu_util_total":12.5,"cpu_util_user":2.5,"cpu_util_system":10,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":5000,"retransmits":18446744073709551615,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let p = plan(Transport::Tcp, LrDirection::Receive, 1);
+        let client = client_side(&[StreamRole::Rx]);
+        let (s, w) = server_report(&p, &client, &theirs, Duration::from_secs(3)).unwrap();
+        assert_eq!(s.streams[0].role, StreamRole::Tx);
+        assert_eq!(s.totals.tx_bytes, 5000);
+        assert_eq!(s.totals.retransmits, None);
+        assert_eq!(s.totals.tx_duration_ns, 2_000_000_000);
+        assert!(
+            w.iter().any(|w| w.contains("did not know its retransmits")),
+            "{w:?}"
+        );
+        assert!(w.iter().any(|w| w == SERVER_ABSENT));
+        assert_eq!(s.cpu, None);
+        assert_eq!(s.host_counters, None);
+        // 12.5% of one CPU over the server's 2 s.
+        let cpu = s.process_cpu.clone().unwrap();
+        assert_eq!(cpu.user_ns + cpu.system_ns, 250_000_000);
+        let rec = client::build_record(p.record(), "t".into(), None, false, client, Some(s), w);
+        let e = rec.summary.server.unwrap();
+        assert!((e.tool_cpu_percent.unwrap() - 12.5).abs() < 1e-6);
+        assert_eq!(e.cpu_util_percent, None);
+        assert_eq!(e.service_demand_us_per_kb, None);
+    }
+
+    #[test]
+    fn known_retransmits_are_summed() {
+        let body = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":1,"streams":[{"id":1,"bytes":5,"retransmits":3,"jitter":0,"errors":0,"packets":0,"end_time":1},{"id":3,"bytes":5,"retransmits":4,"jitter":0,"errors":0,"packets":0,"end_time":1}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let p = plan(Transport::Tcp, LrDirection::Receive, 2);
+        let client = client_side(&[StreamRole::Rx, StreamRole::Rx]);
+        let (s, w) = server_report(&p, &client, &theirs, Duration::from_secs(1)).unwrap();
+        assert_eq!(s.totals.retransmits, Some(7));
+        assert!(!w.iter().any(|w| w.contains("retransmits")), "{w:?}");
+    }
+
+    /// An iperf3 UDP receiver counts `packets` up to the highest sequence number and
+    /// `errors` as those missing: received = packets − errors.
+    #[test]
+    fn an_iperf3_udp_receiver_becomes_a_receiver_report() {
+        let body = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":133000,"retransmits":-1,"jitter":0.0005,"errors":5,"packets":100,"start_time":0,"end_time":1.0}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let p = plan(Transport::Udp, LrDirection::Send, 1);
+        let client = client_side(&[StreamRole::Tx]);
+        let (s, _) = server_report(&p, &client, &theirs, Duration::from_secs(1)).unwrap();
+        let u = s.totals.udp_rx.clone().unwrap();
+        assert_eq!((u.packets, u.lost), (95, 5));
+        assert_eq!(u.jitter_ns, Some(500_000));
+        assert_eq!(s.streams[0].udp_rx.as_ref().unwrap().highest_seq, Some(99));
+        assert_eq!(s.totals.rx_packets, Some(95));
+        assert_eq!(s.totals.retransmits, None);
+    }
+
+    #[test]
+    fn results_for_other_streams_are_refused() {
+        let body = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":-1,"streams":[]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let p = plan(Transport::Tcp, LrDirection::Send, 1);
+        let e = server_report(&p, &client_side(&[StreamRole::Tx]), &theirs, Duration::ZERO)
+            .unwrap_err();
+        assert!(
+            e.to_string().contains("list 0 streams, the test has 1"),
+            "{e}"
+        );
+    }
+
+    /// The client's results: ids 1, 3, 4, ...; a receiver's retransmits unknown (−1).
+    #[test]
+    fn our_results_number_streams_as_iperf3() {
+        let r = our_results(
+            &client_side(&[StreamRole::Tx, StreamRole::Tx, StreamRole::Rx]),
+            Duration::from_secs(1),
+        );
+        let ids: Vec<i64> = r.streams.iter().map(|s| s.id).collect();
+        assert_eq!(ids, vec![1, 3, 4]);
+        assert_eq!(r.streams[2].retransmits, None);
+        assert!(Results::parse(r.to_json().to_string().as_bytes()).is_ok());
     }
 }
