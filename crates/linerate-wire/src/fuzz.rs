@@ -64,17 +64,18 @@ pub fn iperf3(data: &[u8]) {
         assert!((1..=128).contains(&p.parallel));
         assert!(p.stream_count() <= 256);
         // What linerate's client writes (`--iperf3`) reads back the same; a token is
-        // never written.
-        let again = Params::parse(p.to_json().to_string().as_bytes());
+        // never written, and the version string is display text (cut with a note of what
+        // was cut, so a cut one is cut again differently): only its presence survives.
+        let again = Params::parse(p.to_json().to_string().as_bytes()).map(|a| Params {
+            client_version: a.client_version.map(|_| String::new()),
+            ..a
+        });
         let want = Params {
             has_authtoken: false,
+            client_version: p.client_version.as_ref().map(|_| String::new()),
             ..p
         };
-        assert_eq!(
-            again.as_ref(),
-            Ok(&want),
-            "parameters do not survive writing"
-        );
+        assert_eq!(again.as_ref(), Ok(&want), "parameters do not survive writing");
     }
     if let Ok(r) = Results::parse(data) {
         assert!(r.streams.len() <= crate::iperf3::MAX_RESULT_STREAMS);
