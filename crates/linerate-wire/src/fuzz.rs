@@ -75,7 +75,11 @@ pub fn iperf3(data: &[u8]) {
             client_version: p.client_version.as_ref().map(|_| String::new()),
             ..p
         };
-        assert_eq!(again.as_ref(), Ok(&want), "parameters do not survive writing");
+        assert_eq!(
+            again.as_ref(),
+            Ok(&want),
+            "parameters do not survive writing"
+        );
     }
     if let Ok(r) = Results::parse(data) {
         assert!(r.streams.len() <= crate::iperf3::MAX_RESULT_STREAMS);
