@@ -20,7 +20,7 @@ command -v sysctl >/dev/null 2>&1 || need+=(procps)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v tcptrace >/dev/null 2>&1 || need+=(tcptrace)
 command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
-# The interoperability peer of tests/it/iperf3.rs (Debian's iperf3, 3.12 in bookworm):
+# The interoperability peer of tests/it/iperf3.rs and iperf3_client.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and

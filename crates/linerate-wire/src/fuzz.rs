@@ -42,10 +42,11 @@ pub fn message(body: &[u8]) {
     assert!(!has_unsafe(&json), "an unsafe character survived escaping");
 }
 
-/// What an iperf3 client sends to `linerate serve`, from arbitrary bytes: a cookie, a JSON
-/// length (capped), a state byte, and a parameters or results body. Whatever parses obeys
-/// the checks (parallel within 1..=128, no more result streams than the cap), and a parsed
-/// results message survives writing and reading again.
+/// What an iperf3 peer sends (a client to `linerate serve`, a server to `linerate tcp|udp
+/// --iperf3`), from arbitrary bytes: a cookie, a JSON length (capped), a state byte, and a
+/// parameters or results body. Whatever parses obeys the checks (parallel within 1..=128,
+/// no more result streams than the cap), and parsed parameters and results survive writing
+/// and reading again.
 pub fn iperf3(data: &[u8]) {
     use crate::iperf3::{json_len, Cookie, Params, Results, State, MAX_PARAMS_JSON};
     let _ = Cookie::parse(data);
@@ -62,6 +63,23 @@ pub fn iperf3(data: &[u8]) {
     if let Ok(p) = Params::parse(data) {
         assert!((1..=128).contains(&p.parallel));
         assert!(p.stream_count() <= 256);
+        // What linerate's client writes (`--iperf3`) reads back the same; a token is
+        // never written, and the version string is display text (cut with a note of what
+        // was cut, so a cut one is cut again differently): only its presence survives.
+        let again = Params::parse(p.to_json().to_string().as_bytes()).map(|a| Params {
+            client_version: a.client_version.map(|_| String::new()),
+            ..a
+        });
+        let want = Params {
+            has_authtoken: false,
+            client_version: p.client_version.as_ref().map(|_| String::new()),
+            ..p
+        };
+        assert_eq!(
+            again.as_ref(),
+            Ok(&want),
+            "parameters do not survive writing"
+        );
     }
     if let Ok(r) = Results::parse(data) {
         assert!(r.streams.len() <= crate::iperf3::MAX_RESULT_STREAMS);

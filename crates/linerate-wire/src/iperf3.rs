@@ -16,6 +16,10 @@
 //!  IPERF_DONE                            ->
 //! ```
 //!
+//! linerate speaks it both ways: `linerate serve` to iperf3 clients, and
+//! `linerate tcp|udp HOST --iperf3` to iperf3 servers (the same messages, from the other
+//! end: [`Params::to_json`] writes what [`Params::parse`] reads).
+//!
 //! Everything here is pure: the cookie, the state bytes, the length prefix of a JSON message
 //! (with a cap on every length a peer announces, and 0 refused), the parameters a client sends
 //! (type- and range-checked as iperf3's own server checks them), the results both ends
@@ -38,6 +42,10 @@ pub const MAX_PARAMS_JSON: u32 = 8 * 1024;
 /// small object per stream (about 200 bytes; at most 256 streams with `--bidir -P 128`), so
 /// 256 KiB is ample; iperf3 itself reads this length without a limit.
 pub const MAX_CLIENT_RESULTS_JSON: u32 = 256 * 1024;
+/// Longest results JSON a client reads from a server, bytes: the server's results hold one
+/// small object per stream, and its own output only when asked for (linerate's client does
+/// not ask), so the same cap as a client's results serves.
+pub const MAX_SERVER_RESULTS_JSON: u32 = MAX_CLIENT_RESULTS_JSON;
 /// Most streams a client may ask for (`parallel`), as iperf3's server checks.
 pub const MAX_PARALLEL: u64 = 128;
 /// The datagram a UDP stream opens with ("9876" on the wire, 3.12 and later).
@@ -70,6 +78,24 @@ pub mod ierrno {
     pub const CTRL_CLOSE: i32 = 107;
     /// "test duration on the server expired".
     pub const SERVER_TEST_DURATION_EXPIRED: i32 = 160;
+
+    /// iperf3's message for the codes above and a few more a server sends, or a general one.
+    pub fn describe(i_errno: i32) -> &'static str {
+        match i_errno {
+            ACCESS_DENIED => "the server is busy running a test",
+            RECV_PARAMS => "it could not use the test's parameters",
+            TOTAL_RATE => "the total rate asked for is above the server's limit",
+            MAX_SERVER_TEST_DURATION_EXCEEDED => {
+                "the test is longer than the server's maximum duration"
+            }
+            RECV_RESULTS => "it could not receive the results",
+            MESSAGE => "a control message came out of order",
+            ACCEPT_STREAM => "it could not accept a stream",
+            CTRL_CLOSE => "its control connection closed",
+            SERVER_TEST_DURATION_EXPIRED => "the test ran past the server's maximum duration",
+            _ => "an iperf3 error (see iperf3's iperf_api.h for the code)",
+        }
+    }
 }
 
 /// A state byte (iperf3's `signed char` states).
@@ -132,6 +158,29 @@ impl State {
             .iter()
             .find(|(s, _)| *s == self)
             .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// Whether `b`, the first byte a server answers a linerate hello with, is one an iperf3
+/// server sends after reading a cookie: `PARAM_EXCHANGE`, `ACCESS_DENIED` (busy) or
+/// `SERVER_ERROR`. A linerate server's first byte is always `'L'` (its frame magic).
+pub fn is_server_first_byte(b: u8) -> bool {
+    [
+        State::ParamExchange,
+        State::AccessDenied,
+        State::ServerError,
+    ]
+    .iter()
+    .any(|s| s.byte() == b)
+}
+
+/// iperf3's id of the `i`th stream a client opens (0-based): 1, 3, 4, 5, ... (2 was once
+/// the control connection's).
+pub fn stream_id(i: usize) -> i64 {
+    if i == 0 {
+        1
+    } else {
+        i64::try_from(i).unwrap_or(i64::MAX - 2) + 2
     }
 }
 
@@ -435,6 +484,60 @@ impl Params {
             client_version: string(&m, "client_version", 64)?,
             has_authtoken: m.contains_key("authtoken"),
         })
+    }
+
+    /// The parameters as a client sends them (what [`Params::parse`] reads back); keys
+    /// iperf3 3.12 sends, absent options left out.
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        let proto = match self.protocol {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        };
+        m.insert(proto.into(), true.into());
+        m.insert("omit".into(), self.omit_s.into());
+        m.insert("time".into(), self.time_s.into());
+        m.insert("num".into(), self.bytes.into());
+        m.insert("blockcount".into(), self.blocks.into());
+        if let Some(mss) = self.mss {
+            m.insert("MSS".into(), mss.into());
+        }
+        if self.nodelay {
+            m.insert("nodelay".into(), true.into());
+        }
+        m.insert("parallel".into(), self.parallel.into());
+        match self.direction {
+            Direction::Forward => {}
+            Direction::Reverse => {
+                m.insert("reverse".into(), true.into());
+            }
+            Direction::Bidir => {
+                m.insert("bidirectional".into(), true.into());
+            }
+        }
+        if let Some(w) = self.window {
+            m.insert("window".into(), w.into());
+        }
+        if let Some(l) = self.len {
+            m.insert("len".into(), l.into());
+        }
+        if let Some(b) = self.bandwidth_bps {
+            m.insert("bandwidth".into(), b.into());
+        }
+        m.insert("pacing_timer".into(), 1000.into());
+        if let Some(c) = &self.congestion {
+            m.insert("congestion".into(), c.clone().into());
+        }
+        if self.get_server_output {
+            m.insert("get_server_output".into(), 1.into());
+        }
+        if self.udp_counters_64bit {
+            m.insert("udp_counters_64bit".into(), 1.into());
+        }
+        if let Some(v) = &self.client_version {
+            m.insert("client_version".into(), v.clone().into());
+        }
+        Value::Object(m)
     }
 
     /// Data connections (TCP) or UDP streams the client opens: `parallel`, twice that with

@@ -196,3 +196,59 @@ fn udp_header() {
     assert_eq!(UdpHeader::parse(&b, false).map(|h| h.seq), Ok(3));
     assert!(UdpHeader::parse(&b[..11], false).is_err());
 }
+
+#[test]
+fn params_a_client_writes_read_back_the_same() {
+    let p = Params {
+        protocol: Protocol::Udp,
+        direction: Direction::Bidir,
+        parallel: 4,
+        time_s: 3,
+        omit_s: 1,
+        bytes: 0,
+        blocks: 0,
+        len: Some(1400),
+        window: Some(262_144),
+        bandwidth_bps: Some(25_000_000),
+        nodelay: false,
+        mss: None,
+        congestion: None,
+        get_server_output: false,
+        udp_counters_64bit: false,
+        client_version: Some("linerate 1.0".into()),
+        has_authtoken: false,
+    };
+    let j = p.to_json();
+    assert_eq!(j["udp"], true);
+    assert_eq!(j["bidirectional"], true);
+    assert_eq!(j["bandwidth"], 25_000_000);
+    assert_eq!(Params::parse(j.to_string().as_bytes()), Ok(p.clone()));
+    let tcp = Params {
+        protocol: Protocol::Tcp,
+        direction: Direction::Reverse,
+        parallel: 1,
+        time_s: 0,
+        bytes: 1 << 20,
+        len: Some(131_072),
+        window: None,
+        bandwidth_bps: None,
+        nodelay: true,
+        mss: Some(1400),
+        congestion: Some("cubic".into()),
+        ..p
+    };
+    assert_eq!(Params::parse(tcp.to_json().to_string().as_bytes()), Ok(tcp));
+}
+
+#[test]
+fn stream_ids_and_server_first_bytes() {
+    assert_eq!(
+        (0..5).map(stream_id).collect::<Vec<_>>(),
+        vec![1, 3, 4, 5, 6]
+    );
+    assert!(is_server_first_byte(9));
+    assert!(is_server_first_byte(0xff));
+    assert!(is_server_first_byte(0xfe));
+    // A linerate server's frames begin with "LR".
+    assert!(!is_server_first_byte(b'L'));
+}

@@ -25,6 +25,7 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
         latency: false,
         prom: a.output.prom.as_deref(),
         profile_out: a.profile.profile_out.as_deref(),
+        iperf3: false,
     };
     if rp == RepeatPlan::ONCE {
         return run::run_once(&plan, out, &how, &criteria, &keeper, None);

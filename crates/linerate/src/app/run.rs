@@ -124,6 +124,8 @@ pub struct Once<'a> {
     pub prom: Option<&'a Path>,
     /// `--profile-out DIR`: each end's folded stacks.
     pub profile_out: Option<&'a Path>,
+    /// `--iperf3`: the server is an iperf3 server (`crate::session::iperf3_client`).
+    pub iperf3: bool,
 }
 
 /// Runs one test by `plan` with live output (Ctrl-C ends it early and still reports), gives
@@ -142,7 +144,9 @@ pub fn run_once(
     signal_flag(&interrupt)?;
     let mut live = LiveOutput::new(out.format, plan);
     let rec = with_capture(how.capture, plan, |plan| {
-        let mut rec = if how.latency {
+        let mut rec = if how.iperf3 {
+            crate::session::iperf3_client::run(plan, &mut live, &interrupt)?
+        } else if how.latency {
             crate::session::latency::run(plan, &mut live, &interrupt)?
         } else {
             client::run_with_dut(plan, &mut live, &interrupt, dut)?
@@ -274,9 +278,13 @@ pub fn run_repeated(
         && !classic
         && format != Format::Csv
         && !out.quiet;
+    let iperf3 = how.iperf3;
     let set = run_repetitions(rp, show, &interrupt, |_| {
-        let mut rec =
-            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut.as_deref_mut())?;
+        let mut rec = if iperf3 {
+            crate::session::iperf3_client::run(plan, &mut client::Quiet, &interrupt)?
+        } else {
+            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut.as_deref_mut())?
+        };
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;

@@ -10,7 +10,7 @@ use super::run;
 use crate::cli::args::DutArgs;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
-use crate::cli::stream::{criteria, stream_plan, StreamArgs};
+use crate::cli::stream::{criteria, iperf3_checks, stream_plan, StreamArgs};
 use crate::cli::UsageError;
 use crate::model::plan::StreamPlan;
 use crate::session::client;
@@ -36,6 +36,7 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         )
         .into());
     }
+    iperf3_checks(a)?;
     let plan = stream_plan(a, transport)?;
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
@@ -55,6 +56,7 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         latency: a.latency,
         prom: a.output.prom.as_deref(),
         profile_out: a.profile.profile_out.as_deref(),
+        iperf3: a.iperf3,
     };
     if !a.repeat.is_set() {
         return run::run_once(&plan, out, &how, &criteria, &keeper, dut.as_mut());

@@ -19,9 +19,14 @@ use crate::model::plan::{Debug, SockOpts, StreamPlan};
 pub struct StreamArgs {
     /// Server host name or address.
     pub host: String,
-    /// Server port.
-    #[arg(short, long, default_value_t = crate::session::DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port (default 5301; with --iperf3, iperf3's 5201).
+    #[arg(short, long)]
+    pub port: Option<u16>,
+    /// The server is an iperf3 server (`iperf3 -s`, 3.x): speak iperf3's control protocol.
+    /// The record holds what iperf3 reports of its end (bytes, UDP loss and jitter, its CPU);
+    /// what it cannot give is absent with a warning. The default port becomes 5201.
+    #[arg(long)]
+    pub iperf3: bool,
     /// Server sends, client receives (netperf TCP_MAERTS, iperf3 -R).
     #[arg(short = 'R', long, conflicts_with = "bidir")]
     pub reverse: bool,
@@ -183,6 +188,59 @@ pub fn criteria(a: &StreamArgs, transport: Transport) -> Result<Criteria, UsageE
     })
 }
 
+/// With `--iperf3`: the options an iperf3 server cannot honour are refused, one line each
+/// saying what to do instead.
+pub fn iperf3_checks(a: &StreamArgs) -> Result<(), UsageError> {
+    if !a.iperf3 {
+        return Ok(());
+    }
+    let no = |what: &str, why: &str| Err(UsageError(format!("--iperf3: {what} {why}")));
+    if a.remote_buffer.is_some() || a.remote_sndbuf.is_some() || a.remote_rcvbuf.is_some() {
+        return no(
+            "-S/--remote-sndbuf/--remote-rcvbuf",
+            "are linerate server options: use -w (iperf3's window, both ends)",
+        );
+    }
+    if a.affinity.is_some_and(|(_, r)| r.is_some()) {
+        return no(
+            "-A LOCAL,REMOTE",
+            "cannot pin an iperf3 server: give -A LOCAL",
+        );
+    }
+    if a.tos.is_some() || a.dscp.is_some() {
+        return no("--tos/--dscp", "are not sent to an iperf3 server");
+    }
+    if a.raw_frames {
+        return no("--raw-frames", "needs a linerate server");
+    }
+    if a.latency || a.dut.dut.is_some() || a.capture.capture.is_some() || a.profile.profile {
+        return no(
+            "--latency, --dut, --capture and --profile",
+            "need a linerate server",
+        );
+    }
+    if a.auth.credentials()?.is_some() {
+        return no("--auth-user", "is linerate's authentication, not iperf3's");
+    }
+    if a.zerocopy || a.sendfile || a.no_rx_copy {
+        return no(
+            "--zerocopy, --sendfile and --no-rx-copy",
+            "are not offered with an iperf3 server (iperf3 -Z is its own client's option)",
+        );
+    }
+    let whole = |d: Option<Duration>| d.is_none_or(|d| d.subsec_nanos() == 0);
+    if !whole(a.time) || !whole(a.omit) {
+        return no(
+            "-t and -O",
+            "are whole seconds for iperf3 (e.g. -t 10 -O 2)",
+        );
+    }
+    if a.parallel > linerate_wire::iperf3::MAX_PARALLEL as u16 {
+        return no("-P", "is at most 128 for iperf3");
+    }
+    Ok(())
+}
+
 /// Builds the client's plan.
 pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, UsageError> {
     let err = |m: &str| Err(UsageError(m.to_string()));
@@ -322,7 +380,11 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     };
     Ok(StreamPlan {
         host: a.host.clone(),
-        port: a.port,
+        port: a.port.unwrap_or(if a.iperf3 {
+            linerate_wire::iperf3::DEFAULT_PORT
+        } else {
+            crate::session::DEFAULT_PORT
+        }),
         spec,
         local: SockOpts {
             sndbuf: a.local_sndbuf.or(local_both),

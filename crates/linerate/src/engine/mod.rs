@@ -93,6 +93,11 @@ pub struct EngineConfig {
     pub send_mode: linerate_wire::control::SendMode,
     /// How TCP receivers take data (feature `copy_modes`).
     pub recv_mode: linerate_wire::control::RecvMode,
+    /// The peer is an iperf3 server (`--iperf3`): UDP datagrams carry iperf3's 12-byte header
+    /// (wall-clock send time, sequence number from 1) instead of linerate's probe, and TCP
+    /// receivers end their drain when quiet, as UDP ones do (iperf3 closes its data
+    /// connections only after the results, so no end of stream comes first).
+    pub iperf3: bool,
 }
 
 /// Every stream's counters at one instant (index = stream position).
@@ -350,6 +355,7 @@ impl Engine {
                 raw: raw.get_mut(i).and_then(Option::take),
                 send_mode: cfg.send_mode,
                 recv_mode: cfg.recv_mode,
+                iperf3: cfg.iperf3,
             };
             let socket = setup.socket.clone();
             let h = std::thread::Builder::new()
@@ -413,7 +419,8 @@ impl Engine {
             .any(|(s, _)| s.role == StreamRole::Tx)
     }
 
-    fn rx_bytes_now(&self) -> u64 {
+    /// Bytes all receiving streams have received so far (warm-up included).
+    pub fn rx_bytes_now(&self) -> u64 {
         self.shared
             .streams
             .iter()
@@ -456,7 +463,9 @@ impl Engine {
             if now_bytes != last {
                 last = now_bytes;
                 last_change = Instant::now();
-            } else if self.cfg.transport == Transport::Udp && last_change.elapsed() >= quiet {
+            } else if (self.cfg.transport == Transport::Udp || self.cfg.iperf3)
+                && last_change.elapsed() >= quiet
+            {
                 break;
             }
         }

@@ -112,6 +112,8 @@ pub struct StreamCtx {
     pub send_mode: SendMode,
     /// How TCP receivers take data.
     pub recv_mode: RecvMode,
+    /// Datagrams carry iperf3's header, not linerate's probe ([`super::EngineConfig::iperf3`]).
+    pub iperf3: bool,
 }
 
 /// How far behind its schedule a smooth-paced sender of `datagram` bytes at `rate_bps` may
@@ -619,14 +621,31 @@ fn udp_send_loop(
                 continue;
             }
         }
-        // CLOCK_MONOTONIC, so that a receiver on the same machine can take the one-way delay.
-        let tx_ns = super::delay::mono_ns();
-        for i in 0..batch {
-            Probe {
-                seq: *seq + i as u64,
-                tx_ns,
+        if ctx.iperf3 {
+            // iperf3's header: the wall clock (its receiver takes jitter from differences
+            // only) and a 32-bit sequence number from 1.
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .unwrap_or_default();
+            for i in 0..batch {
+                linerate_wire::iperf3::UdpHeader {
+                    sec: now.as_secs() as u32,
+                    usec: now.subsec_micros(),
+                    seq: *seq + i as u64 + 1,
+                }
+                .emit(&mut buf[i * l..], false);
             }
-            .emit(&mut buf[i * l..]);
+        } else {
+            // CLOCK_MONOTONIC, so that a receiver on the same machine can take the one-way
+            // delay.
+            let tx_ns = super::delay::mono_ns();
+            for i in 0..batch {
+                Probe {
+                    seq: *seq + i as u64,
+                    tx_ns,
+                }
+                .emit(&mut buf[i * l..]);
+            }
         }
         let res = if gso {
             sock.send(&buf[..batch * l]).map(|n| n / l)
@@ -849,7 +868,17 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
                 }
                 bytes += d.len() as u64;
                 pkts += 1;
-                if let Ok(p) = Probe::parse(d) {
+                if ctx.iperf3 {
+                    // iperf3 numbers from 1; its send time is the wall clock, which jitter
+                    // compares with this end's clock by differences only.
+                    if let Ok(h) = linerate_wire::iperf3::UdpHeader::parse(d, false) {
+                        if let Some(s) = h.seq.checked_sub(1) {
+                            seq.on_packet(s);
+                            let tx_ns = u64::from(h.sec) * 1_000_000_000 + u64::from(h.usec) * 1000;
+                            jitter.on_packet(tx_ns, rx_ns);
+                        }
+                    }
+                } else if let Ok(p) = Probe::parse(d) {
                     seq.on_packet(p.seq);
                     jitter.on_packet(p.tx_ns, rx_ns);
                     if let Some(d) = delay.as_mut() {

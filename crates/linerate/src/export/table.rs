@@ -183,7 +183,11 @@ fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
         opt(e.busiest_cpu_util_percent, |v| format!("{v:.2}%")),
         opt(e.service_demand_us_per_kb, |v| format!("{v:.3}")),
         opt(e.tool_cpu_percent, |v| format!("{v:.1}%")),
-        e.io_calls.to_string(),
+        if e.calls_per_sec.is_some() {
+            e.io_calls.to_string()
+        } else {
+            "-".into()
+        },
         opt(e.us_per_call, |v| format!("{v:.2}")),
         opt(e.calls_per_sec, |v| format!("{v:.0}")),
         opt(e.sndbuf_bytes, |v| format_bytes(u64::from(v))),

@@ -109,6 +109,21 @@ fn read_frame_sized(r: &mut impl Read, max_len: u32) -> Result<Option<(Message, 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.to_string()),
         }
+        // A first byte that cannot begin a frame ends the read at once: an iperf3 server
+        // answers a hello with one state byte and then waits, so waiting for the rest of a
+        // header would only time out.
+        if hdr[0] != linerate_wire::control::frame::MAGIC[0] {
+            if linerate_wire::iperf3::is_server_first_byte(hdr[0]) {
+                return Err(format!(
+                    "the peer answered with byte {}, as an iperf3 server does: it is an iperf3 server, so test it with --iperf3 (linerate tcp|udp HOST --iperf3)",
+                    hdr[0]
+                ));
+            }
+            return Err(format!(
+                "the peer's first byte is {:#04x}, not the start of a linerate frame: is it a linerate server?",
+                hdr[0]
+            ));
+        }
     }
     let h = FrameHeader::parse(&hdr, max_len).map_err(|e| e.to_string())?;
     let mut body = vec![0u8; h.len as usize];

@@ -77,6 +77,7 @@ impl Running {
                 profile: spec.profile,
                 send_mode: spec.send_mode,
                 recv_mode: spec.recv_mode,
+                iperf3: false,
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };

@@ -11,7 +11,9 @@
 //! * [`auth`]: the optional HMAC-SHA256 challenge-response (protocol 1.2);
 //! * [`limits`]: what a server accepts, with the flag to change;
 //! * [`plausible`]: whether the figures a peer sends can be true;
-//! * [`streams`]: a test's streams as the engine takes them, the same at both ends.
+//! * [`streams`]: a test's streams as the engine takes them, the same at both ends;
+//! * [`iperf3`]: what both iperf3 roles share (timed, capped control reads; the drain);
+//!   [`iperf3_client`] runs a test against an iperf3 server (`--iperf3`).
 
 pub mod auth;
 pub mod client;
@@ -19,6 +21,8 @@ pub mod conn;
 pub mod dut;
 pub mod engine_select;
 pub mod hooks;
+pub mod iperf3;
+pub mod iperf3_client;
 pub mod latency;
 pub mod limits;
 pub mod machine;

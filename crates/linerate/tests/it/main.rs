@@ -14,6 +14,7 @@ mod diagnose;
 mod fake;
 mod hardening;
 mod iperf3;
+mod iperf3_client;
 mod latency;
 mod metrics;
 mod profile;

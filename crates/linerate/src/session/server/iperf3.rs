@@ -31,6 +31,7 @@ use linerate_wire::iperf3::{
 };
 
 use super::{log, Ctx};
+use crate::session::iperf3::{read_by, read_json, Drain};
 use crate::session::limits::{self, Cost};
 use crate::sys::sockets::{self, SockOpts};
 
@@ -38,11 +39,9 @@ use crate::sys::sockets::{self, SockOpts};
 pub const END_GRACE: Duration = Duration::from_secs(10);
 /// How often a stream's thread looks at its stop flag while its socket is quiet.
 const POLL: Duration = Duration::from_millis(100);
-/// After `TEST_END`, a receiving stream reads what is still in flight until it has been
-/// quiet this long (or the peer closed), at most [`DRAIN_MAX`]: the bytes the client sent
-/// are all counted, which iperf3's own server does not do.
-const DRAIN_QUIET: Duration = Duration::from_millis(100);
-const DRAIN_MAX: Duration = Duration::from_secs(2);
+// After `TEST_END`, a receiving stream drains what is still in flight
+// (`session::iperf3::Drain`): the bytes the client sent are all counted, which iperf3's own
+// server does not do.
 /// Default TCP block (iperf3's 128 KiB) and UDP datagram size when the client sent none.
 const DEFAULT_TCP_LEN: u32 = 128 * 1024;
 const DEFAULT_UDP_LEN: u32 = 1460;
@@ -610,7 +609,7 @@ impl Session<'_> {
                 .iter()
                 .enumerate()
                 .map(|(i, (_, t))| StreamResult {
-                    id: if i == 0 { 1 } else { i as i64 + 2 },
+                    id: iperf3::stream_id(i),
                     bytes: t.bytes,
                     retransmits: t.retransmits,
                     jitter_s: t.jitter_s,
@@ -721,43 +720,8 @@ fn send_state(ctl: &mut TcpStream, s: State) -> Result<(), Failure> {
 }
 
 fn write_all(ctl: &mut TcpStream, b: &[u8]) -> Result<(), Failure> {
-    let _ = ctl.set_write_timeout(Some(Duration::from_secs(10)));
-    ctl.write_all(b)
+    crate::session::iperf3::write_all(ctl, b)
         .map_err(|e| fail(format!("control connection: {e}"), None))
-}
-
-/// Reads `buf.len()` bytes by `deadline`.
-fn read_by(ctl: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> io::Result<()> {
-    let mut at = 0;
-    while at < buf.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
-        }
-        ctl.set_read_timeout(Some(left))?;
-        match ctl.read(&mut buf[at..]) {
-            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-            Ok(n) => at += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-/// A length-prefixed JSON message of at most `max` bytes, by `deadline`.
-fn read_json(
-    ctl: &mut TcpStream,
-    max: u32,
-    deadline: Instant,
-    what: &str,
-) -> Result<Vec<u8>, String> {
-    let mut len = [0u8; 4];
-    read_by(ctl, &mut len, deadline).map_err(|e| format!("no {what}: {e}"))?;
-    let n = iperf3::json_len(len, max).map_err(|e| format!("{what}: {e}"))?;
-    let mut body = vec![0u8; n as usize];
-    read_by(ctl, &mut body, deadline).map_err(|e| format!("{what}: {e}"))?;
-    Ok(body)
 }
 
 /// Waits for `TEST_END` (or `CLIENT_TERMINATE`) by `deadline`.
@@ -915,13 +879,11 @@ impl Job {
         let mut buf = vec![0u8; self.len().max(64 << 10)];
         let _ = st.set_read_timeout(Some(POLL));
         let mut t = StreamTally::default();
-        let mut drain: Option<Instant> = None;
+        let mut drain = Drain::default();
         loop {
-            if drain.is_none() && self.stop.load(SeqCst) {
-                drain = Some(Instant::now());
-                let _ = st.set_read_timeout(Some(DRAIN_QUIET));
-            }
-            if drain.is_some_and(|d| d.elapsed() > DRAIN_MAX) {
+            if drain.over(self.stop.load(SeqCst), |q| {
+                let _ = st.set_read_timeout(Some(q));
+            }) {
                 break;
             }
             match st.read(&mut buf) {
@@ -935,7 +897,7 @@ impl Job {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    if drain.is_some() {
+                    if drain.quiet() {
                         break;
                     }
                 }
@@ -989,15 +951,13 @@ impl Job {
         let mut t = StreamTally::default();
         let mut seqs = linerate_stats::seq::SeqTracker::new();
         let mut jitter = linerate_stats::jitter::JitterEstimator::new();
-        let mut drain: Option<Instant> = None;
+        let mut drain = Drain::default();
         let mut last_omitted = 0u64;
         let mut omitted_rx = 0u64;
         loop {
-            if drain.is_none() && self.stop.load(SeqCst) {
-                drain = Some(Instant::now());
-                let _ = u.set_read_timeout(Some(DRAIN_QUIET));
-            }
-            if drain.is_some_and(|d| d.elapsed() > DRAIN_MAX) {
+            if drain.over(self.stop.load(SeqCst), |q| {
+                let _ = u.set_read_timeout(Some(q));
+            }) {
                 break;
             }
             match u.recv(&mut buf) {
@@ -1030,7 +990,7 @@ impl Job {
                         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
                     ) =>
                 {
-                    if drain.is_some() {
+                    if drain.quiet() {
                         break;
                     }
                 }
