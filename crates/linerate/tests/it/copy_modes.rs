@@ -91,8 +91,10 @@ fn strace_witnesses_the_copy_free_calls() {
     for (flag, extra, call) in cases {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("strace.log");
+        // -ff: one file per thread (log.TID), so that no call is split into
+        // "<unfinished ...>" and "<... resumed>" lines by another thread's.
         let mut args = vec![
-            "-f".to_string(),
+            "-ff".to_string(),
             "-qq".into(),
             "-e".into(),
             format!("trace={call}"),
@@ -124,7 +126,17 @@ fn strace_witnesses_the_copy_free_calls() {
             String::from_utf8_lossy(&out.stderr)
         );
         let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let text = std::fs::read_to_string(&log).unwrap();
+        let mut text = String::new();
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let path = e.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("strace.log.") {
+                text.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+        assert!(
+            !text.contains("unfinished ..."),
+            "{flag}: a split call\n{text:.2000}"
+        );
         // Lines such as `123 sendto(5, "\0\1..."..., 65536, MSG_NOSIGNAL|MSG_ZEROCOPY, NULL, 0) = 65536`.
         let mut calls = 0u64;
         let mut bytes = 0u64;
