@@ -129,7 +129,12 @@ fn strace_witnesses_the_copy_free_calls() {
         let mut text = String::new();
         for e in std::fs::read_dir(dir.path()).unwrap() {
             let path = e.unwrap().path();
-            if path.file_name().unwrap().to_string_lossy().starts_with("strace.log.") {
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("strace.log.")
+            {
                 text.push_str(&std::fs::read_to_string(&path).unwrap());
             }
         }
