@@ -269,9 +269,23 @@ impl Store {
         let mut conn = Connection::open_with_flags(path, flags).map_err(open_err)?;
         conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
         // WAL lets readers and one writer work at once; the mode is kept in the file.
-        let _mode: String = conn
-            .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
-            .map_err(open_err)?;
+        // Switching a new file to WAL needs it to itself, and SQLite answers "busy" at once,
+        // without its busy handler, when another opener holds a lock this one would wait for
+        // (a deadlock to SQLite): openers racing on a new file retry here, within the same
+        // busy time-out (a CI run saw one of six concurrent openers fail without this).
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get::<_, String>(0)) {
+                Ok(_) => break,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::DatabaseBusy
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(open_err(e)),
+            }
+        }
         conn.pragma_update(None, "foreign_keys", "ON")
             .map_err(open_err)?;
         schema::migrate(&mut conn, to, &shown)?;
