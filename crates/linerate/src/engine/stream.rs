@@ -208,20 +208,11 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
     let mut w = sock;
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
-        let mut len = buf.len();
-        if let Some(q) = ctx.quota {
-            let left = q.saturating_sub(sent);
-            if left == 0 {
-                break;
-            }
-            len = len.min(usize::try_from(left).unwrap_or(len));
-        }
-        if let Some(p) = pacer.as_mut() {
-            let d = p.delay(ctx.now_ns());
-            if !d.is_zero() {
-                pacing::wait(d.min(POLL));
-                continue;
-            }
+        let Some(len) = next_write(ctx, &mut pacer, sent, buf.len()) else {
+            break;
+        };
+        if len == 0 {
+            continue;
         }
         match w.write(&buf[..len]) {
             Ok(0) => break,
