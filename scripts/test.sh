@@ -81,7 +81,11 @@ cargo test --workspace --locked
 LAB_TESTS=40
 lab_log=$(mktemp)
 trap 'rm -f "$lab_log"; rm -rf "$XDG_DATA_HOME"' EXIT
-cargo test --workspace --locked --test lab -- --include-ignored 2>&1 | tee "$lab_log"
+# The agreement of --profile with perf is checked alone, after the others: beside other busy
+# tests the two profilers' windows see different neighbours.
+alone=profile::the_top_kernel_functions_agree_with_perf_and_the_copy_comes_first
+cargo test --workspace --locked --test lab -- --include-ignored --skip "$alone" 2>&1 | tee "$lab_log"
+cargo test -p linerate --locked --test lab -- --include-ignored --exact "$alone" 2>&1 | tee -a "$lab_log"
 ran=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed/) n += $(i - 1) } END { print n + 0 }' "$lab_log")
 echo "scripts/test.sh: $ran lab tests passed (linerate and linerate-lab; at least $LAB_TESTS expected)"
 if [ "$ran" -lt "$LAB_TESTS" ]; then

@@ -35,7 +35,11 @@ mod tests {
             .filter(|f| {
                 !matches!(
                     f,
-                    Feature::DeviceCounters | Feature::Profile | Feature::CopyModes
+                    Feature::DeviceCounters
+                        | Feature::Profile
+                        | Feature::CopyModes
+                        | Feature::CrrServerCloses
+                        | Feature::CrrPort
                 )
             })
             .collect();
@@ -47,7 +51,8 @@ mod tests {
         assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
         // This build's hello lists more names at the end (`device_counters`, for `--dut`;
         // `profile`, for `--profile`; `copy_modes`, for `--zerocopy`, `--sendfile`,
-        // `--no-rx-copy`), which an older peer ignores as unknown.
+        // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR), which an older
+        // peer ignores as unknown.
         let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
             software: "linerate 0.1.0".into(),
@@ -57,7 +62,7 @@ mod tests {
             serde_json::to_string(&now).unwrap(),
             HELLO_1_3.replace(
                 r#""hooks"]"#,
-                r#""hooks","device_counters","profile","copy_modes"]"#,
+                r#""hooks","device_counters","profile","copy_modes","crr_server_closes","crr_port"]"#,
             )
         );
         let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {

@@ -485,6 +485,10 @@ pub struct Accept {
     /// The server's CPU count, for service demand.
     #[serde(default)]
     pub server_cpu_count: u32,
+    /// TCP_CRR (feature `crr_port`): the port on the server's address where the test's
+    /// connections go, each still with its stream hello; absent: the server's one port.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crr_port: Option<u16>,
 }
 
 /// The client's data sockets are ready.

@@ -100,6 +100,13 @@ features! {
     /// `sendfile`, receivers with `MSG_TRUNC`, and the modes and zero-copy completions in
     /// the stream reports.
     CopyModes = "copy_modes",
+    /// TCP_CRR: the server closes each connection first, right after its response (as
+    /// netperf's netserver does), so that TIME_WAIT stays on the server; the client reads
+    /// to the server's FIN before it closes.
+    CrrServerCloses = "crr_server_closes",
+    /// TCP_CRR: the server may take a test's connections on a port of the test's own,
+    /// given in [`super::Accept::crr_port`], where its responders accept them directly.
+    CrrPort = "crr_port",
 }
 
 impl std::fmt::Display for Feature {
@@ -258,6 +265,8 @@ mod tests {
                 "device_counters",
                 "profile",
                 "copy_modes",
+                "crr_server_closes",
+                "crr_port",
             ]
         );
     }

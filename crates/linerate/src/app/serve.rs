@@ -31,6 +31,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         one_off: a.one_off,
         allow_capture: a.allow_capture,
         allow_profile: a.allow_profile,
+        one_port: a.one_port,
         debug: Debug(a.debug_protocol),
         log: !a.quiet,
         users: match &a.auth_users {

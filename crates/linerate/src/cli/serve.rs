@@ -72,6 +72,12 @@ pub struct ServeArgs {
     /// the names of the processes that ran. Needs root or CAP_PERFMON.
     #[arg(long)]
     pub allow_profile: bool,
+    /// Serve TCP_CRR tests (linerate rr --connect) on this port too. By default each such
+    /// test gets a port of its own on this address, where its threads accept the test's
+    /// connections directly (faster: no hand-over from the accept thread); use this when a
+    /// firewall opens only --port.
+    #[arg(long)]
+    pub one_port: bool,
     /// Hooks clients may ask this server to run between a sweep's points (linerate sweep
     /// --hook): a TOML file declaring each hook's command, its typed and range-checked
     /// parameters and a restore command run when the client's session ends. Nothing else is

@@ -39,6 +39,10 @@ pub struct Connector {
     pub opts: SockOpts,
     /// Connect time-out.
     pub timeout: Duration,
+    /// The server closes each connection first, after its response (feature
+    /// `crr_server_closes`): the client reads to its FIN before closing. An older server
+    /// waits for the client to close first.
+    pub server_closes: bool,
 }
 
 /// The socket (or source of sockets) of one RR stream.
@@ -53,6 +57,19 @@ pub enum RrSocket {
     /// Server TCP_CRR: connections arrive through [`RrEngine::add_connection`]; each gets
     /// these options (the test's server-side socket options) before it is served.
     Accept(SockOpts),
+    /// Server TCP_CRR on the test's own port (feature `crr_port`): every stream thread
+    /// accepts on the listener itself; options as for `Accept`.
+    Listen(Arc<CrrListener>, SockOpts),
+}
+
+/// The listener of a server TCP_CRR test with a port of its own, and the token each of its
+/// connections must present in its stream hello.
+#[derive(Debug)]
+pub struct CrrListener {
+    /// Listening, with `TCP_DEFER_ACCEPT` ([`sys::listen::deferred_listener`]).
+    pub listener: std::net::TcpListener,
+    /// The test's token.
+    pub token: [u8; 16],
 }
 
 /// Settings of one end.
@@ -157,6 +174,8 @@ pub struct RrEngine {
     inbox: CrrInbox,
     info: Vec<StreamInfo>,
     profiling: Option<crate::engine::profile::Profiling>,
+    /// A server TCP_CRR test's own listener, shut down to end the blocked accepts.
+    listener: Option<Arc<CrrListener>>,
 }
 
 /// Where a server's TCP_CRR connections go: the responder queue of each stream. Cloned into
@@ -209,6 +228,10 @@ impl RrEngine {
         let mut threads = Vec::new();
         let mut queues = Vec::new();
         let mut info = Vec::new();
+        let listener = sockets.iter().find_map(|(_, s)| match s {
+            RrSocket::Listen(l, _) => Some(l.clone()),
+            _ => None,
+        });
         for (k, ((index, socket), c)) in sockets.into_iter().zip(counters).enumerate() {
             info.push(stream_info(index, &socket));
             let ctx = LoopCtx {
@@ -248,6 +271,7 @@ impl RrEngine {
             },
             info,
             profiling,
+            listener,
         })
     }
 
@@ -273,6 +297,14 @@ impl RrEngine {
         // (the read returns 0 and the loop sees the flag). Nothing is sent to the peer.
         for t in self.info.iter().filter_map(|i| i.tcp.as_ref()) {
             let _ = t.shutdown(std::net::Shutdown::Read);
+        }
+        // Server TCP_CRR responders block in accept on the test's listener: shutting it
+        // down ends those calls (EINVAL).
+        if let Some(l) = &self.listener {
+            let _ = nix::sys::socket::shutdown(
+                std::os::fd::AsRawFd::as_raw_fd(&l.listener),
+                nix::sys::socket::Shutdown::Read,
+            );
         }
     }
 
@@ -443,7 +475,7 @@ fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
             udp: false,
             bufs: (None, None),
         },
-        RrSocket::Accept(_) => StreamInfo {
+        RrSocket::Accept(_) | RrSocket::Listen(..) => StreamInfo {
             index,
             local: None,
             remote: None,
@@ -485,6 +517,7 @@ fn run_stream(
         (Role::Server, RrSocket::Tcp(t), _) => server::tcp(&ctx, t),
         (Role::Server, RrSocket::Udp(u), _) => server::udp(&ctx, u),
         (Role::Server, RrSocket::Accept(opts), Some(q)) => server::crr(&ctx, &q, opts),
+        (Role::Server, RrSocket::Listen(l, opts), _) => server::crr_listen(&ctx, l, opts),
         (Role::Server, _, Some(_)) => Ok(()),
         (Role::Server, _, None) => Ok(()),
     };

@@ -28,7 +28,8 @@ use std::time::Duration;
 
 pub use counters::{bump, LoopCtx, RrCounters};
 pub use engine::{
-    Connector, CrrInbox, RrClientData, RrConfig, RrEngine, RrOutcome, RrSocket, CRR_QUEUE,
+    Connector, CrrInbox, CrrListener, RrClientData, RrConfig, RrEngine, RrOutcome, RrSocket,
+    CRR_QUEUE,
 };
 pub use schedule::{wait_for_slot, Schedule};
 pub use summary::{kind, summarize};

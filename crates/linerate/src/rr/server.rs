@@ -3,7 +3,10 @@
 //! * TCP_RR: read what arrives, count complete requests, write one response for each (all
 //!   that are due in one call), so pipelined requests (`burst`) are answered in order.
 //! * TCP_CRR: take connections from the stream's queue one at a time; read one request,
-//!   write one response, then wait (at most 1 s) for the client to close first.
+//!   write one response, close (first, as netperf's netserver: see [`super::client`] on
+//!   where TIME_WAIT belongs). With a port of the test's own (feature `crr_port`) every
+//!   stream thread accepts on that port's listener instead, as netserver does, and checks
+//!   each connection's stream hello: no thread hands a connection to another.
 //! * UDP_RR: answer each datagram with `response_bytes`, copying the request's 16-byte probe
 //!   header so the client can match them.
 //!
@@ -87,7 +90,7 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
         // address family matters for the TOS option only: no getsockname otherwise).
         let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
         if sockets::apply(&SockRef::from(&s), opts, true, v6).is_err()
-            || crr_serve(ctx, &s, req, &resp, &mut rbuf).is_err()
+            || crr_serve(ctx, &s, req, &resp, &mut rbuf, 0).is_err()
         {
             super::bump(&ctx.counters.errors, 1);
         }
@@ -95,35 +98,122 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
     Ok(())
 }
 
+/// TCP_CRR responder on the test's own listener (feature `crr_port`): accepts until the
+/// engine shuts the listener down. The listener defers each connection until its first
+/// bytes are there, so the hello and the request are read without waiting. A connection
+/// whose hello is not the test's is closed unanswered; it is neither a transaction nor an
+/// error of the test. Each thread counts what it served, whichever stream index the
+/// connection's hello names (they all serve one test).
+pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener, opts: &SockOpts) -> io::Result<()> {
+    use linerate_wire::stream_hello::{StreamHello, LEN};
+    use nix::sys::socket::{recv, MsgFlags};
+    use std::os::fd::AsRawFd;
+    let req = ctx.spec.request_bytes.max(1) as usize;
+    let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
+    let mut rbuf = vec![0u8; (LEN + req).clamp(64, MAX_WRITE)];
+    let mut base = false;
+    while !ctx.stop.load(Relaxed) {
+        ctx.check_baseline(&mut base);
+        let s = match l.listener.accept() {
+            Ok((s, _)) => s,
+            Err(_) if ctx.stop.load(Relaxed) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // Shut down by the engine (EINVAL): the test is over.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(()),
+            Err(_) => {
+                // Out of descriptors or memory, or a connection reset before it was
+                // accepted: count it and go on after a moment.
+                super::bump(&ctx.counters.errors, 1);
+                std::thread::sleep(Duration::from_millis(1));
+                continue;
+            }
+        };
+        // The hello and as much of the request as came with it, without waiting.
+        let first = &mut rbuf[..LEN + req.min(MAX_WRITE - LEN)];
+        let got = recv(s.as_raw_fd(), first, MsgFlags::MSG_DONTWAIT).unwrap_or_default();
+        let mut hello = [0u8; LEN];
+        let got = if got >= LEN {
+            hello.copy_from_slice(&rbuf[..LEN]);
+            got
+        } else {
+            hello[..got].copy_from_slice(&rbuf[..got]);
+            // The rest of a split hello within a second (a slow or hostile peer).
+            let _ = s.set_read_timeout(Some(POLL));
+            match read_rest(&s, &mut hello, got, Instant::now() + Duration::from_secs(1)) {
+                Ok(true) => LEN,
+                _ => continue,
+            }
+        };
+        if !StreamHello::parse(&hello).is_ok_and(|h| h.token == l.token) {
+            continue;
+        }
+        super::bump(&ctx.counters.connections, 1);
+        let payload = got - LEN;
+        ctx.read(payload);
+        let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
+        if sockets::apply(&SockRef::from(&s), opts, true, v6).is_err()
+            || crr_serve(ctx, &s, req, &resp, &mut rbuf, payload).is_err()
+        {
+            super::bump(&ctx.counters.errors, 1);
+        }
+    }
+    Ok(())
+}
+
+/// Reads into `buf[got..]` until it is full (true), the peer closes or fails, or `deadline`.
+fn read_rest(
+    mut s: &TcpStream,
+    buf: &mut [u8],
+    mut got: usize,
+    deadline: Instant,
+) -> io::Result<bool> {
+    while got < buf.len() {
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        match s.read(&mut buf[got..]) {
+            Ok(0) => return Ok(false),
+            Ok(k) => got += k,
+            Err(e) if is_timeout(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// One TCP_CRR transaction on `s`, of which `got` request bytes were already read.
 fn crr_serve(
     ctx: &LoopCtx,
     s: &TcpStream,
     req: usize,
     resp: &[u8],
     rbuf: &mut [u8],
+    mut got: usize,
 ) -> io::Result<()> {
     use nix::sys::socket::{recv, send, MsgFlags};
     use std::os::fd::AsRawFd;
     // The request nearly always arrived with the stream hello and the response fits the
     // empty send buffer of a new connection: both are tried without waiting first, so that
-    // a transaction needs no write time-out and the read time-out only for the close (each
-    // a system call per transaction).
-    let mut got = 0;
-    let first = req.min(rbuf.len());
-    match recv(s.as_raw_fd(), &mut rbuf[..first], MsgFlags::MSG_DONTWAIT) {
-        Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed early")),
-        Ok(k) => {
-            ctx.read(k);
-            got = k;
+    // a transaction needs no time-outs (each a system call per transaction).
+    if got < req {
+        let first = (req - got).min(rbuf.len());
+        match recv(s.as_raw_fd(), &mut rbuf[..first], MsgFlags::MSG_DONTWAIT) {
+            Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed early")),
+            Ok(k) => {
+                ctx.read(k);
+                got += k;
+            }
+            Err(nix::errno::Errno::EAGAIN) => {}
+            Err(e) => return Err(e.into()),
         }
-        Err(nix::errno::Errno::EAGAIN) => {}
-        Err(e) => return Err(e.into()),
     }
-    s.set_read_timeout(Some(POLL))?;
-    // A client gets 5 s to send its request; then the connection is dropped.
-    let deadline = Instant::now() + Duration::from_secs(5);
-    if got < req && !read_n(ctx, s, req - got, rbuf, Some(deadline), "closed early")? {
-        return Ok(());
+    if got < req {
+        s.set_read_timeout(Some(POLL))?;
+        // A client gets 5 s to send its request; then the connection is dropped.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        if !read_n(ctx, s, req - got, rbuf, Some(deadline), "closed early")? {
+            return Ok(());
+        }
     }
     let sent = match send(
         s.as_raw_fd(),
@@ -142,18 +232,9 @@ fn crr_serve(
         }
     }
     ctx.completed(1, ctx.now_ns());
-    // Let the client close first, so that TIME_WAIT stays on the client, not on a server
-    // that serves many (netserver closes first instead), without waiting long for it.
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let mut r = s;
-    while Instant::now() < deadline && !ctx.stop.load(Relaxed) {
-        match r.read(rbuf) {
-            Ok(0) => break,
-            Ok(_) => continue,
-            Err(e) if is_timeout(&e) => continue,
-            Err(_) => break,
-        }
-    }
+    // The caller drops the connection: the server closes first. The whole request was
+    // read, so the close sends a FIN, not a reset. An older client that closes without
+    // reading to the FIN is no matter: whichever FIN goes first, no data is lost.
     Ok(())
 }
 
@@ -192,4 +273,83 @@ pub fn udp(ctx: &LoopCtx, u: &UdpSocket) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rr::{CrrListener, LoopCtx, RrCounters};
+    use linerate_wire::control::RrSpec;
+    use linerate_wire::stream_hello::StreamHello;
+    use std::io::Write;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    fn conversation(addr: std::net::SocketAddr, token: [u8; 16]) -> Vec<u8> {
+        let mut c = TcpStream::connect(addr).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut msg = StreamHello {
+            token,
+            stream_index: 0,
+        }
+        .to_bytes()
+        .to_vec();
+        msg.extend([7u8; 3]);
+        c.write_all(&msg).unwrap();
+        let mut got = Vec::new();
+        // To the server's close: a FIN, or a reset when it closed unread bytes.
+        let _ = c.read_to_end(&mut got);
+        got
+    }
+
+    #[test]
+    fn the_tests_own_port_answers_its_token_only_and_ends_on_shutdown() {
+        let token = [0x42; 16];
+        let l = Arc::new(CrrListener {
+            listener: crate::sys::listen::deferred_listener("127.0.0.1:0".parse().unwrap())
+                .unwrap(),
+            token,
+        });
+        let addr = l.listener.local_addr().unwrap();
+        let ctx = LoopCtx {
+            epoch: Instant::now(),
+            counters: Arc::new(RrCounters::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            baseline: Arc::new(AtomicBool::new(true)),
+            spec: RrSpec {
+                request_bytes: 3,
+                response_bytes: 5,
+                burst: 1,
+                connect_per_transaction: true,
+                udp: false,
+                timeout_ms: 0,
+                target_tps: None,
+            },
+            rate_tps: None,
+        };
+        let (counters, stop) = (ctx.counters.clone(), ctx.stop.clone());
+        let responder = {
+            let l = l.clone();
+            std::thread::spawn(move || crr_listen(&ctx, &l, &SockOpts::default()))
+        };
+        // Another test's token: closed unanswered, and not counted.
+        assert!(conversation(addr, [0x43; 16]).is_empty());
+        // The test's: one response of 5 bytes, then the server's close.
+        assert_eq!(conversation(addr, token), pattern(5));
+        assert!(conversation(addr, [0; 16]).is_empty());
+        // The engine's stop: the flag, then the listener shut down.
+        stop.store(true, Relaxed);
+        nix::sys::socket::shutdown(
+            std::os::fd::AsRawFd::as_raw_fd(&l.listener),
+            nix::sys::socket::Shutdown::Read,
+        )
+        .unwrap();
+        responder.join().unwrap().unwrap();
+        let c = &counters;
+        assert_eq!(c.connections.load(Relaxed), 1);
+        assert_eq!(c.transactions.load(Relaxed), 1);
+        assert_eq!(c.rx_bytes.load(Relaxed), 3);
+        assert_eq!(c.tx_bytes.load(Relaxed), 5);
+        assert_eq!(c.errors.load(Relaxed), 0);
+    }
 }

@@ -109,6 +109,10 @@ struct Link<'a> {
     rx: &'a Receiver<Event>,
     tx: &'a Sender<Event>,
     backlog: &'a Backlog,
+    /// The features both ends offer.
+    features: Features,
+    /// TCP_CRR: the port the server gave the test (feature `crr_port`).
+    crr_port: Option<u16>,
 }
 
 /// The part of the driver that depends on what runs over the session: the actions beyond
@@ -256,6 +260,8 @@ impl Connection {
                         rx: &self.rx,
                         tx: &self.tx,
                         backlog: &self.backlog,
+                        features: self.machine.features(),
+                        crr_port: self.machine.crr_port(),
                     };
                     r.perform(&link, a)?
                 }
@@ -458,10 +464,15 @@ impl TestRun<'_> {
         let plan = self.plan;
         self.observer.started(&plan.record(), &self.started_at);
         let crr = CrrTarget {
-            addr: link.addr,
+            addr: link
+                .crr_port
+                .map_or(link.addr, |p| SocketAddr::new(link.addr.ip(), p)),
             token: self.token,
             opts: plan.local.clone(),
             timeout: plan.connect_timeout,
+            server_closes: link
+                .features
+                .has(linerate_wire::control::Feature::CrrServerCloses),
         };
         let tx = link.tx.clone();
         let sink = move |iv| {
@@ -469,6 +480,7 @@ impl TestRun<'_> {
         };
         let links = StartLinks {
             crr: Some(crr),
+            crr_listener: None,
             control: Some(Arc::new(link.stream.try_clone()?)),
             early_host: self.early_host.take(),
         };

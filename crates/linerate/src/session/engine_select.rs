@@ -11,7 +11,7 @@ use linerate_wire::report::{IntervalReport, Role, SideReport};
 
 use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
 use crate::model::plan::SockOpts;
-use crate::rr::{Connector, CrrInbox, RrClientData, RrConfig, RrEngine, RrSocket};
+use crate::rr::{Connector, CrrInbox, CrrListener, RrClientData, RrConfig, RrEngine, RrSocket};
 use crate::sys;
 
 /// Where a client's TCP_CRR streams connect.
@@ -25,6 +25,8 @@ pub struct CrrTarget {
     pub opts: SockOpts,
     /// Connect time-out.
     pub timeout: Duration,
+    /// The server closes each connection first (feature `crr_server_closes`).
+    pub server_closes: bool,
 }
 
 /// What a session hands the engine beyond the spec and its streams.
@@ -32,6 +34,8 @@ pub struct CrrTarget {
 pub struct StartLinks {
     /// Where a TCP_CRR client's streams connect.
     pub crr: Option<CrrTarget>,
+    /// A server TCP_CRR test's own listener (feature `crr_port`).
+    pub crr_listener: Option<Arc<CrrListener>>,
     /// The test's control connection, whose segments a stream engine counts.
     pub control: Option<Arc<std::net::TcpStream>>,
     /// Host counters taken before the peer could start sending (raw-frame tests).
@@ -81,7 +85,7 @@ impl Running {
             };
             return Engine::start(cfg, setups, sink).map(|e| Running::Stream(Box::new(e)));
         };
-        let sockets = rr_sockets(role, spec, rr, setups, links.crr);
+        let sockets = rr_sockets(role, spec, rr, setups, links.crr, links.crr_listener);
         let cfg = RrConfig {
             role,
             spec: rr.clone(),
@@ -164,6 +168,7 @@ fn rr_sockets(
     rr: &RrSpec,
     setups: Vec<StreamSetup>,
     crr: Option<CrrTarget>,
+    listener: Option<Arc<CrrListener>>,
 ) -> Vec<(u16, RrSocket)> {
     if rr.connect_per_transaction {
         return (0..spec.streams)
@@ -175,7 +180,12 @@ fn rr_sockets(
                         index,
                         opts: t.opts.clone(),
                         timeout: t.timeout,
+                        server_closes: t.server_closes,
                     }),
+                    (_, Role::Server) => match &listener {
+                        Some(l) => RrSocket::Listen(l.clone(), SockOpts::server(spec)),
+                        None => RrSocket::Accept(SockOpts::server(spec)),
+                    },
                     _ => RrSocket::Accept(SockOpts::server(spec)),
                 };
                 (index, s)

@@ -75,6 +75,10 @@ pub struct ServerConfig {
     /// profile with the results (`serve --allow-profile`; needs root or CAP_PERFMON). A
     /// profile names kernel functions and the processes that ran, so it is opt-in.
     pub allow_profile: bool,
+    /// TCP_CRR tests take their connections on the one port too (`serve --one-port`),
+    /// rather than on a port of each test's own (feature `crr_port`), for a firewall that
+    /// opens only the one port: each connection then goes through the accept thread.
+    pub one_port: bool,
     /// Connections one address may have open that are not data connections of a running
     /// test: those still in their first bytes and control sessions.
     pub max_connections_per_address: usize,
@@ -115,6 +119,7 @@ impl Default for ServerConfig {
             log: true,
             allow_capture: false,
             allow_profile: false,
+            one_port: false,
             hooks: None,
             metrics: None,
             users: None,

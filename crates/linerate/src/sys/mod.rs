@@ -37,6 +37,9 @@ pub mod hostsnap;
 pub mod iface;
 pub mod interrupts;
 pub mod kallsyms;
+// Audited unsafe: setsockopt(TCP_DEFER_ACCEPT); every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod listen;
 pub mod neigh;
 pub mod netdev;
 // Audited unsafe: getsockopt(IP_MTU / IPV6_MTU); every block has a `// SAFETY:` comment.

@@ -102,43 +102,83 @@ fn tcp_crr_opens_a_connection_per_transaction() {
     );
 }
 
+/// The port the client's TCP_CRR connections went to (its streams' remote address).
+fn crr_port(rec: &RunRecord) -> u16 {
+    let remote = rec.client.streams[0]
+        .remote_addr
+        .as_deref()
+        .expect("remote address");
+    remote
+        .parse::<std::net::SocketAddr>()
+        .expect("an address")
+        .port()
+}
+
+#[test]
+fn tcp_crr_takes_a_port_of_its_own_unless_the_server_keeps_to_one() {
+    for one_port in [false, true] {
+        let srv = TestServer::with(|c| c.one_port = one_port);
+        let rec = rr(&srv, &["-t", "1", "--connect"]);
+        check_common(&rec, RrKind::TcpCrr);
+        assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+        let port = crr_port(&rec);
+        assert_eq!(port == srv.addr.port(), one_port, "{port} vs {}", srv.addr);
+        // Served either way: the client's connections all reached a responder.
+        let rr = rec.rr.as_ref().unwrap();
+        assert!(rr.connections.unwrap() >= rr.transactions);
+    }
+}
+
 #[test]
 fn tcp_crr_connections_carry_the_tests_socket_options_at_the_server() {
-    // The witness is ss(8), reading the server's sockets on the test's port while the test
-    // runs. -S 32K asks the server for 32 KiB buffers, which the kernel doubles (rb65536,
-    // tb65536); a socket left with the defaults shows rb131072 and tb16384 or more.
-    let srv = TestServer::start();
-    let filter = format!("sport = :{}", srv.addr.port());
-    let (rec, skmem) = std::thread::scope(|s| {
-        let t = s.spawn(|| rr(&srv, &["-t", "2", "--connect", "-S", "32K"]));
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let mut skmem = Vec::new();
-        for _ in 0..40 {
-            let out = std::process::Command::new("ss")
-                .args(["-tmnaH", &filter])
-                .output()
-                .expect("ss (iproute2; scripts/test.sh installs it)");
-            skmem.extend(
-                String::from_utf8_lossy(&out.stdout)
-                    .lines()
-                    .filter(|l| l.contains("skmem:"))
-                    .map(String::from),
-            );
-            std::thread::sleep(std::time::Duration::from_millis(25));
-        }
-        (t.join().unwrap(), skmem)
-    });
-    check_common(&rec, RrKind::TcpCrr);
-    let with_opts = skmem
-        .iter()
-        .filter(|l| l.contains("rb65536,") && l.contains("tb65536,"))
-        .count();
-    assert!(
-        with_opts > 0,
-        "no server-side TCP_CRR socket with the test's buffers among {} seen: {:?}",
-        skmem.len(),
-        skmem.iter().take(5).collect::<Vec<_>>()
-    );
+    // The witness is ss(8), reading the loopback sockets while the test runs; afterwards the
+    // record says which port the test's connections went to (its own, or with --one-port the
+    // server's). -S 32K asks the server for 32 KiB buffers, which the kernel doubles
+    // (rb65536, tb65536); a socket left with the defaults shows rb131072 and tb16384 or more.
+    for one_port in [false, true] {
+        let srv = TestServer::with(|c| c.one_port = one_port);
+        let (rec, skmem) = std::thread::scope(|s| {
+            let t = s.spawn(|| rr(&srv, &["-t", "2", "--connect", "-S", "32K"]));
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let mut skmem = Vec::new();
+            for _ in 0..40 {
+                let out = std::process::Command::new("ss")
+                    .args(["-tmnaH", "src", "127.0.0.1"])
+                    .output()
+                    .expect("ss (iproute2; scripts/test.sh installs it)");
+                // Each socket's line, then its skmem on a line of its own.
+                let text = String::from_utf8_lossy(&out.stdout);
+                let mut socket = "";
+                for l in text.lines() {
+                    if l.contains("skmem:") {
+                        skmem.push(format!("{socket} {l}"));
+                    } else {
+                        socket = l;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25));
+            }
+            (t.join().unwrap(), skmem)
+        });
+        check_common(&rec, RrKind::TcpCrr);
+        // The server's end of a connection: its local address is the test's port.
+        // ss's columns: state, Recv-Q, Send-Q, local address, peer address.
+        let local = format!("127.0.0.1:{}", crr_port(&rec));
+        let server_side: Vec<&String> = skmem
+            .iter()
+            .filter(|l| l.split_whitespace().nth(3) == Some(local.as_str()))
+            .collect();
+        let with_opts = server_side
+            .iter()
+            .filter(|l| l.contains("rb65536,") && l.contains("tb65536,"))
+            .count();
+        assert!(
+            with_opts > 0,
+            "one_port {one_port}: no server-side TCP_CRR socket with the test's buffers among {} seen: {:?}",
+            server_side.len(),
+            server_side.iter().take(5).collect::<Vec<_>>()
+        );
+    }
 }
 
 #[test]

@@ -12,13 +12,13 @@ use linerate_wire::profile::Category;
 use crate::common::TestServer;
 
 /// Largest difference allowed between linerate's share of a function and perf's, points of
-/// the busy samples. The windows differ a little: perf records the client process's whole life
-/// (connect, handshake, drain: some 100 ms of 3 s), linerate the measured window; and the
-/// two samplers run at once on the same CPUs (at different rates, see below). Alone on this
-/// VM the top five differed by 0.1 to 3.1 points of the busy samples; beside the other lab
-/// tests (CI runs them in parallel) by up to 7: more than issue 15's "a few points", which
-/// this bound therefore does not claim (issue 15 stays open on it).
-const MAX_POINTS: f64 = 10.0;
+/// the busy samples (issue 15's "a few points"). The windows differ a little: perf records
+/// the client process's whole life (connect, handshake, drain: some 100 ms of 3 s), linerate
+/// the measured window; and the two samplers run at once on the same CPUs (at different
+/// rates, see below). Alone on this VM the top five differed by 0.1 to 3.1 points. Beside
+/// other busy tests the two windows see different neighbours (7 points seen), so
+/// scripts/test.sh runs this test on its own, after the other lab tests.
+const MAX_POINTS: f64 = 5.0;
 
 /// `perf report --stdio --sort sym -n` lines: `  12.34%  1234  [k] name`, kernel ones only.
 fn perf_kernel_shares(report: &str) -> HashMap<String, f64> {

@@ -249,6 +249,8 @@ pub struct ClientMachine {
     server_interval_count: u64,
     implausible_intervals: u64,
     failure: Option<String>,
+    /// TCP_CRR: the port the server gave the test's connections (feature `crr_port`).
+    crr_port: Option<u16>,
 }
 
 impl ClientMachine {
@@ -273,6 +275,7 @@ impl ClientMachine {
             interrupted: false,
             early_error: None,
             server_finished: false,
+            crr_port: None,
             server_intervals: Vec::new(),
             server_report: None,
             server_capture: None,
@@ -351,6 +354,12 @@ impl ClientMachine {
     /// The features both ends offer.
     pub fn features(&self) -> Features {
         self.features
+    }
+
+    /// TCP_CRR: the port of the server's address where the test's connections go, when the
+    /// server gave one; else they go to the port of the control connection.
+    pub fn crr_port(&self) -> Option<u16> {
+        self.crr_port
     }
 
     /// Why the session failed, once it did.
@@ -591,6 +600,10 @@ impl ClientMachine {
             (Phase::AwaitAccept { .. }, Message::Accept(a)) => {
                 match stream_hello::token_from_hex(&a.token) {
                     Some(token) => {
+                        // Port 0 is no port: the test then uses the one port.
+                        self.crr_port = a
+                            .crr_port
+                            .filter(|&p| p != 0 && self.features.has(Feature::CrrPort));
                         self.push(Action::OpenStreams { token });
                         self.phase = Phase::OpenStreams;
                     }

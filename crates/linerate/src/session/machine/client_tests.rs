@@ -108,6 +108,7 @@ fn accept() -> Message {
     Message::Accept(Accept {
         token: stream_hello::token_to_hex(&TOKEN),
         server_cpu_count: 2,
+        crr_port: None,
     })
 }
 
@@ -369,6 +370,7 @@ fn accept_opens_the_streams_with_its_token() {
             msg(Message::Accept(Accept {
                 token: "xyz".into(),
                 server_cpu_count: 1,
+                crr_port: None,
             })),
             "token is not 32 hex digits",
         ),

@@ -232,6 +232,9 @@ pub enum Input {
     Admitted {
         /// The test's token.
         token: [u8; 16],
+        /// TCP_CRR: the port the driver listens on for the test's connections (feature
+        /// `crr_port`), if it opened one.
+        crr_port: Option<u16>,
     },
     /// This host's findings.
     DoctorAnswered(DoctorReport),
@@ -453,7 +456,7 @@ impl ServerMachine {
             Input::Received(i) => self.on_received(now, i),
             Input::AuthChecked(verdict) => self.on_auth_checked(now, verdict),
             Input::DataConnection(i) => self.on_data_connection(i),
-            Input::Admitted { token } => self.on_admitted(now, token),
+            Input::Admitted { token, crr_port } => self.on_admitted(now, token, crr_port),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
             Input::HookRan(r) => self.on_hook_ran(now, r),
             Input::CountersRead(snap) => self.on_counters_read(now, *snap),
@@ -742,7 +745,7 @@ impl ServerMachine {
         self.phase = Phase::Admitting;
     }
 
-    fn on_admitted(&mut self, now: Instant, token: [u8; 16]) {
+    fn on_admitted(&mut self, now: Instant, token: [u8; 16], crr_port: Option<u16>) {
         if self.phase != Phase::Admitting {
             return;
         }
@@ -750,6 +753,7 @@ impl ServerMachine {
         self.send(Message::Accept(Accept {
             token: stream_hello::token_to_hex(&token),
             server_cpu_count: self.cfg.cpu_count,
+            crr_port,
         }));
         self.phase = Phase::CollectStreams {
             deadline: now + self.cfg.handshake_timeout,

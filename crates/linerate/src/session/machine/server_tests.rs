@@ -106,7 +106,13 @@ fn accepted(t0: Instant, spec: TestSpec, features: &[&str]) -> ServerMachine {
     let mut m = welcomed(t0, features);
     m.handle(t0, msg(Message::TestRequest(TestRequest { spec })));
     assert_eq!(drain(&mut m), vec![Action::Admit]);
-    m.handle(t0, Input::Admitted { token: TOKEN });
+    m.handle(
+        t0,
+        Input::Admitted {
+            token: TOKEN,
+            crr_port: None,
+        },
+    );
     drain(&mut m);
     m
 }
@@ -457,7 +463,13 @@ fn requests_are_checked_then_admitted() {
     assert_eq!(drain(&mut m), vec![Action::Admit]);
     assert_eq!(m.poll_timeout(), None);
     let t1 = t0 + Duration::from_millis(5);
-    m.handle(t1, Input::Admitted { token: TOKEN });
+    m.handle(
+        t1,
+        Input::Admitted {
+            token: TOKEN,
+            crr_port: None,
+        },
+    );
     let a = drain(&mut m);
     let [Action::Send(Message::Accept(acc))] = a.as_slice() else {
         panic!("{a:?}")
@@ -1110,7 +1122,13 @@ fn data_connections_before_the_test_or_after_it_are_dropped() {
     m.handle(t0, Input::DataConnection(0));
     assert!(drain(&mut m).is_empty());
     // Driver answers that come at the wrong time change nothing.
-    m.handle(t0, Input::Admitted { token: [1; 16] });
+    m.handle(
+        t0,
+        Input::Admitted {
+            token: [1; 16],
+            crr_port: None,
+        },
+    );
     m.handle(t0, Input::StreamsSetUp);
     assert!(drain(&mut m).is_empty());
     assert_eq!(m.token(), Some(TOKEN));

@@ -103,6 +103,7 @@ pub(super) fn handle_control(
         counted: false,
         capture: None,
         restores: Vec::new(),
+        crr_listener: None,
     };
     s.run();
     s.end();
@@ -156,6 +157,8 @@ struct Session<'a> {
     capture: Option<ServerCapture>,
     /// Restore commands of the hooks this session ran, by hook, in the order first run.
     restores: Vec<(String, Vec<String>)>,
+    /// A TCP_CRR test's own listener, until its engine starts.
+    crr_listener: Option<std::net::TcpListener>,
 }
 
 impl Session<'_> {
@@ -376,12 +379,51 @@ impl Session<'_> {
             r.insert(token, route);
         }
         self.token = Some(token);
+        let crr_port = self.open_crr_port();
         if let Some(spec) = self.machine.spec() {
             // At the server the filter is the client's address and the server's port.
             let filter = SocketAddr::new(self.peer.ip(), ctx.port);
             self.capture = capture::start(spec, cfg.allow_capture, filter, &self.id);
         }
-        self.feed(Input::Admitted { token });
+        self.feed(Input::Admitted { token, crr_port });
+    }
+
+    /// TCP_CRR: a listener of the test's own on the control connection's address (the
+    /// kernel picks the port), where the engine's threads accept the test's connections
+    /// themselves. None, so that the one port serves them as it always can, for other
+    /// tests, with `serve --one-port`, with a capture (it filters on the one port), for a
+    /// client without feature `crr_port`, or when the listener cannot be opened (logged).
+    fn open_crr_port(&mut self) -> Option<u16> {
+        let spec = self.machine.spec()?;
+        let per_transaction = spec.rr.as_ref().is_some_and(|r| r.connect_per_transaction);
+        if !per_transaction
+            || self.ctx.cfg.one_port
+            || spec.capture_snaplen.is_some()
+            || !self
+                .machine
+                .features()
+                .has(linerate_wire::control::Feature::CrrPort)
+        {
+            return None;
+        }
+        let opened = self.w.stream().local_addr().and_then(|a| {
+            let l = sys::listen::deferred_listener(SocketAddr::new(sockets::canonical(a.ip()), 0))?;
+            Ok((l.local_addr()?.port(), l))
+        });
+        match opened {
+            Ok((port, l)) => {
+                self.crr_listener = Some(l);
+                Some(port)
+            }
+            Err(e) => {
+                let line = format!(
+                    "{}: no port of its own for a TCP_CRR test ({e}); it uses the one port",
+                    self.peer
+                );
+                log(self.ctx, self.peer, &line);
+                None
+            }
+        }
     }
 
     fn set_up_streams(&mut self, udp_ports: &[u16]) -> Result<(), (ErrorCode, String)> {
@@ -422,8 +464,15 @@ impl Session<'_> {
         let sink = move |iv| {
             let _ = tx.send(Event::Interval(iv));
         };
+        let crr_listener = match (self.crr_listener.take(), self.token) {
+            (Some(listener), Some(token)) => {
+                Some(Arc::new(crate::rr::CrrListener { listener, token }))
+            }
+            _ => None,
+        };
         let links = StartLinks {
             crr: None,
+            crr_listener,
             control: self.w.stream().try_clone().ok().map(Arc::new),
             early_host: self.early_host.take(),
         };
