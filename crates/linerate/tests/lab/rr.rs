@@ -66,3 +66,61 @@ fn lab_udp_rr_counts_real_loss() {
     assert!((rr.lost_percent.unwrap() - frac * 100.0).abs() < 1e-9);
     assert!(lab.loss_dropped("b").unwrap() > 0);
 }
+
+/// Sockets in TIME_WAIT in a lab host's namespace, from ss(8).
+fn time_wait(lab: &Lab, host: &str) -> usize {
+    let out = lab
+        .exec(host, &["ss", "-tanH", "state", "time-wait"])
+        .expect("ss in the lab");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count()
+}
+
+/// TCP_CRR across a veth pair, where the client's ports are not reused from TIME_WAIT as on
+/// loopback (`tcp_tw_reuse` 2): the server closes each connection first, so TIME_WAIT is on
+/// the server (ss in each namespace is the witness), the client's ports stay free, and every
+/// connection is one transaction at both ends.
+#[test]
+#[ignore = "needs root: network namespaces"]
+fn lab_tcp_crr_leaves_time_wait_on_the_server() {
+    let lab = Lab::pair(&lab_name("c"), &LabOptions::default()).expect("lab up (needs root)");
+    let b = lab.addr("b").unwrap().to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
+    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut srv = lab.spawn("b", &cmd).expect("server in b");
+    std::thread::sleep(Duration::from_millis(300));
+    let bin = env!("CARGO_BIN_EXE_linerate");
+    let out = lab
+        .exec("a", &[bin, "rr", &b, "--connect", "-t", "2", "--json"])
+        .expect("client in a");
+    let (tw_a, tw_b) = (time_wait(&lab, "a"), time_wait(&lab, "b"));
+    let _ = srv.kill();
+    let _ = srv.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rec: RunRecord = serde_json::from_slice(&out.stdout).expect("record");
+    assert!(rec.warnings.is_empty(), "{:?}", rec.warnings);
+    let rr = rec.rr.as_ref().unwrap();
+    assert!(
+        rr.transactions >= 500,
+        "only {} transactions",
+        rr.transactions
+    );
+    let conns = rr.connections.unwrap();
+    assert!(conns >= rr.transactions && conns <= rr.transactions + 1);
+    assert_eq!(tw_a, 0, "TIME_WAIT on the client");
+    // One per connection, except that the client's ports (even ones for connect, ~14,000)
+    // come round again and a new SYN takes over its 4-tuple's TIME_WAIT at the server.
+    let want = rr.transactions.min(14_000) as usize;
+    assert!(
+        tw_b >= want / 2,
+        "{tw_b} TIME_WAIT sockets on the server for {} transactions",
+        rr.transactions
+    );
+}
