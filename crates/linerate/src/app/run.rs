@@ -13,6 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use linerate_wire::control::Transport;
+use linerate_wire::profile::ProfileReport;
 use linerate_wire::report::{IntervalReport, Role};
 
 use anyhow::Context;
@@ -167,35 +168,60 @@ pub fn run_once(
     Ok(verdict(failures, out))
 }
 
-/// `--profile-out DIR`: each end's folded stacks as DIR/client.folded and
-/// DIR/server.folded (an end without a profile or stacks writes no file and says why); a
-/// file that cannot be written costs a warning, never the printed result or the exit code.
+/// `--profile-out DIR`: each end's folded stacks and flame graph as DIR/client.folded,
+/// DIR/client.svg, DIR/server.folded and DIR/server.svg ([`write_profiles`]).
 fn write_folded(dir: Option<&Path>, rec: &RunRecord) {
+    let ends = [
+        ("client", "client", Some(&rec.client)),
+        ("server", "server", rec.server.as_ref()),
+    ]
+    .map(|(file, end, side)| {
+        (
+            file.to_string(),
+            end.to_string(),
+            side.and_then(|s| s.profile.as_ref()),
+        )
+    });
+    write_profiles(dir, &ends);
+}
+
+/// `--profile-out DIR`: for each `(file, end, profile)`, the profile's folded stacks as
+/// DIR/FILE.folded and its flame graph (`export::flamegraph`) as DIR/FILE.svg. An end without
+/// a profile or stacks writes no file and says why; a file that cannot be written costs a
+/// warning, never the printed result or the exit code.
+pub(crate) fn write_profiles(
+    dir: Option<&Path>,
+    ends: &[(String, String, Option<&ProfileReport>)],
+) {
     let Some(dir) = dir else { return };
     if let Err(e) = std::fs::create_dir_all(dir) {
         eprintln!("linerate: warning: --profile-out {}: {e}", dir.display());
         return;
     }
-    for (name, side) in [
-        ("client", Some(&rec.client)),
-        ("server", rec.server.as_ref()),
-    ] {
-        let Some(p) = side.and_then(|s| s.profile.as_ref()) else {
+    for (file, end, p) in ends {
+        let Some(p) = p else {
             eprintln!(
-                "linerate: warning: --profile-out: the {name} has no profile; no {name}.folded"
+                "linerate: warning: --profile-out: the {end} has no profile; no {file}.folded or {file}.svg"
             );
             continue;
         };
-        if p.folded.is_empty() {
-            eprintln!("linerate: warning: --profile-out: the {name}'s profile has no stacks; no {name}.folded");
+        let Some(svg) = export::flamegraph::of_profile(end, p) else {
+            eprintln!("linerate: warning: --profile-out: the {end}'s profile has no stacks; no {file}.folded or {file}.svg");
             continue;
-        }
-        let path = dir.join(format!("{name}.folded"));
-        if let Err(e) = std::fs::write(&path, crate::model::profile::folded_text(p)) {
-            eprintln!(
-                "linerate: warning: --profile-out: cannot write {}: {e}",
-                path.display()
-            );
+        };
+        for (path, bytes) in [
+            (
+                dir.join(format!("{file}.folded")),
+                crate::model::profile::folded_text(p),
+            ),
+            (dir.join(format!("{file}.svg")), svg),
+        ] {
+            if let Err(e) = std::fs::write(&path, bytes) {
+                eprintln!(
+                    "linerate: warning: --profile-out: cannot write {}: {e}",
+                    path.display()
+                );
+            }
         }
     }
 }

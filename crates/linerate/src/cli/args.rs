@@ -185,8 +185,8 @@ pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
     }
 }
 
-/// `--profile`: where both ends' CPUs spent the measured window, shared by `tcp`, `udp` and
-/// `rr`.
+/// `--profile`: where both ends' CPUs spent the measured window, shared by `tcp`, `udp`,
+/// `rr` and `rfc2544`.
 #[derive(Debug, Clone, Default, ClapArgs)]
 pub struct ProfileArgs {
     /// Sample every CPU of both ends during the measured window (perf_event_open, the
@@ -203,8 +203,9 @@ pub struct ProfileArgs {
     /// flamegraph.pl or inferno-flamegraph).
     #[arg(long, requires = "profile")]
     pub profile_callchains: bool,
-    /// With --profile-callchains: write each end's folded stacks to DIR/client.folded and
-    /// DIR/server.folded.
+    /// With --profile-callchains: write each end's folded stacks and flame graph to
+    /// DIR/client.folded, DIR/client.svg, DIR/server.folded and DIR/server.svg (rfc2544: per
+    /// frame size, DIR/64B-client.svg, ...).
     #[arg(long, value_name = "DIR", requires = "profile_callchains")]
     pub profile_out: Option<std::path::PathBuf>,
 }

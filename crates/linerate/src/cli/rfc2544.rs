@@ -102,6 +102,10 @@ pub struct Rfc2544Args {
     pub auth: crate::cli::args::AuthArgs,
     #[command(flatten)]
     pub dut: crate::cli::args::DutArgs,
+    /// `--profile`: both tester ends sample their CPUs in every trial; the record keeps,
+    /// per frame size, the profiles of the trial at the throughput rate.
+    #[command(flatten)]
+    pub profile: super::args::ProfileArgs,
     /// One JSON record with every trial (its schema: `linerate schema rfc2544`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -252,6 +256,7 @@ pub fn plan(
         b2b_max: a.b2b_max,
         b2b_repeat: a.b2b_repeat,
         generator: a.generator,
+        profile: a.profile.spec()?,
     })
 }
 

@@ -22,7 +22,8 @@ const LEFT: f64 = 90.0;
 const RIGHT: f64 = 30.0;
 const TOP: f64 = 50.0;
 const PLOT_H: f64 = 310.0;
-const FONT: &str = "DejaVu Sans, Liberation Sans, Arial, sans-serif";
+/// The font every chart and flame graph names.
+pub const FONT: &str = "DejaVu Sans, Liberation Sans, Arial, sans-serif";
 
 /// Series colours, in order (distinct in print and for the common colour blindnesses).
 pub const PALETTE: [&str; 8] = [

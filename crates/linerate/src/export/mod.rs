@@ -8,7 +8,9 @@
 //! * [`netperf`]: netperf's classic TCP_STREAM / TCP_MAERTS / UDP_STREAM tables;
 //! * [`ttcp`]: ttcp's `ttcp-t:` / `ttcp-r:` lines;
 //! * [`analyze`] and [`tsg`]: `linerate analyze`'s table and CSV, and its time-sequence graphs
-//!   (SVG), pure functions of an `AnalysisRecord`.
+//!   (SVG), pure functions of an `AnalysisRecord`;
+//! * [`profile`] and [`flamegraph`]: `--profile`'s table blocks, and the flame-graph SVG of a
+//!   profile's folded stacks.
 //!
 //! Warnings are part of the record; only the table prints them. For the emulated formats the
 //! caller writes them to stderr, after the classic block, as `# linerate:` lines
@@ -22,6 +24,7 @@ pub mod compare;
 pub mod csv;
 pub mod diagnosis;
 pub mod doctor;
+pub mod flamegraph;
 pub mod history;
 pub mod json;
 pub mod netperf;

@@ -18,7 +18,8 @@ fn cats(c: &[CategoryShare], n: usize) -> String {
         .join(", ")
 }
 
-fn block(name: &str, p: &ProfileReport) -> String {
+/// One end's block: `name` says which end (and of what).
+pub fn block(name: &str, p: &ProfileReport) -> String {
     let mut out = format!(
         "\nprofile of the {name}: {} at {} Hz, {} CPUs, {} samples over {:.1} s, {:.1}% idle; shares of the {} busy samples\n",
         p.event,

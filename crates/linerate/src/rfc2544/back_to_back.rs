@@ -144,6 +144,7 @@ fn burst_record(
         invalid: outcome.invalid,
         warnings: outcome.warnings,
         dut: outcome.dut,
+        profile: outcome.profile,
     }
 }
 

@@ -9,7 +9,8 @@ use super::back_to_back::BackToBackTrace;
 use super::frame_loss::FrameLossTrace;
 use super::latency::LatencyTrace;
 use super::throughput::{Confirmation, SearchTrace};
-use super::trial::TrialRecord;
+use super::trial::{TrialPurpose, TrialRecord};
+use linerate_wire::profile::ProfileReport;
 
 /// Version of the [`Rfc2544Record`] layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -116,6 +117,9 @@ pub struct Rfc2544PlanRecord {
     /// it existed, which used GSO unless `--no-offload`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator: Option<Generator>,
+    /// `--profile`: what both ends sampled in every trial; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<linerate_wire::profile::ProfileSpec>,
 }
 
 /// Everything measured for one frame size.
@@ -152,17 +156,44 @@ pub struct FrameSizeRecord {
     /// stood out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_verdicts: Vec<crate::model::diagnosis::Verdict>,
+    /// `--profile`: where both tester ends' CPUs went in one trial of this size, the trial
+    /// at the throughput rate when there is one ([`FrameSizeRecord::keep_profile`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<SizeProfile>,
+}
+
+/// The profiles of both tester ends in one trial of a frame size (`--profile`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SizeProfile {
+    /// What the profiled trial was for.
+    pub purpose: TrialPurpose,
+    /// Its offered rate per direction, frames per second (absent for unpaced trials and
+    /// bursts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered_fps: Option<f64>,
+    /// Whether it ran at the throughput rate of the first loss goal; when not (no rate
+    /// passed, or no throughput benchmark), it is the last trial of the size that was
+    /// profiled.
+    pub at_throughput: bool,
+    /// This end's profile of the trial's measured window (absent, with a warning in the
+    /// record, when it could not profile).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ProfileReport>,
+    /// The server's (absent, with a warning, when it could not or may not profile: `linerate
+    /// serve --allow-profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ProfileReport>,
 }
 
 impl FrameSizeRecord {
-    /// The device's counters (`--dut`) in the trial at this size's throughput rate (the
-    /// first loss goal): its full-length confirmation when there is one, else the last
-    /// passing search trial at that rate.
-    pub fn device_at_throughput(&self) -> Option<&crate::model::dut::DutCounters> {
+    /// The trial at this size's throughput rate (the first loss goal) among those that
+    /// `has` what is looked for: its full-length confirmation when there is one, else the
+    /// last passing search trial at that rate.
+    fn trial_at_throughput(&self, has: impl Fn(&TrialRecord) -> bool) -> Option<&TrialRecord> {
         let t = self.throughput.as_ref()?;
         let fps = t.goals.first()?.throughput_fps?;
-        let at = |tr: &&super::trial::TrialRecord| {
-            tr.dut.is_some()
+        let at = |tr: &&TrialRecord| {
+            has(tr)
                 && tr
                     .offered_fps
                     .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
@@ -171,9 +202,63 @@ impl FrameSizeRecord {
         trials
             .clone()
             .filter(at)
-            .find(|tr| tr.purpose == super::trial::TrialPurpose::Confirmation)
+            .find(|tr| tr.purpose == TrialPurpose::Confirmation)
             .or_else(|| trials.clone().find(at))
+    }
+
+    /// The device's counters (`--dut`) in the trial at this size's throughput rate (the
+    /// first loss goal): its full-length confirmation when there is one, else the last
+    /// passing search trial at that rate.
+    pub fn device_at_throughput(&self) -> Option<&crate::model::dut::DutCounters> {
+        self.trial_at_throughput(|tr| tr.dut.is_some())
             .and_then(|tr| tr.dut.as_ref())
+    }
+
+    /// `--profile`: keeps one trial's profiles as [`FrameSizeRecord::profile`] and drops the
+    /// others': the trial at the throughput rate (as [`FrameSizeRecord::device_at_throughput`]
+    /// picks it), else the last trial of the size that has one. The profile at the
+    /// throughput rate says where the CPUs went at the highest load the device passed.
+    pub fn keep_profile(&mut self) {
+        let at_throughput = self
+            .trial_at_throughput(|tr| tr.profile.is_some())
+            .and_then(|chosen| self.trials().position(|tr| std::ptr::eq(tr, chosen)));
+        let chosen = at_throughput.map(|i| (i, true)).or_else(|| {
+            self.trials()
+                .enumerate()
+                .filter(|(_, tr)| tr.profile.is_some())
+                .last()
+                .map(|(i, _)| (i, false))
+        });
+        let mut kept = None;
+        for (i, tr) in self.trials_mut().enumerate() {
+            let Some(p) = tr.profile.take() else {
+                continue;
+            };
+            if let Some((_, at_throughput)) = chosen.filter(|c| c.0 == i) {
+                let p = *p;
+                kept = Some(SizeProfile {
+                    purpose: tr.purpose,
+                    offered_fps: tr.offered_fps,
+                    at_throughput,
+                    client: p.client,
+                    server: p.server,
+                });
+            }
+        }
+        self.profile = kept;
+    }
+
+    fn trials_mut(&mut self) -> impl Iterator<Item = &mut TrialRecord> {
+        let tp = self.throughput.iter_mut().flat_map(|t| &mut t.trials);
+        let lat = self.latency.iter_mut().flat_map(|t| &mut t.trials);
+        let fl = self.frame_loss.iter_mut().flat_map(|t| &mut t.trials);
+        let b2b = self.back_to_back.iter_mut().flat_map(|t| &mut t.trials);
+        self.calibration
+            .iter_mut()
+            .chain(tp)
+            .chain(lat)
+            .chain(fl)
+            .chain(b2b)
     }
 
     /// Trials run for this size, all benchmarks.

@@ -56,6 +56,8 @@ pub struct Rfc2544Plan {
     pub b2b_repeat: u32,
     /// How frames are written.
     pub generator: Generator,
+    /// `--profile`: both ends sample their CPUs in every trial.
+    pub profile: Option<linerate_wire::profile::ProfileSpec>,
 }
 
 /// Most bursts in one back-to-back repetition.
@@ -94,6 +96,7 @@ impl Rfc2544Plan {
             back_to_back_repeat: self.b2b_repeat,
             udp_offload: self.generator == Generator::Gso,
             generator: Some(self.generator),
+            profile: self.profile,
         }
     }
 
@@ -251,8 +254,11 @@ fn run_size(
         frame_loss: None,
         back_to_back: None,
         device_verdicts: Vec::new(),
+        profile: None,
     };
     let error = measure_size(trial, plan, &mut rec).err();
+    // One trial's profiles per size are kept (the rest are dropped here, size by size).
+    rec.keep_profile();
     (rec, error)
 }
 

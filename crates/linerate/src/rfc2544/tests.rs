@@ -35,6 +35,7 @@ fn plan(bidir: bool, benchmarks: Vec<Benchmark>) -> Rfc2544Plan {
         b2b_max: Duration::from_millis(100),
         b2b_repeat: 2,
         generator: super::record::Generator::Auto,
+        profile: None,
     }
 }
 
@@ -153,4 +154,211 @@ fn an_unconfirmed_throughput_fails_the_run() {
         "{f:?}"
     );
     assert!(f[0].contains("not confirmed"), "{f:?}");
+}
+
+/// A profile of 100 busy samples whose `duration_ns` is `tag` (to tell trials apart), with
+/// folded stacks: 60 in the user copy under `udp_sendmsg`, 40 in `net_rx_action`.
+pub(crate) fn fake_profile(tag: u64) -> linerate_wire::profile::ProfileReport {
+    use linerate_wire::profile::*;
+    let cat = |category, samples| CategoryShare {
+        category,
+        samples,
+        busy_percent: samples as f64,
+    };
+    ProfileReport {
+        event: "cpu-clock".into(),
+        frequency_hz: 999,
+        duration_ns: tag,
+        samples: 120,
+        idle_samples: 20,
+        idle_percent: 20.0 * 100.0 / 120.0,
+        kernel_samples: 100,
+        user_samples: 0,
+        lost_samples: 0,
+        unresolved_samples: 0,
+        top: vec![FunctionShare {
+            name: "_copy_from_iter".into(),
+            category: Category::DataCopy,
+            samples: 60,
+            busy_percent: 60.0,
+        }],
+        categories: vec![cat(Category::DataCopy, 60), cat(Category::Softirq, 40)],
+        processes: vec![ProcessShare {
+            comm: "linerate".into(),
+            samples: 100,
+            busy_percent: 100.0,
+        }],
+        per_cpu: vec![CpuProfile {
+            cpu: 0,
+            samples: 120,
+            idle_samples: 20,
+            categories: vec![cat(Category::DataCopy, 60), cat(Category::Softirq, 40)],
+            top_function: Some("_copy_from_iter".into()),
+        }],
+        folded: vec![
+            FoldedStack {
+                stack: "linerate;udp_sendmsg;_copy_from_iter".into(),
+                samples: 60,
+            },
+            FoldedStack {
+                stack: "linerate;__do_softirq;net_rx_action".into(),
+                samples: 40,
+            },
+        ],
+        folded_left_out_samples: 0,
+        warnings: vec![],
+    }
+}
+
+/// A simulated device whose trials come back profiled, each with its own tag.
+struct Profiled {
+    dut: SimulatedDut,
+    n: u64,
+}
+
+impl Profiled {
+    fn tag(
+        &mut self,
+        o: anyhow::Result<super::trial::TrialOutcome>,
+    ) -> anyhow::Result<super::trial::TrialOutcome> {
+        let mut o = o?;
+        self.n += 1;
+        o.profile = Some(Box::new(super::trial::TrialProfile {
+            client: Some(fake_profile(self.n)),
+            server: Some(fake_profile(1000 + self.n)),
+        }));
+        Ok(o)
+    }
+}
+
+impl super::trial::Trial for Profiled {
+    fn run(
+        &mut self,
+        frame: u32,
+        fps: f64,
+        dur: Duration,
+    ) -> anyhow::Result<super::trial::TrialOutcome> {
+        let o = self.dut.run(frame, fps, dur);
+        self.tag(o)
+    }
+    fn run_tagged(
+        &mut self,
+        frame: u32,
+        fps: f64,
+        dur: Duration,
+    ) -> anyhow::Result<super::trial::TrialOutcome> {
+        let o = self.dut.run_tagged(frame, fps, dur);
+        self.tag(o)
+    }
+    fn burst(&mut self, frame: u32, frames: u64) -> anyhow::Result<super::trial::TrialOutcome> {
+        let o = self.dut.burst(frame, frames);
+        self.tag(o)
+    }
+}
+
+/// A profiled run: the record of `benchmarks`, every trial profiled.
+pub(crate) fn profiled_fixture(benchmarks: Vec<Benchmark>) -> Rfc2544Record {
+    let mut p = plan(false, benchmarks);
+    p.profile = Some(linerate_wire::profile::ProfileSpec {
+        frequency_hz: 999,
+        callchains: true,
+    });
+    let never = AtomicBool::new(false);
+    let mut t = Profiled {
+        dut: dut(false),
+        n: 0,
+    };
+    let (sizes, stopped) = run::run(&mut t, &p, &never);
+    assert_eq!(stopped, None);
+    Rfc2544Record {
+        schema_version: record::SCHEMA_VERSION,
+        tool_version: "linerate 0.1.0".into(),
+        started_at: "2024-05-01T12:00:00Z".into(),
+        plan: p.record("198.51.100.2:5301".into(), "--line-rate".into()),
+        frame_sizes: sizes,
+        interrupted: false,
+        deviations: p.deviations(),
+        warnings: Vec::new(),
+    }
+}
+
+#[test]
+fn a_profiled_run_keeps_the_profile_at_the_throughput_rate_per_size() {
+    let rec = profiled_fixture(vec![Benchmark::Throughput, Benchmark::BackToBack]);
+    // Trials are tagged 1, 2, ... in the order run, over all sizes.
+    let mut before = 0u64;
+    for f in &rec.frame_sizes {
+        let p = f.profile.as_ref().expect("a profile per size");
+        let t = f.throughput.as_ref().unwrap();
+        let fps = t.goals[0].throughput_fps.unwrap();
+        assert!(p.at_throughput, "{} B", f.frame_size);
+        assert_eq!(p.purpose, super::trial::TrialPurpose::Confirmation);
+        assert_eq!(p.offered_fps, Some(fps));
+        // It is the profile of the last confirmation at that rate, not of a later
+        // back-to-back burst.
+        let confirmation = t
+            .trials
+            .iter()
+            .rev()
+            .find(|tr| {
+                tr.purpose == super::trial::TrialPurpose::Confirmation
+                    && tr.offered_fps == Some(fps)
+            })
+            .unwrap();
+        let at = f
+            .trials()
+            .position(|tr| std::ptr::eq(tr, confirmation))
+            .unwrap() as u64;
+        let client = p.client.as_ref().unwrap();
+        let server = p.server.as_ref().unwrap();
+        assert_eq!(client.duration_ns, before + at + 1, "{} B", f.frame_size);
+        assert_eq!(server.duration_ns, client.duration_ns + 1000);
+        assert!(f.back_to_back.is_some());
+        // No trial keeps its own.
+        assert!(f.trials().all(|tr| tr.profile.is_none()));
+        before += f.trial_count() as u64;
+    }
+    // The tags differ by size: each size kept its own trial's.
+    let tags: Vec<u64> = rec
+        .frame_sizes
+        .iter()
+        .map(|f| {
+            f.profile
+                .as_ref()
+                .unwrap()
+                .client
+                .as_ref()
+                .unwrap()
+                .duration_ns
+        })
+        .collect();
+    assert!(tags.windows(2).all(|w| w[0] < w[1]), "{tags:?}");
+    assert!(rec.plan.profile.is_some());
+    // In the JSON: one profile per size (two ends), none in the trials, valid by the schema.
+    let text = record::to_json(&rec);
+    assert_eq!(
+        text.matches("\"event\": \"cpu-clock\"").count(),
+        2 * rec.frame_sizes.len()
+    );
+    let schema: serde_json::Value = serde_json::from_str(&record::schema()).unwrap();
+    let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(compiled.is_valid(&value));
+    let back: Rfc2544Record = serde_json::from_str(&text).unwrap();
+    assert_eq!(back.frame_sizes[0].profile, rec.frame_sizes[0].profile);
+}
+
+#[test]
+fn without_a_throughput_rate_the_last_profiled_trial_is_kept() {
+    let rec = profiled_fixture(vec![Benchmark::BackToBack]);
+    for f in &rec.frame_sizes {
+        let p = f.profile.as_ref().unwrap();
+        assert!(!p.at_throughput);
+        assert_eq!(p.purpose, super::trial::TrialPurpose::BackToBack);
+        assert_eq!(p.offered_fps, None);
+    }
+    // Without --profile: no profile anywhere.
+    let plain = fixture(false, vec![Benchmark::Throughput]);
+    assert!(plain.frame_sizes.iter().all(|f| f.profile.is_none()));
+    assert!(!record::to_json(&plain).contains("\"profile\""));
 }

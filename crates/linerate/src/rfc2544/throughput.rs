@@ -620,6 +620,7 @@ mod tests {
             warnings: vec![],
             invalid: None,
             dut: None,
+            profile: None,
         };
         TrialRecord::paced(TrialPurpose::Search, 64, rate, Duration::from_secs(1), o)
     }

@@ -17,6 +17,21 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::model::dut::DutCounters;
+use linerate_wire::profile::ProfileReport;
+
+/// The tester's two ends' profiles of one trial's measured window (`--profile`): the
+/// client (this host, the generator of the forward direction) and the server beyond the
+/// device. Either is absent, with a warning in the trial, when that end could not or was not
+/// allowed to profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrialProfile {
+    /// This end's profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ProfileReport>,
+    /// The server's profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ProfileReport>,
+}
 
 /// A trial whose sender reached less than `(1 − TESTER_TOLERANCE)` of the offered rate is
 /// tester-limited.
@@ -151,6 +166,7 @@ pub fn checked(
         warnings,
         invalid: (!invalid.is_empty()).then(|| invalid.join("; ")),
         dut: None,
+        profile: None,
     }
 }
 
@@ -221,6 +237,10 @@ pub struct TrialOutcome {
     /// The device under test's counters over the trial (`--dut`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,
+    /// Both ends' profiles (`--profile`); not serialized: the record keeps one trial's per
+    /// frame size (`FrameSizeRecord::profile`).
+    #[serde(skip)]
+    pub profile: Option<Box<TrialProfile>>,
 }
 
 impl TrialOutcome {
@@ -292,6 +312,10 @@ pub struct TrialRecord {
     /// the device did not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dut: Option<DutCounters>,
+    /// Both ends' profiles (`--profile`) until the run picks the one it keeps per frame
+    /// size (`FrameSizeRecord::profile`); never serialized here.
+    #[serde(skip)]
+    pub profile: Option<Box<TrialProfile>>,
 }
 
 /// Why a trial ran.
@@ -341,6 +365,7 @@ impl TrialRecord {
             invalid: outcome.invalid,
             warnings: outcome.warnings,
             dut: outcome.dut,
+            profile: outcome.profile,
         }
     }
 
@@ -365,6 +390,7 @@ impl TrialRecord {
             invalid: None,
             warnings: Vec::new(),
             dut: None,
+            profile: None,
         }
     }
 
@@ -441,6 +467,7 @@ pub(crate) mod tests {
             warnings: vec![],
             invalid: None,
             dut: None,
+            profile: None,
         };
         // 990 of 1000 offered is exactly 1% short: still the tester's offered load.
         assert!(!o.tester_limited(1000.0));
@@ -461,6 +488,7 @@ pub(crate) mod tests {
             warnings: vec![],
             invalid: None,
             dut: None,
+            profile: None,
         };
         assert!(!o.passes(0.0));
         assert!(o.passes(0.001));
@@ -511,6 +539,7 @@ pub(crate) mod tests {
             warnings: vec![],
             invalid: Some("why".into()),
             dut: None,
+            profile: None,
         };
         let r = TrialRecord::paced(TrialPurpose::Search, 64, 1000.0, Duration::from_secs(1), o);
         assert!(!r.valid());

@@ -169,3 +169,76 @@ pub fn serve_in(lab: &linerate_lab::Lab, host: &str) -> LabServer {
     std::thread::sleep(Duration::from_millis(300));
     LabServer(child)
 }
+
+/// Checks a flame graph `--profile-out` wrote (DIR/NAME.svg) against the folded stacks
+/// beside it (DIR/NAME.folded), read as XML by roxmltree and as an image by usvg: the `all`
+/// frame's samples are the folded file's total (plus the frame that stands for the stacks the
+/// profile did not keep), and so are the process frames' on it. Returns that total.
+#[track_caller]
+pub fn check_flame_graph(dir: &std::path::Path, name: &str) -> u64 {
+    let folded = std::fs::read_to_string(dir.join(format!("{name}.folded"))).unwrap();
+    let folded_total: u64 = folded
+        .lines()
+        .map(|l| {
+            l.rsplit_once(' ')
+                .expect("stack count")
+                .1
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
+    resvg::usvg::Tree::from_str(&svg, &resvg::usvg::Options::default())
+        .expect("the flame graph is an SVG image");
+    let doc = roxmltree::Document::parse(&svg).expect("the flame graph is XML");
+    // Each frame: <g><title>NAME (KIND): N samples, P%</title><rect y=.. width=../>...</g>
+    let mut frames = Vec::new();
+    for g in doc.descendants().filter(|n| n.has_tag_name("g")) {
+        let title = g
+            .children()
+            .find(|n| n.has_tag_name("title"))
+            .and_then(|t| t.text())
+            .expect("a title per frame");
+        let rect = g.children().find(|n| n.has_tag_name("rect")).unwrap();
+        let (head, tail) = title.rsplit_once("): ").unwrap();
+        let samples: u64 = tail.split(' ').next().unwrap().parse().unwrap();
+        let y: f64 = rect.attribute("y").unwrap().parse().unwrap();
+        let width: f64 = rect.attribute("width").unwrap().parse().unwrap();
+        frames.push((head.to_string(), samples, y, width));
+    }
+    let all = frames
+        .iter()
+        .find(|f| f.0 == "all (all busy samples")
+        .expect("the all frame");
+    // The widest frame at the foot: every sample.
+    assert!(
+        frames.iter().all(|f| f.3 <= all.3 && f.2 <= all.2),
+        "{frames:?}"
+    );
+    // The notes under the title say how many samples stand for stacks not kept (drawn as
+    // one frame when it is wide enough).
+    let left_out: u64 = svg
+        .split_once(" samples of stacks the profile did not keep")
+        .map_or(0, |(before, _)| {
+            let digits = before.rsplit(|c: char| !c.is_ascii_digit()).next();
+            digits.unwrap().parse().unwrap()
+        });
+    assert_eq!(
+        all.1,
+        folded_total + left_out,
+        "{name}: all against the folded stacks"
+    );
+    // The frames on `all` (processes and the left-out stacks) share its samples out, up to
+    // the ones too narrow to draw (under 0.1 % each).
+    let row: u64 = frames
+        .iter()
+        .filter(|f| (f.2 - (all.2 - 17.0)).abs() < 0.5)
+        .map(|f| f.1)
+        .sum();
+    assert!(
+        row <= all.1 && row * 100 >= all.1 * 95,
+        "{row} of {}",
+        all.1
+    );
+    all.1
+}

@@ -8,7 +8,7 @@ use linerate_wire::control::{Direction, Transport};
 use linerate_wire::profile::{Category, ProfileReport, ProfileSpec};
 use linerate_wire::report::SideReport;
 
-use crate::common::{plan, run, run_against, run_usage_error, spec, TestServer};
+use crate::common::{plan, run, run_against, run_json, run_usage_error, spec, TestServer};
 
 /// Whether this host lets linerate sample every CPU and read kernel symbols (root or
 /// CAP_PERFMON, kptr_restrict): the same sampler the engines use, asked directly.
@@ -195,6 +195,8 @@ fn the_cli_prints_profiles_and_writes_folded_stacks() {
                 let (stack, n) = line.rsplit_once(' ').expect("stack count");
                 assert!(!stack.is_empty() && n.parse::<u64>().unwrap() > 0, "{line}");
             }
+            // The flame graph beside them draws the same samples.
+            assert!(crate::common::check_flame_graph(&out_dir, end) > 0);
         }
     } else {
         assert!(!out.contains("profile of the client"), "{out}");
@@ -205,4 +207,123 @@ fn the_cli_prints_profiles_and_writes_folded_stacks() {
     assert!(err.contains("--profile"), "{err}");
     let err = run_usage_error(&["rr", "127.0.0.1", "--profile", "--profile-out", "x"]);
     assert!(err.contains("--profile-callchains"), "{err}");
+}
+
+/// `rfc2544 --profile`: both ends profile every trial; the record keeps, per frame size, the
+/// trial at the throughput rate, and `--profile-out` writes its stacks and flame graphs.
+#[test]
+fn an_rfc2544_run_keeps_the_profiles_at_the_throughput_rate() {
+    let allowed = profiling_allowed();
+    let srv = TestServer::with(|c| c.allow_profile = true);
+    let dir = tempfile::tempdir().unwrap();
+    let rec = run_json(
+        &srv,
+        "rfc2544",
+        &[
+            "--line-rate",
+            "20M",
+            "--frame-sizes",
+            "1024",
+            "--test",
+            "throughput",
+            "--trial-time",
+            "0.3",
+            "--confirm-time",
+            "0.5",
+            "--settle",
+            "0",
+            "--calibrate-time",
+            "0",
+            "--profile",
+            "--profile-hz",
+            "199",
+            "--profile-callchains",
+            "--profile-out",
+            dir.path().to_str().unwrap(),
+            "--json",
+        ],
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../docs/json-schema/rfc2544-v1.json")).unwrap();
+    let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
+    assert!(compiled.is_valid(&rec), "record does not match its schema");
+    assert_eq!(rec["plan"]["profile"]["frequency_hz"], 199);
+    let size = &rec["frame_sizes"][0];
+    let kept = &size["profile"];
+    // 20 Mbit/s of 1024-byte frames passes loopback: the throughput is the line's, confirmed.
+    let fps = size["throughput"]["goals"][0]["throughput_fps"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(kept["at_throughput"], true, "{kept}");
+    assert_eq!(kept["purpose"], "confirmation");
+    assert_eq!(kept["offered_fps"].as_f64(), Some(fps));
+    // No trial carries one of its own.
+    let trials = size["throughput"]["trials"].as_array().unwrap();
+    assert!(trials.iter().all(|t| t.get("profile").is_none()));
+    let warnings: Vec<&str> = rec["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.as_str())
+        .collect();
+    if !allowed {
+        assert!(kept.get("client").is_none());
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("the client: --profile: no profile of this end")),
+            "{warnings:?}"
+        );
+        return;
+    }
+    for end in ["client", "server"] {
+        let p: ProfileReport = serde_json::from_value(kept[end].clone()).expect(end);
+        assert_eq!(p.check(), Ok(()));
+        assert!(p.busy_samples() > 0, "{end}: {p:?}");
+        // The confirmation's measured window: about its 0.5 s.
+        assert!(
+            p.duration_ns > 300_000_000 && p.duration_ns < 1_500_000_000,
+            "{}",
+            p.duration_ns
+        );
+        let folded: u64 =
+            p.folded.iter().map(|f| f.samples).sum::<u64>() + p.folded_left_out_samples;
+        assert_eq!(folded, p.busy_samples());
+        let drawn = crate::common::check_flame_graph(dir.path(), &format!("1024B-{end}"));
+        assert_eq!(drawn, p.busy_samples());
+    }
+    // The table prints them too.
+    let out = run_against(
+        &srv,
+        "rfc2544",
+        &[
+            "--line-rate",
+            "20M",
+            "--frame-sizes",
+            "1024",
+            "--test",
+            "throughput",
+            "--trial-time",
+            "0.3",
+            "--confirm-time",
+            "0",
+            "--settle",
+            "0",
+            "--calibrate-time",
+            "0",
+            "--profile",
+        ],
+    );
+    assert!(
+        out.contains("profile of the client, 1024 B frames, search trial at "),
+        "{out}"
+    );
+    assert!(
+        out.contains("(the throughput rate): cpu-clock at 999 Hz"),
+        "{out}"
+    );
+    assert!(
+        out.contains("profile of the server, 1024 B frames"),
+        "{out}"
+    );
 }

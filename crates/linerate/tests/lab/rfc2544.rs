@@ -22,9 +22,9 @@ const SHAPED_BPS: f64 = 20e6;
 /// The rate-sensitive tests of this module run one at a time: on a 2-CPU machine two of them
 /// side by side starve each other's router namespace of CPU, and a starved router drops
 /// frames below its shaped rate.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -76,7 +76,7 @@ fn cpu_busy() -> f64 {
 /// A software tester on a busy 2-CPU machine cannot hold its rate: it then reports its results
 /// as tester-limited, which is right but says nothing about the shaped router these tests
 /// check.
-fn wait_for_quiet() {
+pub(crate) fn wait_for_quiet() {
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while cpu_busy() > 0.3 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(700));

@@ -48,6 +48,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         generator: plan.generator,
         connect_timeout: a.connect_timeout,
         auth: a.auth.credentials()?,
+        profile: plan.profile,
     };
     let auth = cfg.auth.clone();
     let mut net = NetTrial::new(cfg, &interrupt);
@@ -100,6 +101,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         warnings,
     };
     emit(a, &rec)?;
+    write_profiles(a.profile.profile_out.as_deref(), &rec);
     let keeper = super::keep::Keeper::new(&a.store, "rfc2544");
     if let Some(why) = stopped.filter(|_| !interrupt.load(SeqCst)) {
         keeper.keep(2, |ctx| crate::store::entry::rfc2544(&rec, ctx));
@@ -155,6 +157,27 @@ fn emit(a: &Rfc2544Args, rec: &Rfc2544Record) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--profile-out DIR`: per frame size, both ends' folded stacks and flame graphs as
+/// DIR/SIZE-client.folded, DIR/SIZE-client.svg, DIR/SIZE-server.folded, DIR/SIZE-server.svg
+/// (`SIZE` as `64B`).
+fn write_profiles(dir: Option<&std::path::Path>, rec: &Rfc2544Record) {
+    let mut ends = Vec::new();
+    for f in &rec.frame_sizes {
+        let p = f.profile.as_ref();
+        for (end, side) in [
+            ("client", p.and_then(|p| p.client.as_ref())),
+            ("server", p.and_then(|p| p.server.as_ref())),
+        ] {
+            ends.push((
+                format!("{}B-{end}", f.frame_size),
+                format!("{end} ({} B frames)", f.frame_size),
+                side,
+            ));
+        }
+    }
+    super::run::write_profiles(dir, &ends);
 }
 
 fn resolve(host: &str, port: u16) -> anyhow::Result<IpAddr> {

@@ -24,7 +24,9 @@ use crate::model::plan::StreamPlan;
 use crate::model::{FlowDirection, RunRecord};
 use crate::rfc2544::frame_sizes::{self, IpVersion};
 use crate::rfc2544::record::Generator;
-use crate::rfc2544::trial::{self as trial_mod, CountedAt, Trial, TrialOutcome, Way, WayOutcome};
+use crate::rfc2544::trial::{
+    self as trial_mod, CountedAt, Trial, TrialOutcome, TrialProfile, Way, WayOutcome,
+};
 use crate::session::client;
 use anyhow::{anyhow, bail};
 use linerate_wire::control::{DelaySpec, Direction, Transport};
@@ -50,6 +52,8 @@ pub struct NetTrialConfig {
     pub connect_timeout: Duration,
     /// Credentials for a server that requires authentication.
     pub auth: Option<crate::model::plan::Credentials>,
+    /// `--profile`: both ends profile every trial's measured window.
+    pub profile: Option<linerate_wire::profile::ProfileSpec>,
 }
 
 /// Send buffer of the datagram senders, bytes (the raw-frame ring asks for the same).
@@ -86,8 +90,13 @@ impl<'a> NetTrial<'a> {
     /// Sends a few frames each way so that the device and the hosts learn addresses before
     /// the first measured trial (RFC 2544 §23 "learning frames"): 0.5 s at 1000 fps.
     pub fn learn(&mut self, frame: u32) -> anyhow::Result<()> {
-        self.run(frame, 1000.0, Duration::from_millis(500))
-            .map(drop)
+        let payload = self.payload(frame)?;
+        let mut plan = self.plan(payload);
+        plan.spec.duration_ms = Some(500);
+        plan.spec.rate_bps = Some(frame_sizes::payload_bps(1000.0, payload));
+        // Nothing of it is kept: it is not profiled.
+        plan.spec.profile = None;
+        self.execute(&plan, payload).map(drop)
     }
 
     fn settle(&self) -> anyhow::Result<()> {
@@ -121,6 +130,7 @@ impl<'a> NetTrial<'a> {
                 raw_frames: self.cfg.generator == Generator::Auto,
                 server_sndbuf: self.cfg.bidirectional.then_some(TESTER_SNDBUF),
                 smooth_pacing: true,
+                profile: self.cfg.profile,
                 ..spec
             },
             // A queue on the path (a shaper on this host) holds datagrams charged to the
@@ -154,7 +164,11 @@ impl<'a> NetTrial<'a> {
         if let Some(s) = &rec.server {
             self.server_boot_id = s.host.boot_id.clone();
         }
-        outcome(&rec, payload, self.cfg.ip)
+        let mut o = outcome(&rec, payload, self.cfg.ip)?;
+        if plan.spec.profile.is_some() {
+            o.profile = Some(profiles(&rec, &mut o.warnings));
+        }
+        Ok(o)
     }
 
     fn payload(&self, frame: u32) -> anyhow::Result<u32> {
@@ -361,4 +375,27 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
     let mut o = trial_mod::checked(ways, warnings, &name);
     o.dut = rec.dut.clone();
     Ok(o)
+}
+
+/// `--profile`: both ends' profiles of the trial. An end
+/// that did not profile says why in its own warnings; those are the trial's too, named by
+/// end, so that the run's warnings carry them.
+fn profiles(rec: &RunRecord, warnings: &mut Vec<String>) -> Box<TrialProfile> {
+    let ends = [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ];
+    for (end, side) in ends {
+        let Some(side) = side else { continue };
+        for w in side.warnings.iter().filter(|w| w.starts_with("--profile")) {
+            let w = format!("the {end}: {w}");
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+    }
+    Box::new(TrialProfile {
+        client: rec.client.profile.clone(),
+        server: rec.server.as_ref().and_then(|s| s.profile.clone()),
+    })
 }

@@ -140,6 +140,17 @@ impl Page {
             self.chart(c);
         }
     }
+    /// The flame graph of a profile with call chains (`export::flamegraph`), under a
+    /// heading; nothing for a profile without stacks.
+    fn flame_graph(&mut self, end: &str, p: &linerate_wire::profile::ProfileReport) {
+        let Some(svg) = crate::export::flamegraph::of_profile(end, p) else {
+            return;
+        };
+        self.h3(&format!("Flame graph of the {end}"));
+        self.html.push_str("<figure class=\"flamegraph\">");
+        self.html.push_str(&svg);
+        self.html.push_str("</figure>\n");
+    }
 }
 
 /// Builds the report of `input` (see the module docs).
@@ -400,6 +411,14 @@ fn run_input_section(page: &mut Page, input: &RunInput, labelled: bool) {
 
 fn run_details(page: &mut Page, rec: &RunRecord) {
     page.pre(&crate::export::table::render(rec));
+    for (end, side) in [
+        ("client", Some(&rec.client)),
+        ("server", rec.server.as_ref()),
+    ] {
+        if let Some(p) = side.and_then(|s| s.profile.as_ref()) {
+            page.flame_graph(end, p);
+        }
+    }
     streams_table(page, rec);
     counters_table(page, rec);
     if let Some(d) = &rec.diagnosis {
@@ -669,6 +688,14 @@ fn rfc2544_page(page: &mut Page, recs: &[(String, String, Rfc2544Record)]) {
         page.chart(id(rc::frame_rate_chart(rec)));
         page.chart(id(rc::line_rate_chart(rec)));
         page.pre(&crate::export::rfc2544::render_table(rec));
+        for f in &rec.frame_sizes {
+            let Some(p) = &f.profile else { continue };
+            for (end, side) in [("client", &p.client), ("server", &p.server)] {
+                if let Some(s) = side {
+                    page.flame_graph(&format!("{end} ({} B frames)", f.frame_size), s);
+                }
+            }
+        }
         if !rec.deviations.is_empty() {
             page.h3("Deviations from RFC 2544");
             page.list("warn", &rec.deviations);

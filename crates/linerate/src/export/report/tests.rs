@@ -398,3 +398,27 @@ fn a_campaign_has_each_sweeps_charts_under_its_own_names() {
     assert_eq!(unique.len(), ids.len(), "chart ids repeat: {ids:?}");
     assert!(r.html.contains("<h2>Sweep 2: udp</h2>"));
 }
+
+#[test]
+fn profiles_with_call_chains_get_their_flame_graphs_on_the_page() {
+    let mut rec = fixtures::tcp_send();
+    rec.client.profile = Some(crate::rfc2544::tests::fake_profile(1));
+    let h = build(&single(rec.clone())).html;
+    assert_eq!(h.matches(r#"<figure class="flamegraph">"#).count(), 1);
+    assert!(h.contains("<h3>Flame graph of the client</h3>"));
+    assert!(h.contains("<title>_copy_from_iter (data copy): 60 samples, 60.00%</title>"));
+    assert!(!h.contains("<script"));
+    // No call chains, no flame graph.
+    if let Some(p) = rec.client.profile.as_mut() {
+        p.folded.clear();
+    }
+    assert!(!build(&single(rec)).html.contains("flamegraph"));
+    // RFC 2544: both ends of every size's kept trial.
+    let rfc = crate::rfc2544::tests::profiled_fixture(vec![
+        crate::rfc2544::record::Benchmark::Throughput,
+    ]);
+    let n = rfc.frame_sizes.len();
+    let h = build(&Input::Rfc2544(vec![("A".into(), "rfc.json".into(), rfc)])).html;
+    assert_eq!(h.matches(r#"<figure class="flamegraph">"#).count(), 2 * n);
+    assert!(h.contains("<h3>Flame graph of the server (64 B frames)</h3>"));
+}

@@ -86,6 +86,7 @@ pub fn render_table(rec: &Rfc2544Record) -> String {
             out.push('\n');
         }
     }
+    out.push_str(&profile_blocks(rec));
     if !rec.deviations.is_empty() {
         out.push_str("\nDeviations from RFC 2544:\n");
         for d in &rec.deviations {
@@ -96,6 +97,50 @@ pub fn render_table(rec: &Rfc2544Record) -> String {
         out.push_str("\nThe run stopped early: frame sizes not reached are missing.\n");
     }
     out
+}
+
+/// `--profile`: per frame size, both ends' profiles of the trial kept for it.
+fn profile_blocks(rec: &Rfc2544Record) -> String {
+    let mut out = String::new();
+    for f in &rec.frame_sizes {
+        let Some(p) = &f.profile else { continue };
+        let rate = p
+            .offered_fps
+            .map_or("unpaced".to_string(), |r| format!("{} fps", format_fps(r)));
+        let which = if p.at_throughput {
+            "the throughput rate"
+        } else {
+            "no throughput rate: the last trial profiled"
+        };
+        let trial = format!(
+            "{} B frames, {} trial at {rate} ({which})",
+            f.frame_size,
+            purpose_name(p.purpose)
+        );
+        for (end, side) in [("client", &p.client), ("server", &p.server)] {
+            match side {
+                Some(s) => out.push_str(&super::profile::block(&format!("{end}, {trial}"), s)),
+                None => {
+                    let _ = write!(
+                        out,
+                        "\nno profile of the {end}, {trial}: see the warnings\n"
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+fn purpose_name(p: TrialPurpose) -> &'static str {
+    match p {
+        TrialPurpose::Calibration => "calibration",
+        TrialPurpose::Search => "search",
+        TrialPurpose::Confirmation => "confirmation",
+        TrialPurpose::Latency => "latency",
+        TrialPurpose::FrameLoss => "frame loss",
+        TrialPurpose::BackToBack => "back-to-back",
+    }
 }
 
 fn header(rec: &Rfc2544Record) -> String {

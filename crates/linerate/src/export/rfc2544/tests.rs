@@ -184,3 +184,31 @@ fn svg_chart_labels_the_device_at_the_throughput_rate() {
     );
     assert!(table.contains("device_interrupt_bound"), "{table}");
 }
+
+#[test]
+fn the_table_shows_each_sizes_profiles_at_the_throughput_rate() {
+    let rec = crate::rfc2544::tests::profiled_fixture(vec![Benchmark::Throughput]);
+    let t = render_table(&rec);
+    for f in &rec.frame_sizes {
+        let fps = f.throughput.as_ref().unwrap().goals[0]
+            .throughput_fps
+            .unwrap();
+        for end in ["client", "server"] {
+            let head = format!(
+                "profile of the {end}, {} B frames, confirmation trial at {} fps (the throughput rate): cpu-clock at 999 Hz",
+                f.frame_size,
+                super::format_fps(fps)
+            );
+            assert!(t.contains(&head), "{head}: {t}");
+        }
+    }
+    assert!(
+        t.contains("by category: data copy 60.0%, softirq 40.0%"),
+        "{t}"
+    );
+    // A missing end is said, not left blank.
+    let mut rec = rec;
+    rec.frame_sizes[0].profile.as_mut().unwrap().server = None;
+    let t = render_table(&rec);
+    assert!(t.contains("no profile of the server, 64 B frames"), "{t}");
+}
