@@ -189,14 +189,18 @@ impl FrameSizeRecord {
     /// The trial at this size's throughput rate (the first loss goal) among those that
     /// `has` what is looked for: its full-length confirmation when there is one, else the
     /// last passing search trial at that rate.
-    fn trial_at_throughput(&self, has: impl Fn(&TrialRecord) -> bool) -> Option<&TrialRecord> {
+    /// With `effective`, a trial counts at the rate it is counted at (the rate the tester
+    /// reached when it fell short of the offered one), else at its offered rate only.
+    fn trial_at_throughput(
+        &self,
+        effective: bool,
+        has: impl Fn(&TrialRecord) -> bool,
+    ) -> Option<&TrialRecord> {
         let t = self.throughput.as_ref()?;
         let fps = t.goals.first()?.throughput_fps?;
+        let same = |r: f64| (r - fps).abs() <= fps * 1e-9;
         let at = |tr: &&TrialRecord| {
-            has(tr)
-                && tr
-                    .offered_fps
-                    .is_some_and(|o| (o - fps).abs() <= fps * 1e-9)
+            has(tr) && (tr.offered_fps.is_some_and(same) || (effective && same(tr.effective_fps)))
         };
         let trials = t.trials.iter().rev();
         trials
@@ -210,17 +214,19 @@ impl FrameSizeRecord {
     /// first loss goal): its full-length confirmation when there is one, else the last
     /// passing search trial at that rate.
     pub fn device_at_throughput(&self) -> Option<&crate::model::dut::DutCounters> {
-        self.trial_at_throughput(|tr| tr.dut.is_some())
+        self.trial_at_throughput(false, |tr| tr.dut.is_some())
             .and_then(|tr| tr.dut.as_ref())
     }
 
     /// `--profile`: keeps one trial's profiles as [`FrameSizeRecord::profile`] and drops the
     /// others': the trial at the throughput rate (as [`FrameSizeRecord::device_at_throughput`]
-    /// picks it), else the last trial of the size that has one. The profile at the
-    /// throughput rate says where the CPUs went at the highest load the device passed.
+    /// picks it, and also when the tester fell short of the rate offered: then the
+    /// throughput is the rate it reached, and where its CPUs went is the question), else the
+    /// last trial of the size that has one. The profile at the throughput rate says where
+    /// the CPUs went at the highest load the device passed.
     pub fn keep_profile(&mut self) {
         let at_throughput = self
-            .trial_at_throughput(|tr| tr.profile.is_some())
+            .trial_at_throughput(true, |tr| tr.profile.is_some())
             .and_then(|chosen| self.trials().position(|tr| std::ptr::eq(tr, chosen)));
         let chosen = at_throughput.map(|i| (i, true)).or_else(|| {
             self.trials()

@@ -214,6 +214,8 @@ pub(crate) fn fake_profile(tag: u64) -> linerate_wire::profile::ProfileReport {
 struct Profiled {
     dut: SimulatedDut,
     n: u64,
+    /// The tester reaches only 95 % of the rate in full-length trials (a busy tester).
+    slow_confirmations: bool,
 }
 
 impl Profiled {
@@ -223,6 +225,11 @@ impl Profiled {
     ) -> anyhow::Result<super::trial::TrialOutcome> {
         let mut o = o?;
         self.n += 1;
+        if self.slow_confirmations {
+            for w in &mut o.ways {
+                w.achieved_fps *= 0.95;
+            }
+        }
         o.profile = Some(Box::new(super::trial::TrialProfile {
             client: Some(fake_profile(self.n)),
             server: Some(fake_profile(1000 + self.n)),
@@ -239,7 +246,11 @@ impl super::trial::Trial for Profiled {
         dur: Duration,
     ) -> anyhow::Result<super::trial::TrialOutcome> {
         let o = self.dut.run(frame, fps, dur);
-        self.tag(o)
+        let slow = self.slow_confirmations;
+        self.slow_confirmations = slow && dur >= Duration::from_secs(60);
+        let o = self.tag(o);
+        self.slow_confirmations = slow;
+        o
     }
     fn run_tagged(
         &mut self,
@@ -258,6 +269,10 @@ impl super::trial::Trial for Profiled {
 
 /// A profiled run: the record of `benchmarks`, every trial profiled.
 pub(crate) fn profiled_fixture(benchmarks: Vec<Benchmark>) -> Rfc2544Record {
+    profiled_run(benchmarks, false)
+}
+
+fn profiled_run(benchmarks: Vec<Benchmark>, slow_confirmations: bool) -> Rfc2544Record {
     let mut p = plan(false, benchmarks);
     p.profile = Some(linerate_wire::profile::ProfileSpec {
         frequency_hz: 999,
@@ -267,6 +282,7 @@ pub(crate) fn profiled_fixture(benchmarks: Vec<Benchmark>) -> Rfc2544Record {
     let mut t = Profiled {
         dut: dut(false),
         n: 0,
+        slow_confirmations,
     };
     let (sizes, stopped) = run::run(&mut t, &p, &never);
     assert_eq!(stopped, None);
@@ -361,4 +377,31 @@ fn without_a_throughput_rate_the_last_profiled_trial_is_kept() {
     let plain = fixture(false, vec![Benchmark::Throughput]);
     assert!(plain.frame_sizes.iter().all(|f| f.profile.is_none()));
     assert!(!record::to_json(&plain).contains("\"profile\""));
+}
+
+/// A tester that falls short in the confirmation: the throughput is the rate it reached, not
+/// the one offered, and the profile kept is that confirmation's all the same.
+#[test]
+fn a_tester_limited_confirmation_keeps_its_profile_at_the_throughput_rate() {
+    let rec = profiled_run(vec![Benchmark::Throughput], true);
+    for f in &rec.frame_sizes {
+        let t = f.throughput.as_ref().unwrap();
+        let g = &t.goals[0];
+        let fps = g.throughput_fps.unwrap();
+        let confirmation = t
+            .trials
+            .iter()
+            .rev()
+            .find(|tr| tr.purpose == super::trial::TrialPurpose::Confirmation && tr.passes(0.0))
+            .unwrap();
+        assert!(confirmation.tester_limited, "{} B", f.frame_size);
+        assert_eq!(confirmation.effective_fps, fps);
+        assert!(confirmation.offered_fps.unwrap() > fps);
+        let p = f.profile.as_ref().unwrap();
+        assert!(p.at_throughput, "{} B", f.frame_size);
+        assert_eq!(p.purpose, super::trial::TrialPurpose::Confirmation);
+        assert_eq!(p.offered_fps, confirmation.offered_fps);
+        // The device's counters (--dut) are still left out for a tester-limited rate.
+        assert_eq!(f.device_at_throughput(), None);
+    }
 }
