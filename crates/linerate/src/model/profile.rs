@@ -147,6 +147,9 @@ const RULES: &[(Category, &[&str])] = &[
             "packet_*",
         ],
     ),
+    // Before the scheduler's `*schedule*`: `__udp_enqueue_schedule_skb` is UDP's receive
+    // queue, not the scheduler.
+    (Category::Udp, &["*udp*"]),
     (
         Category::Interrupts,
         &["*irq*", "*interrupt*", "*apic*", "*sysvec*", "*_nmi*"],
@@ -256,7 +259,6 @@ const RULES: &[(Category, &[&str])] = &[
             "napi_skb_cache*",
         ],
     ),
-    (Category::Udp, &["*udp*"]),
     (
         Category::TcpIp,
         &[
@@ -576,6 +578,8 @@ mod tests {
             ("__udp4_lib_rcv", Category::Udp),
             ("udp_sendmsg", Category::Udp),
             ("udpv6_sendmsg", Category::Udp),
+            ("__udp_enqueue_schedule_skb", Category::Udp),
+            ("udp4_gro_receive", Category::DriverNapi),
             ("tcp_sendmsg_locked", Category::TcpIp),
             ("tcp_ack", Category::TcpIp),
             ("__ip_queue_xmit", Category::TcpIp),

@@ -257,10 +257,39 @@ fn a_user_who_may_not_profile_gets_the_test_and_one_line_on_what_to_change() {
     assert!(rec["server"]["profile"].is_object());
 }
 
-/// `perf report --stdio --sort sym -n` of `data`, kernel symbols with their shares of all
-/// samples.
-fn perf_report(data: &std::path::Path) -> HashMap<String, f64> {
-    let report = Command::new("perf")
+/// The kernel work of a forwarded UDP stream: the categories its frames cross.
+const NETWORK: [Category; 6] = [
+    Category::Udp,
+    Category::TcpIp,
+    Category::DriverNapi,
+    Category::Softirq,
+    Category::DataCopy,
+    Category::Memory,
+];
+
+/// Largest difference allowed between the network categories' share of linerate's kernel
+/// samples in its kept profile and in perf's record of the whole run (see the test).
+const MAX_NETWORK_POINTS: f64 = 15.0;
+
+/// `perf report --sort comm` of `data`: the thread names of linerate's processes
+/// (`linerate` and its `lr-*` threads).
+fn perf_linerate_comms(data: &std::path::Path) -> Vec<String> {
+    let out = Command::new("perf")
+        .args(["report", "--stdio", "--sort", "comm", "-n", "-i"])
+        .arg(data)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .filter(|c| c == "linerate" || c.starts_with("lr-"))
+        .collect()
+}
+
+/// Kernel samples of `comms` in `data` by function (`perf report --sort sym -n`, counts).
+fn perf_kernel_counts(data: &std::path::Path, comms: &[String]) -> HashMap<String, u64> {
+    let out = Command::new("perf")
         .args([
             "report",
             "--stdio",
@@ -269,41 +298,68 @@ fn perf_report(data: &std::path::Path) -> HashMap<String, f64> {
             "-n",
             "--percent-limit",
             "0",
-            "-i",
         ])
+        .arg("--comms")
+        .arg(comms.join(","))
+        .arg("-i")
         .arg(data)
         .output()
         .unwrap();
     assert!(
-        report.status.success(),
+        out.status.success(),
         "{}",
-        String::from_utf8_lossy(&report.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
-    perf_kernel_shares(&String::from_utf8_lossy(&report.stdout))
+    let mut counts = HashMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut it = line.split_whitespace();
+        let (Some(_), Some(n), Some("[k]")) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u64>() else { continue };
+        let name: Vec<&str> = it.collect();
+        *counts.entry(name.join(" ")).or_default() += n;
+    }
+    counts
 }
 
-/// The kernel work of a forwarded UDP stream: the categories its frames cross.
-const NETWORK: [Category; 5] = [
-    Category::Udp,
-    Category::TcpIp,
-    Category::DriverNapi,
-    Category::Softirq,
-    Category::DataCopy,
-];
+/// The network categories' share of `counts` (kernel function → samples), and the samples
+/// counted. Idle is left out, and so is `other`: perf's window holds linerate reading
+/// /proc/kallsyms after every trial (`s_show`, `seq_printf`, `vsnprintf`, ...), which
+/// linerate's window does not.
+fn network_share<'a>(counts: impl Iterator<Item = (&'a str, u64)>) -> (f64, u64) {
+    let (mut net, mut all) = (0u64, 0u64);
+    for (name, n) in counts {
+        let category = linerate::model::profile::categorize(name);
+        if linerate::model::profile::is_idle(name) || category == Category::Other {
+            continue;
+        }
+        all += n;
+        if NETWORK.contains(&category) {
+            net += n;
+        }
+    }
+    let share = if all == 0 {
+        0.0
+    } else {
+        net as f64 * 100.0 / all as f64
+    };
+    (share, all)
+}
 
-/// Largest difference allowed between the network categories' share of the busy samples in
-/// linerate's kept profile and in perf's record of the whole run (see the test).
-const MAX_NETWORK_POINTS: f64 = 20.0;
-
-/// `rfc2544 --profile` through a router lab: the profile kept at the throughput rate of
-/// each end has samples, its busy time goes mostly to the network path (UDP, IP forwarding,
-/// the veth driver, softirq), and `perf record -e cpu-clock -a` at 773 Hz (see the test
-/// above for why not 999) over the whole run agrees on that share. perf's window is the whole
-/// run (process start, the learning trial, the search trial at the same rate, the reading
-/// of /proc/kallsyms after each trial), linerate's the 3 s confirmation: the share is
-/// compared within [`MAX_NETWORK_POINTS`], the top category must be a network one in both.
-/// The router is a namespace of the same kernel, so the tester's whole-host profile holds
-/// its forwarding too.
+/// `rfc2544 --profile` through a router lab: each end's profile kept at the throughput rate
+/// has samples (no more than the clock allows), and linerate's own kernel time in it goes
+/// mostly to the network path (the AF_PACKET send, the veth driver, IP forwarding in the
+/// router, UDP receive, the copies); `perf record -e cpu-clock -a` at 773 Hz (see the test
+/// above for why not 999) over the whole run is the witness: over linerate's threads it must
+/// give the network about the same share. (Functions are not compared by name: perf and
+/// /proc/kallsyms name aliases at one address differently, `memcpy` and `__pi_memcpy`.)
+/// The profiles are of the whole host (the router is a namespace of the same kernel, and CI
+/// runs other work beside), so the comparison is of linerate's stacks only. perf's window is
+/// the whole run (start, the learning trial, the search trial at the same rate, the reading of
+/// /proc/kallsyms after each trial), linerate's the 3 s confirmation: hence
+/// [`MAX_NETWORK_POINTS`] (with `other` counted the two were 12 and 20 points apart beside a
+/// busy compiler; without it 5.6 points, network 71 % against perf's 66 %).
 #[test]
 #[ignore = "needs root: network namespaces, sampling every CPU, perf record -a"]
 fn lab_rfc2544_profile_at_the_throughput_rate_agrees_with_perf() {
@@ -371,62 +427,66 @@ fn lab_rfc2544_profile_at_the_throughput_rate_agrees_with_perf() {
     let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let size = &rec["frame_sizes"][0];
     let kept = &size["profile"];
-    assert_eq!(kept["at_throughput"], true, "{kept}");
+    // 200 Mbit/s of 1518-byte frames through an unshaped router: found and confirmed.
     let fps = size["throughput"]["goals"][0]["throughput_fps"]
         .as_f64()
-        .unwrap();
-    assert_eq!(kept["offered_fps"].as_f64(), Some(fps));
-    let perf = perf_report(&data);
-    let perf_idle: f64 = perf
-        .iter()
-        .filter(|(n, _)| linerate::model::profile::is_idle(n))
-        .map(|(_, s)| s)
-        .sum();
-    let perf_busy = |cats: &[Category]| -> f64 {
-        perf.iter()
-            .filter(|(n, _)| !linerate::model::profile::is_idle(n))
-            .filter(|(n, _)| cats.contains(&linerate::model::profile::categorize(n)))
-            .map(|(_, s)| s)
-            .sum::<f64>()
-            * 100.0
-            / (100.0 - perf_idle)
-    };
-    let perf_network = perf_busy(&NETWORK);
+        .expect("a throughput rate");
+    assert_eq!(kept["at_throughput"], true, "{kept}");
+    assert_eq!(kept["purpose"], "confirmation");
+    assert!(kept["offered_fps"].as_f64().unwrap() >= fps * (1.0 - 1e-9));
+    let comms = perf_linerate_comms(&data);
+    assert!(!comms.is_empty(), "perf saw no linerate thread");
+    let perf = perf_kernel_counts(&data, &comms);
+    let (perf_network, perf_n) = network_share(perf.iter().map(|(k, v)| (k.as_str(), *v)));
     for end in ["client", "server"] {
         let p: linerate_wire::profile::ProfileReport =
             serde_json::from_value(kept[end].clone()).expect(end);
         assert_eq!(p.check(), Ok(()));
         assert!(p.busy_samples() > 0, "{end}: {p:?}");
-        // The 3 s confirmation's window, sampled at 999 Hz on every CPU.
+        // The 3 s confirmation's window, sampled at 999 Hz on every CPU: never more samples
+        // than the clock gives (on this VM 65 to 100 % of them arrive).
         let secs = p.duration_ns as f64 / 1e9;
         assert!(secs > 2.5 && secs < 3.6, "{end}: {secs} s");
-        let expected = 999.0 * secs * p.per_cpu.len() as f64;
+        let clock = 999.0 * secs * p.per_cpu.len() as f64;
         assert!(
-            p.samples as f64 > expected * 0.5 && (p.samples as f64) < expected * 1.2 + 5.0,
-            "{end}: {} samples, expected about {expected:.0}",
+            p.samples as f64 > clock * 0.3 && (p.samples as f64) < clock * 1.2 + 5.0,
+            "{end}: {} samples, the clock gives {clock:.0}",
             p.samples
         );
-        let network: f64 = NETWORK.iter().map(|c| p.category_percent(*c)).sum();
-        let top = p
-            .categories
+        // linerate's kernel stacks, by their innermost frame.
+        let mut ours: HashMap<&str, u64> = HashMap::new();
+        for f in &p.folded {
+            let mut frames = f.stack.split(';');
+            if frames.next() != Some("linerate") {
+                continue;
+            }
+            let leaf = f.stack.rsplit(';').next().unwrap();
+            if !leaf.starts_with('[') {
+                *ours.entry(leaf).or_default() += f.samples;
+            }
+        }
+        let (network, n) = network_share(ours.iter().map(|(k, v)| (*k, *v)));
+        let busiest = ours
             .iter()
-            .find(|c| c.category != Category::UserSpace && c.category != Category::Locking)
-            .unwrap();
+            .filter(|(k, _)| NETWORK.contains(&linerate::model::profile::categorize(k)))
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .map(|(k, _)| k.to_string())
+            .expect("a network function in linerate's stacks");
         eprintln!(
-            "{end}: network {network:.1}% of {} busy samples (perf {perf_network:.1}%), top {:?}; {:?}",
-            p.busy_samples(),
-            top.category,
-            p.categories
+            "{end}: network {network:.1}% of linerate's {n} kernel samples, perf {perf_network:.1}% of {perf_n}; busiest {busiest} (perf: {:?})",
+            perf.get(&busiest)
         );
-        assert!(NETWORK.contains(&top.category), "{end}: {:?}", p.categories);
-        assert!(
-            p.category_percent(Category::Udp) > 0.0,
-            "{end}: {:?}",
-            p.categories
-        );
+        assert!(n >= 50, "{end}: only {n} kernel samples of linerate");
+        assert!(network >= 50.0, "{end}: network {network:.1}%: {ours:?}");
         assert!(
             (network - perf_network).abs() <= MAX_NETWORK_POINTS,
-            "{end}: network {network:.1}% of the busy samples, perf {perf_network:.1}%"
+            "{end}: network {network:.1}% of linerate's kernel samples, perf {perf_network:.1}%"
+        );
+        assert!(
+            p.category_percent(Category::Udp) > 0.0
+                && p.category_percent(Category::DriverNapi) > 0.0,
+            "{end}: {:?}",
+            p.categories
         );
         // The flame graph draws every busy sample of the folded stacks.
         let drawn = common::check_flame_graph(&out_dir, &format!("1518B-{end}"));
