@@ -78,7 +78,7 @@ cargo test --workspace --locked
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=41
+LAB_TESTS=42
 lab_log=$(mktemp)
 trap 'rm -f "$lab_log"; rm -rf "$XDG_DATA_HOME"' EXIT
 # The agreement of --profile with perf is checked alone, after the others: beside other busy
