@@ -25,8 +25,10 @@ pub struct HostInfo {
     /// Kernel release (uname -r).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kernel: Option<String>,
-    /// Online CPUs.
-    pub cpu_count: u32,
+    /// Online CPUs. A linerate end always sends it (peers before it became optional require
+    /// it); absent only for an end that does not say, an iperf3 server (`--iperf3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
     /// "linerate x.y.z".
     #[serde(default)]
     pub software: String,
@@ -96,8 +98,11 @@ pub struct StreamReport {
     pub role: StreamRole,
     /// Payload bytes written or read.
     pub bytes: u64,
-    /// send/recv system calls (a sendmmsg/recvmmsg counts once).
-    pub io_calls: u64,
+    /// send/recv system calls (a sendmmsg/recvmmsg counts once). A linerate end always sends
+    /// it (peers before it became optional require it); absent only for an end that does
+    /// not count them, an iperf3 server (`--iperf3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_calls: Option<u64>,
     /// UDP datagrams (None for TCP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
@@ -216,10 +221,14 @@ pub struct Totals {
     pub tx_bytes: u64,
     /// Payload bytes received.
     pub rx_bytes: u64,
-    /// Send calls.
-    pub tx_calls: u64,
-    /// Receive calls.
-    pub rx_calls: u64,
+    /// Send calls (a sendmmsg counts once). A linerate end always sends it, as `rx_calls`
+    /// (peers before they became optional require them); both are absent only for an end
+    /// that does not count them, an iperf3 server (`--iperf3`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_calls: Option<u64>,
+    /// Receive calls (a recvmmsg counts once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_calls: Option<u64>,
     /// Time from window start to the last sent byte, nanoseconds (0 when nothing was sent).
     #[serde(default)]
     pub tx_duration_ns: u64,

@@ -7,7 +7,8 @@
 #[cfg(test)]
 mod tests {
     use crate::control::{Feature, Features, Hello, Message, ProtocolVersion, TestRequest};
-    use crate::report::{StreamReport, StreamRole, TxPath};
+    use crate::report::{HostInfo, Role, SideReport, StreamReport, StreamRole, Totals, TxPath};
+    use serde::Deserialize;
 
     /// A 1.1 `test_request` of an RFC 2544 trial (from docs/protocol.md), before 1.3's
     /// `raw_frames`.
@@ -18,6 +19,10 @@ mod tests {
 
     /// A 1.2 stream report of a UDP sender, before 1.3's `tx_path`.
     const STREAM_REPORT_1_2: &str = r#"{"index":0,"role":"tx","bytes":1800,"io_calls":2,"packets":100,"duration_ns":1000000,"sndbuf_bytes":212992,"local_addr":"10.0.0.1:40000","remote_addr":"10.0.1.2:5301"}"#;
+
+    /// A 1.3 report of a UDP sender (the `report` of a `results` message), when `cpu_count`,
+    /// `io_calls`, `tx_calls` and `rx_calls` were plain numbers that a reader required.
+    const SIDE_REPORT_1_3: &str = r#"{"role":"server","host":{"hostname":"vm","kernel":"6.1.0-18-amd64","cpu_count":2,"software":"linerate 0.1.0"},"streams":[{"index":0,"role":"tx","bytes":1800,"io_calls":2,"packets":100,"duration_ns":1000000}],"totals":{"duration_ns":1000000,"tx_bytes":1800,"rx_bytes":0,"tx_calls":2,"rx_calls":0,"tx_duration_ns":1000000,"tx_packets":100}}"#;
 
     /// A 1.3 `hello` as this build sent it before features were an enum: the bytes must
     /// not change.
@@ -106,5 +111,76 @@ mod tests {
         r.tx_path = Some(TxPath::RawFrames);
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["tx_path"], "raw_frames");
+    }
+
+    /// What a reader before `cpu_count`, `io_calls`, `tx_calls` and `rx_calls` became
+    /// optional requires of a report: serde refuses a report without them.
+    #[derive(Deserialize)]
+    struct OldSide {
+        host: OldHost,
+        streams: Vec<OldStream>,
+        totals: OldTotals,
+    }
+    #[derive(Deserialize)]
+    struct OldHost {
+        cpu_count: u32,
+    }
+    #[derive(Deserialize)]
+    struct OldStream {
+        io_calls: u64,
+    }
+    #[derive(Deserialize)]
+    struct OldTotals {
+        tx_calls: u64,
+        rx_calls: u64,
+    }
+
+    /// An older peer's report still decodes, its counts present; what this build sends of
+    /// an end that measured them (every linerate end) still has them where an older peer
+    /// requires them; only an end that did not count them (an iperf3 server, which no peer
+    /// is sent) leaves them out, and decodes as absent, not 0.
+    #[test]
+    fn measured_counts_are_always_sent_and_unmeasured_ones_are_absent() {
+        let r: SideReport = serde_json::from_str(SIDE_REPORT_1_3).unwrap();
+        assert_eq!(r.host.cpu_count, Some(2));
+        assert_eq!(r.streams[0].io_calls, Some(2));
+        assert_eq!((r.totals.tx_calls, r.totals.rx_calls), (Some(2), Some(0)));
+        let old: OldSide = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(old.host.cpu_count, 2);
+        assert_eq!(old.streams[0].io_calls, 2);
+        assert_eq!((old.totals.tx_calls, old.totals.rx_calls), (2, 0));
+
+        let iperf3 = SideReport {
+            role: Role::Server,
+            host: HostInfo {
+                software: "iperf3".into(),
+                ..HostInfo::default()
+            },
+            streams: vec![StreamReport {
+                io_calls: None,
+                ..r.streams[0].clone()
+            }],
+            intervals: Vec::new(),
+            totals: Totals {
+                tx_bytes: 1800,
+                ..Totals::default()
+            },
+            cpu: None,
+            process_cpu: None,
+            host_counters: None,
+            interface: None,
+            control_segments: None,
+            profile: None,
+            warnings: Vec::new(),
+        };
+        let json = serde_json::to_string(&iperf3).unwrap();
+        for key in ["cpu_count", "io_calls", "tx_calls", "rx_calls"] {
+            assert!(!json.contains(key), "{key} in {json}");
+        }
+        let back: SideReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, iperf3);
+        assert_eq!(back.host.cpu_count, None);
+        assert_eq!(back.streams[0].io_calls, None);
+        assert_eq!(back.totals.tx_calls, None);
     }
 }

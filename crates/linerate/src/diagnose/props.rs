@@ -354,8 +354,8 @@ fn add_flow(p: &Params, f: &FlowParams, tx: &mut SideReport, rx: &mut SideReport
             duration_ns: window,
             tx_bytes: bytes,
             rx_bytes: bytes,
-            tx_calls: bytes / 65_536 + 1,
-            rx_calls: bytes / 65_536 + 1,
+            tx_calls: Some(bytes / 65_536 + 1),
+            rx_calls: Some(bytes / 65_536 + 1),
             tx_duration_ns: active,
             rx_duration_ns: active,
             tx_packets: (!p.tcp).then_some(f.datagrams / n),
@@ -395,14 +395,14 @@ fn add_flow(p: &Params, f: &FlowParams, tx: &mut SideReport, rx: &mut SideReport
 fn add_totals(to: &mut Totals, t: &Totals, tx: bool) {
     if tx {
         to.tx_bytes += t.tx_bytes;
-        to.tx_calls += t.tx_calls;
+        *to.tx_calls.get_or_insert(0) += t.tx_calls.unwrap_or(0);
         to.tx_duration_ns = to.tx_duration_ns.max(t.tx_duration_ns);
         if let Some(p) = t.tx_packets {
             *to.tx_packets.get_or_insert(0) += p;
         }
     } else {
         to.rx_bytes += t.rx_bytes;
-        to.rx_calls += t.rx_calls;
+        *to.rx_calls.get_or_insert(0) += t.rx_calls.unwrap_or(0);
         to.rx_duration_ns = to.rx_duration_ns.max(t.rx_duration_ns);
         if let Some(p) = t.rx_packets {
             *to.rx_packets.get_or_insert(0) += p;

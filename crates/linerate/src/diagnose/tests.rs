@@ -39,14 +39,16 @@ fn side(role: Role, dir: StreamRole, bytes: u64, remote: &str) -> SideReport {
         StreamRole::Tx => Totals {
             duration_ns: 10 * SEC,
             tx_bytes: bytes,
-            tx_calls: calls,
+            tx_calls: Some(calls),
+            rx_calls: Some(0),
             tx_duration_ns: 10 * SEC,
             ..Totals::default()
         },
         StreamRole::Rx => Totals {
             duration_ns: 10 * SEC,
             rx_bytes: bytes,
-            rx_calls: calls,
+            tx_calls: Some(0),
+            rx_calls: Some(calls),
             rx_duration_ns: 10 * SEC,
             ..Totals::default()
         },

@@ -132,12 +132,12 @@ fn end_rows(rec: &RunRecord, rr: &RrSummary) -> Vec<Vec<String>> {
         vec![
             name.to_string(),
             opt(e.cpu_util_percent, |v| {
-                format!("{v:.2}% of {}", e.cpu_count)
+                super::table::of_cpus(v, e.cpu_count)
             }),
             opt(e.busiest_cpu_util_percent, |v| format!("{v:.2}%")),
             opt(sd, |v| format!("{v:.3}")),
             opt(e.tool_cpu_percent, |v| format!("{v:.1}%")),
-            e.io_calls.to_string(),
+            opt(e.io_calls, |v| v.to_string()),
             opt(snd, |v| format_bytes(u64::from(v))),
             opt(rcv, |v| format_bytes(u64::from(v))),
         ]

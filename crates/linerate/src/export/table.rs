@@ -177,22 +177,26 @@ fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
     };
     vec![
         name.to_string(),
-        opt(e.cpu_util_percent, |v| {
-            format!("{v:.2}% of {}", e.cpu_count)
-        }),
+        opt(e.cpu_util_percent, |v| of_cpus(v, e.cpu_count)),
         opt(e.busiest_cpu_util_percent, |v| format!("{v:.2}%")),
         opt(e.service_demand_us_per_kb, |v| format!("{v:.3}")),
         opt(e.tool_cpu_percent, |v| format!("{v:.1}%")),
-        if e.calls_per_sec.is_some() {
-            e.io_calls.to_string()
-        } else {
-            "-".into()
-        },
+        opt(e.io_calls.filter(|_| e.calls_per_sec.is_some()), |v| {
+            v.to_string()
+        }),
         opt(e.us_per_call, |v| format!("{v:.2}")),
         opt(e.calls_per_sec, |v| format!("{v:.0}")),
         opt(e.sndbuf_bytes, |v| format_bytes(u64::from(v))),
         opt(e.rcvbuf_bytes, |v| format_bytes(u64::from(v))),
     ]
+}
+
+/// "12.50% of 4": a share of all CPUs and how many there are, when the end said.
+pub(super) fn of_cpus(percent: f64, cpus: Option<u32>) -> String {
+    match cpus {
+        Some(n) => format!("{percent:.2}% of {n}"),
+        None => format!("{percent:.2}%"),
+    }
 }
 
 /// One line per end whose test interface has a shaping root qdisc (tbf, htb), e.g.
@@ -582,6 +586,24 @@ pub fn interval_line(side: Role, iv: &IntervalReport, transport: Transport) -> S
 mod tests {
     use super::*;
     use crate::export::fixtures;
+
+    /// An end that did not say its CPUs or count its calls (an iperf3 server): its share
+    /// of all CPUs without a count, and dashes, not zeros.
+    #[test]
+    fn an_end_without_counts_shows_dashes() {
+        let mut rec = fixtures::tcp_send();
+        if let Some(e) = rec.summary.server.as_mut() {
+            e.cpu_count = None;
+            e.io_calls = None;
+            e.us_per_call = None;
+            e.calls_per_sec = None;
+        }
+        let out = render(&rec);
+        let row = out.lines().find(|l| l.starts_with("server ")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[1], "85.16%", "{row}");
+        assert_eq!(cells[5..8], ["-", "-", "-"], "{row}");
+    }
 
     #[test]
     fn tcp_table_shows_flows_ends_and_figures() {

@@ -149,25 +149,30 @@ pub fn average_lines(runs: &[RunRecord], unit: TtcpUnit) -> String {
             .map(|e| e.bytes as f64 / e.real_secs())
             .sum::<f64>()
             / n;
-        let calls: Vec<&&End<'_>> = same.iter().filter(|e| e.calls > 0).collect();
-        let msec = (calls.len() == same.len() && !calls.is_empty()).then(|| {
-            calls
-                .iter()
-                .map(|e| 1024.0 * e.real_secs() / e.calls as f64)
-                .sum::<f64>()
-                / n
-        });
-        let cps = same
+        // Each run's calls, when every run counted them (an iperf3 server does not).
+        let calls: Option<Vec<(u64, f64)>> = same
             .iter()
-            .map(|e| e.calls as f64 / e.real_secs())
-            .sum::<f64>()
-            / n;
+            .map(|e| e.calls.map(|c| (c, e.real_secs())))
+            .collect();
+        let msec = calls
+            .as_ref()
+            .filter(|c| !c.is_empty() && c.iter().all(|(k, _)| *k > 0))
+            .map(|c| {
+                c.iter()
+                    .map(|(k, real)| 1024.0 * real / *k as f64)
+                    .sum::<f64>()
+                    / n
+            });
+        let cps = calls
+            .as_ref()
+            .map(|c| c.iter().map(|(k, real)| *k as f64 / real).sum::<f64>() / n);
         out.push_str(&format!(
-            "{}: average of {} runs = {}, msec/call = {}, calls/sec = {cps:.2}\n",
+            "{}: average of {} runs = {}, msec/call = {}, calls/sec = {}\n",
             e0.tag,
             same.len(),
             unit.rate(bps, 1.0),
             msec.map_or("-".to_string(), |m| format!("{m:.2}")),
+            cps.map_or("-".to_string(), |c| format!("{c:.2}")),
         ));
     }
     out
@@ -182,7 +187,8 @@ pub fn call_notes(rec: &RunRecord) -> Vec<String> {
         .iter()
         .filter_map(|(_, e)| {
             let d = e.datagrams?;
-            if rec.plan.transport != Transport::Udp || e.calls == 0 || d <= e.calls {
+            let calls = e.calls?;
+            if rec.plan.transport != Transport::Udp || calls == 0 || d <= calls {
                 return None;
             }
             let real = e.real_secs();
@@ -191,8 +197,8 @@ pub fn call_notes(rec: &RunRecord) -> Vec<String> {
                  call, sendmmsg/recvmmsg with GSO/GRO); ttcp makes one call per datagram, which \
                  would be msec/call = {:.4}, calls/sec = {:.2}",
                 e.tag,
-                e.calls,
-                d as f64 / e.calls as f64,
+                calls,
+                d as f64 / calls as f64,
                 1024.0 * real / d as f64,
                 d as f64 / real,
             ))
@@ -206,7 +212,8 @@ struct End<'a> {
     report: &'a SideReport,
     bytes: u64,
     real_ns: u64,
-    calls: u64,
+    /// I/O calls; absent when the end did not count them (an iperf3 server).
+    calls: Option<u64>,
     /// Datagrams moved by those calls (UDP).
     datagrams: Option<u64>,
 }
@@ -252,19 +259,20 @@ impl End<'_> {
 
         let real = self.real_secs();
         let rate = unit.rate(self.bytes as f64, real);
-        let msec_per_call = if self.calls == 0 {
-            "-".to_string()
-        } else {
-            format!("{:.2}", 1024.0 * real / self.calls as f64)
+        let msec_per_call = match self.calls {
+            Some(n) if n > 0 => format!("{:.2}", 1024.0 * real / n as f64),
+            _ => "-".to_string(),
         };
-        let calls = self.calls;
+        let (calls, per_sec) = match self.calls {
+            Some(n) => (n.to_string(), format!("{:.2}", n as f64 / real)),
+            None => ("-".to_string(), "-".to_string()),
+        };
         format!(
             "{first}\
              {tag}: {} bytes in {real:.2} real seconds = {rate} +++\n\
-             {tag}: {calls} I/O calls, msec/call = {msec_per_call}, calls/sec = {:.2}\n\
+             {tag}: {calls} I/O calls, msec/call = {msec_per_call}, calls/sec = {per_sec}\n\
              {tag}: {}\n",
             self.bytes,
-            calls as f64 / real,
             prusage(self.report.process_cpu.as_ref(), self.real_ns),
         )
     }
@@ -448,11 +456,35 @@ ttcp-t: -user -sys 0:05real -%
         );
     }
 
+    /// An end that did not count its calls (an iperf3 server) shows none, not 0 and not a
+    /// rate made of 0.
+    #[test]
+    fn uncounted_calls_are_dashes() {
+        let mut rec = fixtures::ttcp_seed();
+        if let Some(s) = rec.server.as_mut() {
+            s.totals.tx_calls = None;
+            s.totals.rx_calls = None;
+        }
+        let out = render(&rec);
+        assert!(
+            out.contains("ttcp-r: - I/O calls, msec/call = -, calls/sec = -\n"),
+            "{out}"
+        );
+        assert!(out.contains("ttcp-t: 2048 I/O calls"), "{out}");
+        let avg = average_lines(&[rec.clone(), rec], TtcpUnit::MBits);
+        assert!(
+            avg.contains(
+                "ttcp-r: average of 2 runs = 8.48 Mbit/sec, msec/call = -, calls/sec = -\n"
+            ),
+            "{avg}"
+        );
+    }
+
     #[test]
     fn udp_io_calls_are_explained() {
         // The UDP fixture: 1,000,000 datagrams; make them 15,625 sendmmsg calls of 64.
         let mut rec = fixtures::udp_send();
-        rec.client.totals.tx_calls = 15_625;
+        rec.client.totals.tx_calls = Some(15_625);
         let notes = call_notes(&rec);
         let t = notes.iter().find(|n| n.starts_with("ttcp-t:")).unwrap();
         assert!(

@@ -304,7 +304,7 @@ pub fn facts_of(rec: &RunRecord) -> Vec<(String, String)> {
         push(&format!("{end} kernel"), side.host.kernel.clone());
         push(
             &format!("{end} CPUs"),
-            Some(side.host.cpu_count.to_string()),
+            side.host.cpu_count.map(|n| n.to_string()),
         );
         if let Some(i) = &side.interface {
             push(&format!("{end} interface"), Some(i.name.clone()));

@@ -59,7 +59,7 @@ pub(crate) fn side(role: Role, hostname: &str, cpus: u32, totals: Totals) -> Sid
         host: HostInfo {
             hostname: Some(hostname.to_string()),
             kernel: Some("6.1.0-18-amd64".to_string()),
-            cpu_count: cpus,
+            cpu_count: Some(cpus),
             software: "linerate 0.1.0".to_string(),
             boot_id: None,
         },
@@ -136,12 +136,12 @@ fn per_sec(count: u64, ns: u64) -> Option<f64> {
 fn end_summary(r: &SideReport) -> EndSummary {
     let t = &r.totals;
     let bytes = t.tx_bytes + t.rx_bytes;
-    let io_calls = t.tx_calls + t.rx_calls;
+    let io_calls = t.tx_calls.zip(t.rx_calls).map(|(tx, rx)| tx + rx);
     let active_ns = t.tx_duration_ns.max(t.rx_duration_ns);
     let first = |role: StreamRole| r.streams.iter().find(|s| s.role == role);
     EndSummary {
         role: r.role,
-        cpu_count: r.cpu.as_ref().map_or(r.host.cpu_count, |c| c.cpu_count),
+        cpu_count: r.cpu.as_ref().map(|c| c.cpu_count).or(r.host.cpu_count),
         cpu_util_percent: r.cpu.as_ref().map(|c| c.util_percent),
         busiest_cpu_util_percent: r.cpu.as_ref().map(|c| c.busiest_cpu_util_percent),
         // netperf: util × CPUs × window µs / KB moved.
@@ -155,8 +155,8 @@ fn end_summary(r: &SideReport) -> EndSummary {
             .as_ref()
             .map(|p| (p.user_ns + p.system_ns) as f64 * 100.0 / t.duration_ns as f64),
         io_calls,
-        us_per_call: Some(active_ns as f64 / 1000.0 / io_calls as f64),
-        calls_per_sec: per_sec(io_calls, active_ns),
+        us_per_call: io_calls.map(|n| active_ns as f64 / 1000.0 / n as f64),
+        calls_per_sec: io_calls.and_then(|n| per_sec(n, active_ns)),
         sndbuf_bytes: first(StreamRole::Tx).and_then(|s| s.sndbuf_bytes),
         rcvbuf_bytes: first(StreamRole::Rx).and_then(|s| s.rcvbuf_bytes),
         duration_ns: t.duration_ns,
@@ -245,7 +245,8 @@ pub(crate) fn tcp_send() -> RunRecord {
     let ct = Totals {
         duration_ns: window,
         tx_bytes: bytes,
-        tx_calls: 5708,
+        tx_calls: Some(5708),
+        rx_calls: Some(0),
         tx_duration_ns: window,
         retransmits: Some(3),
         ..Totals::default()
@@ -290,7 +291,8 @@ pub(crate) fn tcp_send() -> RunRecord {
     let st = Totals {
         duration_ns: window,
         rx_bytes: bytes,
-        rx_calls: 45_000,
+        tx_calls: Some(0),
+        rx_calls: Some(45_000),
         rx_duration_ns: window,
         ..Totals::default()
     };
@@ -315,7 +317,8 @@ pub(crate) fn tcp_receive() -> RunRecord {
     let ct = Totals {
         duration_ns: window,
         rx_bytes: bytes,
-        rx_calls: 1_500_000,
+        tx_calls: Some(0),
+        rx_calls: Some(1_500_000),
         rx_duration_ns: window,
         ..Totals::default()
     };
@@ -329,7 +332,8 @@ pub(crate) fn tcp_receive() -> RunRecord {
     let st = Totals {
         duration_ns: window,
         tx_bytes: bytes,
-        tx_calls: 717_926,
+        tx_calls: Some(717_926),
+        rx_calls: Some(0),
         tx_duration_ns: window,
         retransmits: Some(0),
         ..Totals::default()
@@ -358,7 +362,8 @@ pub(crate) fn udp_send() -> RunRecord {
     let ct = Totals {
         duration_ns: window,
         tx_bytes: 1_400_000_000,
-        tx_calls: 15_625,
+        tx_calls: Some(15_625),
+        rx_calls: Some(0),
         tx_duration_ns: window,
         tx_packets: Some(1_000_000),
         ..Totals::default()
@@ -390,7 +395,8 @@ pub(crate) fn udp_send() -> RunRecord {
     let st = Totals {
         duration_ns: window,
         rx_bytes: 1_386_070_000,
-        rx_calls: 990_050,
+        tx_calls: Some(0),
+        rx_calls: Some(990_050),
         rx_duration_ns: window,
         rx_packets: Some(990_050),
         udp_rx: Some(udp),
@@ -419,7 +425,8 @@ pub(crate) fn no_server() -> RunRecord {
     let ct = Totals {
         duration_ns: window,
         tx_bytes: 5_000_000_000,
-        tx_calls: 38_147,
+        tx_calls: Some(38_147),
+        rx_calls: Some(0),
         tx_duration_ns: window,
         ..Totals::default()
     };
@@ -444,7 +451,8 @@ pub(crate) fn ttcp_seed() -> RunRecord {
     let ct = Totals {
         duration_ns: 15_100_000_000,
         tx_bytes: 16_777_216,
-        tx_calls: 2048,
+        tx_calls: Some(2048),
+        rx_calls: Some(0),
         tx_duration_ns: 15_095_400_000,
         retransmits: Some(0),
         ..Totals::default()
@@ -458,7 +466,8 @@ pub(crate) fn ttcp_seed() -> RunRecord {
     let st = Totals {
         duration_ns: 15_100_000_000,
         rx_bytes: 16_777_216,
-        rx_calls: 11_000,
+        tx_calls: Some(0),
+        rx_calls: Some(11_000),
         rx_duration_ns: 15_100_000_000,
         ..Totals::default()
     };
@@ -487,8 +496,8 @@ pub(crate) fn tcp_rr() -> RunRecord {
         duration_ns: window,
         tx_bytes: n,
         rx_bytes: n,
-        tx_calls: n,
-        rx_calls: n,
+        tx_calls: Some(n),
+        rx_calls: Some(n),
         tx_duration_ns: window,
         rx_duration_ns: window,
         ..Totals::default()

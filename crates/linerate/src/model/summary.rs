@@ -131,8 +131,9 @@ pub struct InterfacePackets {
 pub struct EndSummary {
     /// Client or server.
     pub role: Role,
-    /// CPUs on that host.
-    pub cpu_count: u32,
+    /// CPUs on that host; absent when the end did not say (an iperf3 server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_count: Option<u32>,
     /// System-wide CPU utilisation, percent of all CPUs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_util_percent: Option<f64>,
@@ -145,8 +146,9 @@ pub struct EndSummary {
     /// CPU used by linerate's own test threads, percent of one CPU over the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_cpu_percent: Option<f64>,
-    /// send and receive calls.
-    pub io_calls: u64,
+    /// send and receive calls; absent when the end did not count them (an iperf3 server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_calls: Option<u64>,
     /// µs per I/O call (ttcp's msec/call × 1000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub us_per_call: Option<f64>,
@@ -423,8 +425,9 @@ pub fn service_demand_us_per_kb(
 fn end_summary(r: &SideReport) -> EndSummary {
     let t = &r.totals;
     let bytes = t.tx_bytes + t.rx_bytes;
-    let cpu_count = r.cpu.as_ref().map_or(r.host.cpu_count, |c| c.cpu_count);
-    let io_calls = t.tx_calls + t.rx_calls;
+    let cpu_count = r.cpu.as_ref().map(|c| c.cpu_count).or(r.host.cpu_count);
+    // Both directions' counts, or none: a half-known count is not the end's count.
+    let io_calls = t.tx_calls.zip(t.rx_calls).map(|(tx, rx)| tx + rx);
     let active_ns = t.tx_duration_ns.max(t.rx_duration_ns);
     EndSummary {
         role: r.role,
@@ -439,9 +442,10 @@ fn end_summary(r: &SideReport) -> EndSummary {
                 .then(|| (p.user_ns + p.system_ns) as f64 * 100.0 / t.duration_ns as f64)
         }),
         io_calls,
-        us_per_call: (io_calls > 0 && active_ns > 0)
-            .then(|| active_ns as f64 / 1000.0 / io_calls as f64),
-        calls_per_sec: per_sec(io_calls, active_ns),
+        us_per_call: io_calls
+            .filter(|n| *n > 0 && active_ns > 0)
+            .map(|n| active_ns as f64 / 1000.0 / n as f64),
+        calls_per_sec: io_calls.and_then(|n| per_sec(n, active_ns)),
         sndbuf_bytes: r
             .streams
             .iter()
@@ -472,6 +476,35 @@ mod tests {
 
     use crate::model::fixtures;
     use linerate_wire::report::{StreamReport, StreamRole, Totals};
+
+    /// An end that did not count its calls or say how many CPUs it has (an iperf3 server):
+    /// the figures made of them are absent, not 0.
+    #[test]
+    fn uncounted_calls_and_cpus_are_absent() {
+        let sec = 1_000_000_000;
+        let t = Totals {
+            duration_ns: sec,
+            rx_bytes: 1000,
+            rx_duration_ns: sec,
+            ..Totals::default()
+        };
+        let mut s = fixtures::side(Role::Server, "b", 1, t);
+        s.host.cpu_count = None;
+        let e = end_summary(&s);
+        assert_eq!((e.io_calls, e.cpu_count), (None, None));
+        assert_eq!((e.us_per_call, e.calls_per_sec), (None, None));
+        // One direction's count without the other's is not the end's count.
+        s.totals.rx_calls = Some(10);
+        assert_eq!(end_summary(&s).io_calls, None);
+        s.totals.tx_calls = Some(0);
+        let e = end_summary(&s);
+        assert_eq!(e.io_calls, Some(10));
+        assert_eq!(e.calls_per_sec, Some(10.0));
+        assert_eq!(e.us_per_call, Some(100_000.0));
+        // /proc/stat's count when the end measured its CPU.
+        s.cpu = Some(fixtures::cpu(4, 10.0, 20.0));
+        assert_eq!(end_summary(&s).cpu_count, Some(4));
+    }
 
     /// A UDP sender of stream `index` that sent `window` datagrams in the window and
     /// `seq_end` since the test began.

@@ -8,7 +8,7 @@
 //! server reports: per stream bytes (and for UDP datagrams, loss and jitter), and its
 //! process's CPU as a share of one CPU. What it cannot give is absent with a warning:
 //! system-wide CPU (so the service demand at that end), host and interface counters,
-//! TCP_INFO, socket buffers, intervals.
+//! TCP_INFO, socket buffers, system calls, the number of CPUs, intervals.
 //!
 //! Every read from the server has a deadline ([`HANDSHAKE`], [`RESULTS_WAIT`]) and every
 //! length it announces a cap ([`iperf3::MAX_SERVER_RESULTS_JSON`]): a stalled or garbled
@@ -50,7 +50,7 @@ const TICK: Duration = Duration::from_millis(50);
 /// How often a UDP stream's `"9876"` is sent again while no answer came.
 const UDP_RETRY: Duration = Duration::from_millis(500);
 /// The warning the server's end carries.
-pub const SERVER_ABSENT: &str = "an iperf3 server reports per-stream bytes, UDP loss and jitter, and its process CPU only: its system-wide CPU (so the service demand at that end), host and interface counters, TCP_INFO, socket buffers, system calls and intervals are absent";
+pub const SERVER_ABSENT: &str = "an iperf3 server reports per-stream bytes, UDP loss and jitter, and its process CPU only: its system-wide CPU (so the service demand at that end), host and interface counters, TCP_INFO, socket buffers, system calls, its number of CPUs and intervals are absent";
 
 /// Runs the test of `plan` against the iperf3 server at `plan.host:plan.port`.
 pub fn run(
@@ -206,11 +206,6 @@ pub fn run(
         Some(server_report),
         warnings,
     );
-    // The server's end reports no system calls: none of its per-call figures exist.
-    if let Some(s) = rec.summary.server.as_mut() {
-        s.us_per_call = None;
-        s.calls_per_sec = None;
-    }
     rec.failure = failure;
     Ok(rec)
 }
@@ -439,14 +434,18 @@ fn server_report(
         );
     }
     let udp = plan.spec.transport == Transport::Udp;
+    let omit = plan.spec.omit_ms > 0;
+    let len = u64::from(plan.spec.write_size.max(1));
     let mut warnings = vec![SERVER_ABSENT.to_string()];
+    let mut by_bytes = false;
     let mut streams = Vec::with_capacity(mine.len());
     let mut t = Totals {
         duration_ns: 0,
         tx_bytes: 0,
         rx_bytes: 0,
-        tx_calls: 0,
-        rx_calls: 0,
+        // An iperf3 server does not count its system calls.
+        tx_calls: None,
+        rx_calls: None,
         tx_duration_ns: 0,
         rx_duration_ns: 0,
         tx_packets: None,
@@ -463,12 +462,26 @@ fn server_report(
             StreamRole::Rx => StreamRole::Tx,
         };
         let duration_ns = secs_ns(s.end_time_s);
-        // iperf3's receiver counts `packets` up to the highest sequence number seen and
-        // `errors` as the datagrams missing below it.
+        // iperf3 counts `packets` from the test's start, warm-up included: a sender the
+        // datagrams it sent, a receiver up to the highest sequence number it saw, with
+        // `errors` the datagrams missing below it. Its `bytes` are the measured window's.
         let packets = u64::try_from(s.packets).ok();
-        let lost = u64::try_from(s.errors).ok();
+        let count = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+        let lost =
+            count(Some(s.errors)).map(|e| e.saturating_sub(count(s.omitted_errors).unwrap_or(0)));
+        // The window's datagrams: after `-O`, iperf3 3.13 and later say how many were in
+        // the omitted seconds; 3.12 does not (and restarts `errors` there), so they are its
+        // bytes in the window over the datagram size, which every datagram has.
+        let window = match (omit, count(s.omitted_packets)) {
+            (false, _) => packets,
+            (true, Some(o)) => packets.map(|p| p.saturating_sub(o)),
+            (true, None) => {
+                by_bytes |= udp;
+                None
+            }
+        };
         let udp_rx = (udp && role == StreamRole::Rx).then(|| UdpRxReport {
-            packets: packets.unwrap_or(0).saturating_sub(lost.unwrap_or(0)),
+            packets: window.map_or(s.bytes / len, |w| w.saturating_sub(lost.unwrap_or(0))),
             lost: lost.unwrap_or(0),
             duplicates: 0,
             reordered: 0,
@@ -476,13 +489,18 @@ fn server_report(
             jitter_ns: Some(secs_ns(s.jitter_s)),
             one_way_delay: None,
         });
+        // Datagrams this end sent or received in the window.
+        let moved = udp.then(|| match &udp_rx {
+            Some(u) => u.packets,
+            None => window.unwrap_or(s.bytes / len),
+        });
         match role {
             StreamRole::Tx => {
                 any_tx = true;
                 t.tx_bytes += s.bytes;
                 t.tx_duration_ns = t.tx_duration_ns.max(duration_ns);
                 if udp {
-                    t.tx_packets = Some(t.tx_packets.unwrap_or(0) + packets.unwrap_or(0));
+                    t.tx_packets = Some(t.tx_packets.unwrap_or(0) + moved.unwrap_or(0));
                 } else {
                     retrans = retrans.zip(s.retransmits).map(|(a, b)| a + b);
                 }
@@ -511,9 +529,8 @@ fn server_report(
             index: m.index,
             role,
             bytes: s.bytes,
-            io_calls: 0,
-            // Absent, not 0, when the server did not say.
-            packets: packets.filter(|_| udp),
+            io_calls: None,
+            packets: moved,
             duration_ns,
             sndbuf_bytes: None,
             rcvbuf_bytes: None,
@@ -529,6 +546,11 @@ fn server_report(
             recv_mode: None,
             zerocopy: None,
         });
+    }
+    if by_bytes {
+        warnings.push(format!(
+            "the iperf3 server does not say how many of its datagrams fell in the omitted seconds (-O; iperf3 3.12): its datagrams in the measured window are its bytes there over {len}, the datagram size"
+        ));
     }
     if any_tx && !udp {
         t.retransmits = retrans;
@@ -559,7 +581,8 @@ fn server_report(
         host: linerate_wire::report::HostInfo {
             hostname: None,
             kernel: None,
-            cpu_count: 0,
+            // Its CPUs are not in iperf3's results.
+            cpu_count: None,
             software: "iperf3".into(),
             boot_id: None,
         },
@@ -666,6 +689,14 @@ mod tests {
         assert!((e.tool_cpu_percent.unwrap() - 12.5).abs() < 1e-6);
         assert_eq!(e.cpu_util_percent, None);
         assert_eq!(e.service_demand_us_per_kb, None);
+        // What an iperf3 server does not say is absent, not 0.
+        assert_eq!(e.cpu_count, None);
+        assert_eq!(e.io_calls, None);
+        assert_eq!((e.us_per_call, e.calls_per_sec), (None, None));
+        let v = serde_json::to_value(&rec.server).unwrap();
+        for key in ["cpu_count", "io_calls", "tx_calls", "rx_calls"] {
+            assert!(!v.to_string().contains(key), "{key}: {v}");
+        }
     }
 
     #[test]
@@ -694,6 +725,66 @@ mod tests {
         assert_eq!(s.streams[0].udp_rx.as_ref().unwrap().highest_seq, Some(99));
         assert_eq!(s.totals.rx_packets, Some(95));
         assert_eq!(s.totals.retransmits, None);
+    }
+
+    /// After `-O`, 3.12 counts `packets` from the test's start and sends no
+    /// `omitted_packets` (its `errors` and `bytes` are the window's): the window's datagrams
+    /// are its bytes over the datagram size, with a warning; later versions' omitted counts
+    /// are taken off. Seen from 3.12 (strace of `iperf3 -s`): packets 13500, errors 62,
+    /// bytes 12656000 of 1400-byte datagrams, whose own `-J` said 9102 packets, 62 lost.
+    #[test]
+    fn omitted_datagrams_are_not_in_the_window() {
+        let body = br#"{"cpu_util_total":7.36,"cpu_util_user":0.33,"cpu_util_system":7.03,"sender_has_retransmits":18446744073709551615,"streams":[{"id":1,"bytes":12656000,"retransmits":18446744073709551615,"jitter":5.3e-05,"errors":62,"packets":13500,"start_time":0,"end_time":2.031281}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let mut p = plan(Transport::Udp, LrDirection::Send, 1);
+        p.spec.omit_ms = 1000;
+        let (s, w) =
+            server_report(&p, &client_side(&[StreamRole::Tx]), &theirs, Duration::ZERO).unwrap();
+        let u = s.totals.udp_rx.clone().unwrap();
+        assert_eq!((u.packets, u.lost), (9040, 62));
+        assert_eq!(s.totals.rx_packets, Some(9040));
+        assert_eq!(s.streams[0].packets, Some(9040));
+        // The highest sequence number is the whole test's, as the sender's count is.
+        assert_eq!(
+            s.streams[0].udp_rx.as_ref().unwrap().highest_seq,
+            Some(13499)
+        );
+        assert!(w.iter().any(|w| w.contains("omitted seconds")), "{w:?}");
+
+        // Reverse: the server sent 13500 since the start, 9040 in the window.
+        let p2 = {
+            let mut p = plan(Transport::Udp, LrDirection::Receive, 1);
+            p.spec.omit_ms = 1000;
+            p
+        };
+        let (s, _) = server_report(
+            &p2,
+            &client_side(&[StreamRole::Rx]),
+            &theirs,
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(s.totals.tx_packets, Some(9040));
+        assert_eq!(s.streams[0].udp_seq_end, Some(13500));
+
+        // A later iperf3 says what the omitted seconds held.
+        let body = br#"{"cpu_util_total":1,"cpu_util_user":1,"cpu_util_system":0,"sender_has_retransmits":-1,"streams":[{"id":1,"bytes":12656000,"retransmits":-1,"jitter":0,"errors":70,"omitted_errors":8,"packets":13500,"omitted_packets":4400,"end_time":2}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let (s, w) =
+            server_report(&p, &client_side(&[StreamRole::Tx]), &theirs, Duration::ZERO).unwrap();
+        let u = s.totals.udp_rx.clone().unwrap();
+        assert_eq!((u.packets, u.lost), (9038, 62));
+        assert!(!w.iter().any(|w| w.contains("omitted seconds")), "{w:?}");
+        // Without -O nothing is taken off.
+        let p0 = plan(Transport::Udp, LrDirection::Send, 1);
+        let (s, _) = server_report(
+            &p0,
+            &client_side(&[StreamRole::Tx]),
+            &theirs,
+            Duration::ZERO,
+        )
+        .unwrap();
+        assert_eq!(s.totals.udp_rx.unwrap().packets, 13500 - 62);
     }
 
     #[test]

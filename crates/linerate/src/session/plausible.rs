@@ -50,10 +50,9 @@ pub fn report(r: &mut SideReport, seen: Duration) -> Result<Vec<String>, String>
         }
     }
     let mut notes = Vec::new();
-    if r.host.cpu_count > MAX_CPUS {
+    if let Some(n) = r.host.cpu_count.filter(|n| *n > MAX_CPUS) {
         notes.push(format!(
-            "{who}: its CPU count {} is not plausible; its CPU figures are left out",
-            r.host.cpu_count
+            "{who}: its CPU count {n} is not plausible; its CPU figures are left out"
         ));
         r.cpu = None;
         r.process_cpu = None;
@@ -65,7 +64,9 @@ pub fn report(r: &mut SideReport, seen: Duration) -> Result<Vec<String>, String>
         }
     }
     if let Some(p) = &r.process_cpu {
-        let cpus = u128::from(r.host.cpu_count.max(1));
+        // A report that does not say how many CPUs it has is held to the most any host
+        // may claim.
+        let cpus = u128::from(r.host.cpu_count.unwrap_or(MAX_CPUS).max(1));
         let used = u128::from(p.user_ns) + u128::from(p.system_ns);
         if used > longest * cpus {
             notes.push(format!(
@@ -159,7 +160,7 @@ mod tests {
         SideReport {
             role: Role::Server,
             host: HostInfo {
-                cpu_count: 2,
+                cpu_count: Some(2),
                 ..HostInfo::default()
             },
             streams: Vec::new(),

@@ -248,3 +248,58 @@ fn uuids_are_version_4() {
     assert_eq!(a.as_bytes()[14], b'4');
     assert!(matches!(a.as_bytes()[19], b'8' | b'9' | b'a' | b'b'));
 }
+
+/// A run against an iperf3 server: what that end did not measure (its CPUs, its system
+/// calls) is stored as nothing, so SQL sees NULL, not 0; the client's end keeps its counts.
+#[test]
+fn what_an_end_did_not_measure_is_stored_as_null() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open(&dir.path().join("results.db")).unwrap();
+    let mut rec = fixtures::tcp_send();
+    if let Some(srv) = rec.server.as_mut() {
+        srv.host.cpu_count = None;
+        srv.totals.tx_calls = None;
+        srv.totals.rx_calls = None;
+        for st in &mut srv.streams {
+            st.io_calls = None;
+        }
+    }
+    if let Some(e) = rec.summary.server.as_mut() {
+        e.cpu_count = None;
+        e.io_calls = None;
+        e.us_per_call = None;
+        e.calls_per_sec = None;
+    }
+    let id = s.insert(&entry::run(&rec, &ctx("tcp", &[]))).unwrap();
+    let q = |sql: &str| -> Option<i64> {
+        s.conn
+            .query_row(sql, rusqlite::params![id], |r| r.get(0))
+            .unwrap()
+    };
+    for path in [
+        "$.server.host.cpu_count",
+        "$.server.totals.rx_calls",
+        "$.server.totals.tx_calls",
+        "$.server.streams[0].io_calls",
+        "$.summary.server.io_calls",
+        "$.summary.server.cpu_count",
+    ] {
+        let sql = format!("SELECT json_extract(record, '{path}') FROM runs WHERE id = ?1");
+        assert_eq!(q(&sql), None, "{path}");
+    }
+    assert_eq!(
+        q("SELECT json_extract(hosts, '$.server.host.cpu_count') FROM runs WHERE id = ?1"),
+        None
+    );
+    // The measured end's counts are there.
+    assert_eq!(
+        q("SELECT json_extract(hosts, '$.client.host.cpu_count') FROM runs WHERE id = ?1"),
+        Some(4)
+    );
+    assert_eq!(
+        q("SELECT json_extract(record, '$.client.totals.tx_calls') FROM runs WHERE id = ?1"),
+        Some(5708)
+    );
+    let back: RunRecord = serde_json::from_value(s.record(id).unwrap().unwrap().1).unwrap();
+    assert_eq!(back, rec);
+}

@@ -1,14 +1,17 @@
 //! Helpers shared by the `it` and `lab` test binaries: an in-process server on 127.0.0.1:0
-//! that stops when dropped, the CLI as a subprocess, and `linerate serve` in a lab host.
-//! Each binary uses a part of them.
+//! that stops when dropped, the CLI as a subprocess, `linerate serve` in a lab host, and
+//! Debian's iperf3 as a server or client with its `-J` output. Each binary uses a part of
+//! them.
 
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use linerate::model::plan::{Debug, StreamPlan};
 use linerate::session::client;
@@ -241,4 +244,186 @@ pub fn check_flame_graph(dir: &std::path::Path, name: &str) -> u64 {
         all.1
     );
     all.1
+}
+
+/// `iperf3` (Debian's 3.12 in CI) as a command. The interoperability tests need it: they
+/// fail, not skip, without it.
+pub fn iperf3() -> Command {
+    let ok = Command::new("iperf3")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "iperf3 is not installed: the interoperability tests need it (apt-get install iperf3; scripts/test.sh installs it)"
+    );
+    Command::new("iperf3")
+}
+
+/// A port free for TCP and UDP on 127.0.0.1 (`iperf3 -s` takes no port 0).
+pub fn free_port() -> u16 {
+    loop {
+        let t = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = t.local_addr().expect("addr").port();
+        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Whether something listens on TCP `port` (from /proc/net/tcp and tcp6): looking costs an
+/// iperf3 server no connection, so a one-test server's one test is not taken by the probe
+/// and a server is never busy with one.
+pub fn listening(port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() > 3 && cols[1].ends_with(&hex) && cols[3] == "0A"
+            })
+        })
+    })
+}
+
+/// Waits for `child` at most `secs`, killing it after (and failing); returns its stdout,
+/// read while it runs (a `-J` output longer than the pipe would stall it otherwise).
+pub fn wait_output(mut child: Child, secs: u64, what: &str) -> String {
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        out
+    });
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        match child.try_wait().expect("wait") {
+            Some(_) => break,
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{what} did not end within {secs} s");
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    reader.join().expect("stdout reader")
+}
+
+/// `iperf3 -c 127.0.0.1 -p PORT -J ARGS`, started.
+pub fn iperf3_client(port: u16, args: &[&str]) -> Child {
+    iperf3()
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start iperf3 -c")
+}
+
+/// An iperf3 `-J` output, parsed; one that does not parse or holds an `error` fails.
+#[track_caller]
+pub fn iperf3_json(out: &str, what: &str) -> serde_json::Value {
+    let v: serde_json::Value = serde_json::from_str(out)
+        .unwrap_or_else(|e| panic!("{what}: -J output does not parse ({e}): {out}"));
+    assert!(v.get("error").is_none(), "{what}: {}", v["error"]);
+    v
+}
+
+/// `end.KEY.bytes` of an iperf3 `-J` output (`sum_sent`, `sum_received`, and with
+/// `--bidir` `sum_sent_bidir_reverse`, `sum_received_bidir_reverse`).
+#[track_caller]
+pub fn iperf3_bytes(v: &serde_json::Value, key: &str) -> u64 {
+    v["end"][key]["bytes"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no end.{key}.bytes in {}", v["end"]))
+}
+
+/// linerate's byte count within `tol` (a share) of iperf3's.
+#[track_caller]
+pub fn within(ours: u64, iperf3: u64, tol: f64, what: &str) {
+    let rel = (ours as f64 - iperf3 as f64).abs() / (iperf3 as f64).max(1.0);
+    assert!(
+        rel <= tol,
+        "{what}: linerate {ours} bytes, iperf3 {iperf3} bytes ({:.1}% apart, {:.0}% allowed)",
+        rel * 100.0,
+        tol * 100.0
+    );
+}
+
+/// `iperf3 -s` on a free port of 127.0.0.1, killed when dropped: [`Iperf3Server::start`]
+/// serves tests until then, [`Iperf3Server::one_test`] (`-s -1 -J`) serves one and prints
+/// its own `-J` output ([`Iperf3Server::output`]).
+pub struct Iperf3Server {
+    pub port: u16,
+    child: Option<Child>,
+}
+
+impl Iperf3Server {
+    pub fn start() -> Iperf3Server {
+        Self::spawn(false)
+    }
+
+    pub fn one_test() -> Iperf3Server {
+        Self::spawn(true)
+    }
+
+    fn spawn(one: bool) -> Iperf3Server {
+        let port = free_port();
+        let mut cmd = iperf3();
+        cmd.args(["-s", "-p", &port.to_string()]);
+        if one {
+            cmd.args(["-1", "-J"]).stdout(Stdio::piped());
+        } else {
+            cmd.stdout(Stdio::null());
+        }
+        let child = cmd.stderr(Stdio::null()).spawn().expect("start iperf3 -s");
+        let server = Iperf3Server {
+            port,
+            child: Some(child),
+        };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !listening(port) {
+            assert!(Instant::now() < deadline, "iperf3 -s is not listening");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        server
+    }
+
+    /// iperf3's own client run against it with `-J` (at most 30 s), its output parsed;
+    /// run again while the server says it is busy.
+    #[track_caller]
+    pub fn client(&self, args: &[&str]) -> serde_json::Value {
+        for _ in 0..20 {
+            let out = wait_output(iperf3_client(self.port, args), 30, "iperf3 -c");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| {
+                panic!("iperf3 -c {args:?}: -J output does not parse ({e}): {out}")
+            });
+            match v.get("error").and_then(serde_json::Value::as_str) {
+                Some(e) if e.contains("busy") => std::thread::sleep(Duration::from_millis(200)),
+                Some(e) => panic!("iperf3 -c {args:?}: {e}"),
+                None => return v,
+            }
+        }
+        panic!("iperf3 -s stayed busy");
+    }
+
+    /// A one-test server's own `-J` output once its test is over (at most 30 s), parsed.
+    #[track_caller]
+    pub fn output(mut self) -> serde_json::Value {
+        let child = self.child.take().expect("the server runs");
+        let out = wait_output(child, 30, "iperf3 -s -1");
+        iperf3_json(&out, "iperf3 -s -1")
+    }
+}
+
+impl Drop for Iperf3Server {
+    fn drop(&mut self) {
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }

@@ -244,7 +244,10 @@ fn doctor_in_process_and_bad_host() {
     let report = report.expect("the server offers doctor");
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(rtt.is_some());
-    assert!(report.host.as_ref().is_some_and(|h| h.cpu_count >= 1));
+    assert!(report
+        .host
+        .as_ref()
+        .is_some_and(|h| h.cpu_count.is_some_and(|n| n >= 1)));
     // Nobody listening: one line, exit 2.
     let o = bin()
         .args(["doctor", "127.0.0.1", "-p", "1", "--connect-timeout", "1"])

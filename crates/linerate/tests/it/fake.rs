@@ -254,7 +254,7 @@ pub fn server_report(totals: Totals) -> SideReport {
     SideReport {
         role: Role::Server,
         host: HostInfo {
-            cpu_count: 1,
+            cpu_count: Some(1),
             software: "fake server".into(),
             ..HostInfo::default()
         },

@@ -10,149 +10,25 @@
 //! skip, without it (`apt-get install iperf3`; scripts/test.sh installs it).
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::net::{SocketAddr, TcpStream};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::TestServer;
+use crate::common::{
+    iperf3_bytes as bytes, iperf3_client as spawn_client, iperf3_json, wait_output, within,
+    Iperf3Server, TestServer,
+};
 
 /// Bytes of the fixed-byte TCP runs.
 const N: u64 = 32 << 20;
 
-fn iperf3_bin() -> &'static str {
-    let ok = Command::new("iperf3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok,
-        "iperf3 is not installed: these interoperability tests need it (apt-get install iperf3; scripts/test.sh installs it)"
-    );
-    "iperf3"
-}
-
-/// Waits for `child` at most `secs`, killing it after; returns its stdout.
-fn wait_output(mut child: Child, secs: u64, what: &str) -> String {
-    // Read while it runs: a -J output longer than the pipe would stall it otherwise.
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let reader = std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        out
-    });
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        match child.try_wait().expect("wait") {
-            Some(_) => break,
-            None if Instant::now() > deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("{what} did not end within {secs} s");
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    reader.join().expect("stdout reader")
-}
-
-fn spawn_client(port: u16, args: &[&str]) -> Child {
-    Command::new(iperf3_bin())
-        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start iperf3 -c")
-}
-
-/// Runs an iperf3 client with `-J`; its output parsed, with no `error`.
+/// Runs an iperf3 client with `-J` (at most 30 s); its output parsed, with no `error`.
 #[track_caller]
 fn client(port: u16, args: &[&str]) -> Value {
     let out = wait_output(spawn_client(port, args), 30, "iperf3 -c");
-    let v: Value = serde_json::from_str(&out)
-        .unwrap_or_else(|e| panic!("iperf3 {args:?}: -J output does not parse ({e}): {out}"));
-    assert!(v.get("error").is_none(), "iperf3 {args:?}: {}", v["error"]);
-    v
-}
-
-/// `iperf3 -s` on a free port, killed when dropped.
-struct Iperf3Server {
-    port: u16,
-    child: Child,
-}
-
-impl Iperf3Server {
-    fn start() -> Iperf3Server {
-        let port = free_port();
-        let child = Command::new(iperf3_bin())
-            .args(["-s", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start iperf3 -s");
-        // Listening when a connection is accepted; a bare connection that sends nothing is
-        // dropped by iperf3 once its control read fails, and costs no test.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "iperf3 -s is not listening");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        Iperf3Server { port, child }
-    }
-
-    /// A client run against it; retried once if the server was still busy with the probe.
-    fn client(&self, args: &[&str]) -> Value {
-        for _ in 0..20 {
-            let out = wait_output(spawn_client(self.port, args), 30, "iperf3 -c");
-            let v: Value = serde_json::from_str(&out).expect("control -J output");
-            match v.get("error").and_then(Value::as_str) {
-                Some(e) if e.contains("busy") => std::thread::sleep(Duration::from_millis(200)),
-                Some(e) => panic!("control run {args:?}: {e}"),
-                None => return v,
-            }
-        }
-        panic!("iperf3 -s stayed busy");
-    }
-}
-
-impl Drop for Iperf3Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A port free for TCP and UDP on 127.0.0.1 (iperf3 -s takes no port 0).
-fn free_port() -> u16 {
-    loop {
-        let t = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = t.local_addr().expect("addr").port();
-        if UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-fn bytes(v: &Value, key: &str) -> u64 {
-    v["end"][key]["bytes"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no end.{key}.bytes in {}", v["end"]))
-}
-
-#[track_caller]
-fn within(ours: u64, control: u64, tol: f64, what: &str) {
-    let rel = (ours as f64 - control as f64).abs() / (control as f64).max(1.0);
-    assert!(
-        rel <= tol,
-        "{what}: linerate serve {ours} bytes, iperf3 -s {control} bytes ({:.1}% apart, {:.0}% allowed)",
-        rel * 100.0,
-        tol * 100.0
-    );
+    iperf3_json(&out, &format!("iperf3 {args:?}"))
 }
 
 /// The server's CPU figures in the client's output: present, finite, and no more than all
@@ -325,9 +201,7 @@ fn three_iperf3_clients_at_once() {
     .map(|a| spawn_client(port, a))
     .collect();
     for k in kids {
-        let out = wait_output(k, 30, "iperf3 -c");
-        let v: Value = serde_json::from_str(&out).expect("-J output parses");
-        assert!(v.get("error").is_none(), "{}", v["error"]);
+        let v = iperf3_json(&wait_output(k, 30, "iperf3 -c"), "iperf3 -c");
         assert!(bytes(&v, "sum_received") > 0);
     }
 }
@@ -441,9 +315,10 @@ fn hostile_iperf3_peers_harm_nothing_else() {
     assert!(until_closed(&mut s).0.is_empty());
 
     // The bystander's test ran through all of it.
-    let out = wait_output(bystander, 30, "iperf3 -c (bystander)");
-    let v: Value = serde_json::from_str(&out).expect("bystander -J output");
-    assert!(v.get("error").is_none(), "{}", v["error"]);
+    let v = iperf3_json(
+        &wait_output(bystander, 30, "iperf3 -c (bystander)"),
+        "the bystander",
+    );
     assert!(bytes(&v, "sum_received") > 0);
     // And the server still serves.
     let v = client(addr.port(), &["-n", "1M"]);
@@ -462,7 +337,5 @@ fn iperf3_clients_over_max_tests_are_told_busy() {
     let v: Value = serde_json::from_str(&out).expect("-J output");
     let e = v["error"].as_str().expect("an error for the second client");
     assert!(e.contains("busy"), "{e}");
-    let out = wait_output(first, 30, "first client");
-    let v: Value = serde_json::from_str(&out).expect("-J output");
-    assert!(v.get("error").is_none(), "{}", v["error"]);
+    iperf3_json(&wait_output(first, 30, "first client"), "the first client");
 }

@@ -26,7 +26,8 @@ fn receiver_that_stopped_early(got: u64, new_fields: bool) -> linerate::model::R
         let totals = Totals {
             duration_ns: 1_000_000_000,
             rx_bytes: got * u64::from(spec.write_size),
-            rx_calls: got,
+            tx_calls: Some(0),
+            rx_calls: Some(got),
             rx_duration_ns: 300_000_000,
             rx_packets: Some(got),
             udp_rx: Some(UdpRxReport {
@@ -41,7 +42,7 @@ fn receiver_that_stopped_early(got: u64, new_fields: bool) -> linerate::model::R
                 index: 0,
                 role: StreamRole::Rx,
                 bytes: got * u64::from(spec.write_size),
-                io_calls: got,
+                io_calls: Some(got),
                 packets: Some(got),
                 duration_ns: 300_000_000,
                 sndbuf_bytes: None,

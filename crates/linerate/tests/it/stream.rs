@@ -65,8 +65,30 @@ fn tcp_fixed_byte_count_like_ttcp() {
     s.write_size = 8192;
     let rec = run(&plan(srv.addr, s.clone()));
     assert_eq!(rec.client.totals.tx_bytes, 8192 * 256);
-    assert_eq!(rec.client.totals.tx_calls, 256);
+    assert_eq!(rec.client.totals.tx_calls, Some(256));
     assert_eq!(rec.server.as_ref().unwrap().totals.rx_bytes, 8192 * 256);
+    // A linerate server counts its calls and says its CPUs: they are in the JSON, each end's
+    // CPU count the one /proc/stat lists (both ends are this host).
+    let cpus = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count() as u64;
+    let v = serde_json::to_value(&rec).unwrap();
+    for end in ["client", "server"] {
+        assert_eq!(v[end]["host"]["cpu_count"].as_u64(), Some(cpus), "{end}");
+        assert_eq!(v["summary"][end]["cpu_count"].as_u64(), Some(cpus), "{end}");
+        assert!(
+            v["summary"][end]["io_calls"]
+                .as_u64()
+                .is_some_and(|n| n > 0),
+            "{end}"
+        );
+        assert!(v[end]["totals"]["tx_calls"].is_u64() && v[end]["totals"]["rx_calls"].is_u64());
+        for st in v[end]["streams"].as_array().unwrap() {
+            assert!(st["io_calls"].as_u64().is_some_and(|n| n > 0), "{st}");
+        }
+    }
     // Reverse: the server sends exactly the count, split over 3 streams.
     s.direction = Direction::Receive;
     s.streams = 3;
