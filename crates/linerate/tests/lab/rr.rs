@@ -1,14 +1,10 @@
-//! UDP_RR with real loss in a lab namespace pair (root).
-
-use std::process::{Command, Stdio};
-use std::time::Duration;
+//! Request/response tests in a lab namespace pair (root): UDP_RR with real loss, and where
+//! TCP_CRR leaves its TIME_WAIT.
 
 use linerate::model::RunRecord;
 use linerate_lab::{Lab, LabOptions};
 
-fn lab_name(tag: &str) -> String {
-    format!("rr{}{tag}", std::process::id() % 100_000)
-}
+use crate::common::{lab_name, serve_in};
 
 /// UDP_RR through a veth pair that drops 10 % of the packets entering each host (nftables):
 /// a transaction is lost when its request or its response is, so the expected loss is
@@ -16,16 +12,12 @@ fn lab_name(tag: &str) -> String {
 #[test]
 #[ignore = "needs root: network namespaces"]
 fn lab_udp_rr_counts_real_loss() {
-    let lab = Lab::pair(&lab_name("u"), &LabOptions::default()).expect("lab up (needs root)");
+    let lab = Lab::pair(&lab_name("rr", "u"), &LabOptions::default()).expect("lab up (needs root)");
     let p = 0.10;
     lab.set_loss("a", p).expect("loss on a");
     lab.set_loss("b", p).expect("loss on b");
     let b = lab.addr("b").unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut srv = lab.spawn("b", &cmd).expect("server in b");
-    std::thread::sleep(Duration::from_millis(300));
+    let srv = serve_in(&lab, "b");
     let out = lab
         .exec(
             "a",
@@ -44,8 +36,7 @@ fn lab_udp_rr_counts_real_loss() {
             ],
         )
         .expect("client in a");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(
         out.status.success(),
         "{}",
@@ -86,19 +77,14 @@ fn time_wait(lab: &Lab, host: &str, end: &str) -> usize {
 #[test]
 #[ignore = "needs root: network namespaces"]
 fn lab_tcp_crr_leaves_time_wait_on_the_server() {
-    let lab = Lab::pair(&lab_name("c"), &LabOptions::default()).expect("lab up (needs root)");
+    let lab = Lab::pair(&lab_name("rr", "c"), &LabOptions::default()).expect("lab up (needs root)");
     let b = lab.addr("b").unwrap().to_string();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_linerate"));
-    cmd.args(["serve", "--bind", &b, "-p", "5301", "-q"]);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let mut srv = lab.spawn("b", &cmd).expect("server in b");
-    std::thread::sleep(Duration::from_millis(300));
+    let srv = serve_in(&lab, "b");
     let bin = env!("CARGO_BIN_EXE_linerate");
     let out = lab
         .exec("a", &[bin, "rr", &b, "--connect", "-t", "2", "--json"])
         .expect("client in a");
-    let _ = srv.kill();
-    let _ = srv.wait();
+    drop(srv);
     assert!(
         out.status.success(),
         "{}",
