@@ -86,12 +86,7 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         };
         super::bump(&ctx.counters.connections, 1);
-        // The test's options on every connection, as the client sets them on its end (the
-        // address family matters for the TOS option only: no getsockname otherwise).
-        let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
-        if sockets::apply(&SockRef::from(&s), opts, true, v6).is_err()
-            || crr_serve(ctx, &s, req, &resp, &mut rbuf, 0).is_err()
-        {
+        if crr_serve(ctx, &s, opts, req, &resp, &mut rbuf, 0).is_err() {
             super::bump(&ctx.counters.errors, 1);
         }
     }
@@ -150,10 +145,7 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener, opts: &SockOpts) -> io:
         super::bump(&ctx.counters.connections, 1);
         let payload = got - LEN;
         ctx.read(payload);
-        let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
-        if sockets::apply(&SockRef::from(&s), opts, true, v6).is_err()
-            || crr_serve(ctx, &s, req, &resp, &mut rbuf, payload).is_err()
-        {
+        if crr_serve(ctx, &s, opts, req, &resp, &mut rbuf, payload).is_err() {
             super::bump(&ctx.counters.errors, 1);
         }
     }
@@ -181,10 +173,12 @@ fn read_rest(
     Ok(true)
 }
 
-/// One TCP_CRR transaction on `s`, of which `got` request bytes were already read.
+/// One TCP_CRR transaction on `s`, of which `got` request bytes were already read, with
+/// the test's options.
 fn crr_serve(
     ctx: &LoopCtx,
     s: &TcpStream,
+    opts: &SockOpts,
     req: usize,
     resp: &[u8],
     rbuf: &mut [u8],
@@ -192,6 +186,10 @@ fn crr_serve(
 ) -> io::Result<()> {
     use nix::sys::socket::{recv, send, MsgFlags};
     use std::os::fd::AsRawFd;
+    // The test's options on every connection, as the client sets them on its end (the
+    // address family matters for the TOS option only: no getsockname otherwise).
+    let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
+    sockets::apply(&SockRef::from(s), opts, true, v6)?;
     // The request nearly always arrived with the stream hello and the response fits the
     // empty send buffer of a new connection: both are tried without waiting first, so that
     // a transaction needs no time-outs (each a system call per transaction).
