@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::stream_hello::StreamHello;
 
-use super::io::{is_timeout, pattern, read_n, write_all};
+use super::io::{is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::latency::new_histogram;
 use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
 use crate::sys::sockets;
@@ -232,7 +232,9 @@ fn crr_once(
 ) -> io::Result<bool> {
     let s = sockets::connect_tcp_with(c.addr, &c.opts, c.timeout, Some(POLL))?;
     super::bump(&ctx.counters.connections, 1);
-    if !write_all(ctx, &s, msg)? {
+    // The write time-out is still the connect's: the hello and the request nearly always
+    // go in one write that does not wait.
+    if !write_all_now_first(ctx, &s, msg)? {
         return Ok(false);
     }
     // The hello is framing, not payload.

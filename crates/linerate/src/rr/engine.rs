@@ -58,15 +58,16 @@ pub enum RrSocket {
     /// these options (the test's server-side socket options) before it is served.
     Accept(SockOpts),
     /// Server TCP_CRR on the test's own port (feature `crr_port`): every stream thread
-    /// accepts on the listener itself; options as for `Accept`.
-    Listen(Arc<CrrListener>, SockOpts),
+    /// accepts on the listener itself; the connections inherit the test's options from it.
+    Listen(Arc<CrrListener>),
 }
 
 /// The listener of a server TCP_CRR test with a port of its own, and the token each of its
 /// connections must present in its stream hello.
 #[derive(Debug)]
 pub struct CrrListener {
-    /// Listening, with `TCP_DEFER_ACCEPT` ([`sys::listen::deferred_listener`]).
+    /// Listening, with the test's server-side options, which its connections inherit
+    /// ([`crate::sys::listen::test_listener`]).
     pub listener: std::net::TcpListener,
     /// The test's token.
     pub token: [u8; 16],
@@ -184,24 +185,55 @@ pub struct RrEngine {
 #[derive(Clone, Default)]
 pub struct CrrInbox {
     queues: Arc<Vec<(u16, SyncSender<TcpStream>)>>,
-    refused: Arc<AtomicU64>,
+    /// Connections closed because their stream's queue was full.
+    full: Arc<AtomicU64>,
+    /// Connections closed because their hello named a stream the test does not have.
+    unknown: Arc<AtomicU64>,
 }
 
 impl CrrInbox {
+    fn new(queues: Vec<(u16, SyncSender<TcpStream>)>) -> CrrInbox {
+        CrrInbox {
+            queues: Arc::new(queues),
+            ..CrrInbox::default()
+        }
+    }
+
     /// Whether this engine takes connections (a server TCP_CRR engine).
     pub fn is_empty(&self) -> bool {
         self.queues.is_empty()
     }
 
-    /// Hands a new connection of stream `index` to its responder, or closes it (and counts
-    /// it) when the stream is unknown or its queue is full.
+    /// Hands a new connection of stream `index` to its responder, or closes it: counted
+    /// when the stream is unknown or its queue is full, not when its responder has ended
+    /// (the test is stopping, and the client's last connection may be cut by the stop).
     pub fn deliver(&self, index: u16, s: TcpStream) {
+        use std::sync::mpsc::TrySendError;
         match self.queues.iter().find(|(i, _)| *i == index) {
-            Some((_, q)) if q.try_send(s).is_ok() => {}
-            _ => {
-                self.refused.fetch_add(1, Relaxed);
+            None => {
+                self.unknown.fetch_add(1, Relaxed);
             }
+            Some((_, q)) => match q.try_send(s) {
+                Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+                Err(TrySendError::Full(_)) => {
+                    self.full.fetch_add(1, Relaxed);
+                }
+            },
         }
+    }
+
+    /// Warnings for the connections closed unserved.
+    fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let full = self.full.load(Relaxed);
+        if full > 0 {
+            w.push(format!("{full} TCP_CRR connections were closed unserved: more than {CRR_QUEUE} were waiting for one stream"));
+        }
+        let unknown = self.unknown.load(Relaxed);
+        if unknown > 0 {
+            w.push(format!("{unknown} TCP_CRR connections were closed unserved: their hello named a stream the test does not have"));
+        }
+        w
     }
 }
 
@@ -229,7 +261,7 @@ impl RrEngine {
         let mut queues = Vec::new();
         let mut info = Vec::new();
         let listener = sockets.iter().find_map(|(_, s)| match s {
-            RrSocket::Listen(l, _) => Some(l.clone()),
+            RrSocket::Listen(l) => Some(l.clone()),
             _ => None,
         });
         for (k, ((index, socket), c)) in sockets.into_iter().zip(counters).enumerate() {
@@ -265,10 +297,7 @@ impl RrEngine {
             threads,
             meter,
             end: None,
-            inbox: CrrInbox {
-                queues: Arc::new(queues),
-                refused: Arc::default(),
-            },
+            inbox: CrrInbox::new(queues),
             info,
             profiling,
             listener,
@@ -401,10 +430,7 @@ impl RrEngine {
         data.late = total.late;
         data.connections = total.connections;
         data.errors = total.errors;
-        let refused = self.inbox.refused.load(Relaxed);
-        if refused > 0 {
-            warnings.push(format!("{refused} TCP_CRR connections were closed unserved: more than {CRR_QUEUE} were waiting for one stream"));
-        }
+        warnings.extend(self.inbox.warnings());
         let udp = self.info.iter().any(|i| i.udp);
         let totals = Totals {
             duration_ns: end_ns.saturating_sub(base_ns),
@@ -512,12 +538,15 @@ fn run_stream(
         // one of them late by that much, which the latency from the intended send would show.
         let _ = nix::sys::prctl::set_timerslack(1);
     }
+    // Each transaction switches this thread out and back in; without rseq the kernel has
+    // no area to update on each return (see sys::rseq). Failing that, it only costs speed.
+    let _ = sys::rseq::leave();
     let r = match (role, &socket, queue) {
         (Role::Client, s, _) => client::run(&ctx, s, &mut out),
         (Role::Server, RrSocket::Tcp(t), _) => server::tcp(&ctx, t),
         (Role::Server, RrSocket::Udp(u), _) => server::udp(&ctx, u),
         (Role::Server, RrSocket::Accept(opts), Some(q)) => server::crr(&ctx, &q, opts),
-        (Role::Server, RrSocket::Listen(l, opts), _) => server::crr_listen(&ctx, l, opts),
+        (Role::Server, RrSocket::Listen(l), _) => server::crr_listen(&ctx, l),
         (Role::Server, _, Some(_)) => Ok(()),
         (Role::Server, _, None) => Ok(()),
     };
@@ -527,4 +556,41 @@ fn run_stream(
     out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` connected TCP sockets (the client ends; the listener's backlog holds the rest).
+    fn sockets(n: usize) -> (std::net::TcpListener, Vec<TcpStream>) {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let s = (0..n).map(|_| TcpStream::connect(a).unwrap()).collect();
+        (l, s)
+    }
+
+    #[test]
+    fn an_inbox_counts_full_queues_and_unknown_streams_but_not_ended_responders() {
+        let (_l, mut s) = sockets(CRR_QUEUE + 3);
+        let (tx, rx) = std::sync::mpsc::sync_channel(CRR_QUEUE);
+        let (gone_tx, gone_rx) = std::sync::mpsc::sync_channel(CRR_QUEUE);
+        drop(gone_rx);
+        let inbox = CrrInbox::new(vec![(0, tx), (1, gone_tx)]);
+        for c in s.drain(..CRR_QUEUE) {
+            inbox.deliver(0, c);
+        }
+        assert!(inbox.warnings().is_empty());
+        inbox.deliver(0, s.remove(0)); // the queue is full
+        inbox.deliver(1, s.remove(0)); // the responder has ended: no warning
+        inbox.deliver(7, s.remove(0)); // no stream 7
+        assert_eq!(
+            inbox.warnings(),
+            [
+                format!("1 TCP_CRR connections were closed unserved: more than {CRR_QUEUE} were waiting for one stream"),
+                "1 TCP_CRR connections were closed unserved: their hello named a stream the test does not have".to_string(),
+            ]
+        );
+        assert_eq!(rx.try_iter().count(), CRR_QUEUE);
+    }
 }

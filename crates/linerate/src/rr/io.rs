@@ -40,6 +40,36 @@ pub fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<boo
     Ok(true)
 }
 
+/// Writes all of `buf` on a new TCP_CRR connection, counting each write: first without
+/// waiting, since a message that fits the empty send buffer of a new connection then needs
+/// no write time-out (a system call per transaction); what is left, with [`POLL`] write
+/// time-outs as [`write_all`]. False if stopped first.
+pub fn write_all_now_first(ctx: &LoopCtx, s: &TcpStream, buf: &[u8]) -> io::Result<bool> {
+    let sent = send_now(s, buf)?;
+    ctx.wrote(sent);
+    if sent == buf.len() {
+        return Ok(true);
+    }
+    s.set_write_timeout(Some(super::POLL))?;
+    write_all(ctx, s, &buf[sent..])
+}
+
+/// Writes what of `buf` fits the socket's send buffer now, without waiting: the number of
+/// bytes written, 0 when none fit.
+fn send_now(s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
+    use nix::sys::socket::{send, MsgFlags};
+    use std::os::fd::AsRawFd;
+    match send(
+        s.as_raw_fd(),
+        buf,
+        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
+    ) {
+        Ok(k) => Ok(k),
+        Err(nix::errno::Errno::EAGAIN) => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Reads `n` bytes into `rbuf` (reused: pieces of at most its length, each read counted);
 /// false if stopped or past `deadline` first. A peer that closes before is an
 /// `UnexpectedEof` error saying `closed_early`.

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use linerate_wire::probe;
 use socket2::SockRef;
 
-use super::io::{is_timeout, pattern, read_n, write_all};
+use super::io::{is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::{LoopCtx, POLL};
 use crate::sys::sockets::{self, SockOpts};
 
@@ -72,7 +72,8 @@ pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
-/// TCP_CRR responder: connections of one stream, one after another.
+/// TCP_CRR responder: connections of one stream, one after another, each given the
+/// test's options (`opts`) first.
 pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::Result<()> {
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
@@ -86,7 +87,11 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
         };
         super::bump(&ctx.counters.connections, 1);
-        if crr_serve(ctx, &s, opts, req, &resp, &mut rbuf, 0).is_err() {
+        // The address family matters for the TOS option only: no getsockname otherwise.
+        let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
+        let served = sockets::apply(&SockRef::from(&s), opts, true, v6)
+            .and_then(|()| crr_serve(ctx, &s, req, &resp, &mut rbuf, 0));
+        if served.is_err() {
             super::bump(&ctx.counters.errors, 1);
         }
     }
@@ -94,25 +99,26 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
 }
 
 /// TCP_CRR responder on the test's own listener (feature `crr_port`): accepts until the
-/// engine shuts the listener down. The listener defers each connection until its first
-/// bytes are there, so the hello and the request are read without waiting. A connection
-/// whose hello is not the test's is closed unanswered; it is neither a transaction nor an
-/// error of the test. Each thread counts what it served, whichever stream index the
-/// connection's hello names (they all serve one test).
-pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener, opts: &SockOpts) -> io::Result<()> {
+/// engine shuts the listener down. Each connection inherits the test's options and a
+/// [`POLL`] read time-out from the listener ([`crate::sys::listen::test_listener`]), so the
+/// first read blocks without a system call of its own to bound it. A connection whose hello
+/// is not the test's is closed unanswered; it is neither a transaction nor an error of the
+/// test. Each thread counts what it served, whichever stream index the connection's hello
+/// names (they all serve one test).
+pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
     use linerate_wire::stream_hello::{StreamHello, LEN};
-    use nix::sys::socket::{recv, MsgFlags};
-    use std::os::fd::AsRawFd;
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
     let mut rbuf = vec![0u8; (LEN + req).clamp(64, MAX_WRITE)];
+    let first = LEN + req.min(MAX_WRITE - LEN);
     let mut base = false;
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let s = match l.listener.accept() {
             Ok((s, _)) => s,
             Err(_) if ctx.stop.load(Relaxed) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            // The listener's time-out: look at the stop flag, wait again.
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
             // Shut down by the engine (EINVAL): the test is over.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(()),
             Err(_) => {
@@ -123,73 +129,63 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener, opts: &SockOpts) -> io:
                 continue;
             }
         };
-        // The hello and as much of the request as came with it, without waiting.
-        let first = &mut rbuf[..LEN + req.min(MAX_WRITE - LEN)];
-        let got = recv(s.as_raw_fd(), first, MsgFlags::MSG_DONTWAIT).unwrap_or_default();
-        let mut hello = [0u8; LEN];
-        let got = if got >= LEN {
-            hello.copy_from_slice(&rbuf[..LEN]);
-            got
-        } else {
-            hello[..got].copy_from_slice(&rbuf[..got]);
-            // The rest of a split hello within a second (a slow or hostile peer).
-            let _ = s.set_read_timeout(Some(POLL));
-            match read_rest(&s, &mut hello, got, Instant::now() + Duration::from_secs(1)) {
-                Ok(true) => LEN,
-                _ => continue,
-            }
+        // The hello and as much of the request as came with it; a second at most for the
+        // hello (a slow or hostile peer).
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let got = match read_at_least(ctx, &s, &mut rbuf[..first], LEN, deadline) {
+            Ok(Some(got)) => got,
+            _ => continue,
         };
-        if !StreamHello::parse(&hello).is_ok_and(|h| h.token == l.token) {
+        if !StreamHello::parse(&rbuf[..LEN]).is_ok_and(|h| h.token == l.token) {
             continue;
         }
         super::bump(&ctx.counters.connections, 1);
         let payload = got - LEN;
         ctx.read(payload);
-        if crr_serve(ctx, &s, opts, req, &resp, &mut rbuf, payload).is_err() {
+        if crr_serve(ctx, &s, req, &resp, &mut rbuf, payload).is_err() {
             super::bump(&ctx.counters.errors, 1);
         }
     }
     Ok(())
 }
 
-/// Reads into `buf[got..]` until it is full (true), the peer closes or fails, or `deadline`.
-fn read_rest(
+/// Reads into `buf` until at least `need` bytes are there: how many (at most `buf.len()`),
+/// or None if the peer closes first, the test stops, or `deadline` passes (checked at each
+/// of the socket's read time-outs).
+fn read_at_least(
+    ctx: &LoopCtx,
     mut s: &TcpStream,
     buf: &mut [u8],
-    mut got: usize,
+    need: usize,
     deadline: Instant,
-) -> io::Result<bool> {
-    while got < buf.len() {
-        if Instant::now() >= deadline {
-            return Ok(false);
-        }
+) -> io::Result<Option<usize>> {
+    let mut got = 0;
+    while got < need {
         match s.read(&mut buf[got..]) {
-            Ok(0) => return Ok(false),
+            Ok(0) => return Ok(None),
             Ok(k) => got += k,
-            Err(e) if is_timeout(&e) => continue,
+            Err(e) if is_timeout(&e) => {
+                if ctx.stop.load(Relaxed) || Instant::now() >= deadline {
+                    return Ok(None);
+                }
+            }
             Err(e) => return Err(e),
         }
     }
-    Ok(true)
+    Ok(Some(got))
 }
 
-/// One TCP_CRR transaction on `s`, of which `got` request bytes were already read, with
-/// the test's options.
+/// One TCP_CRR transaction on `s`, of which `got` request bytes were already read.
 fn crr_serve(
     ctx: &LoopCtx,
     s: &TcpStream,
-    opts: &SockOpts,
     req: usize,
     resp: &[u8],
     rbuf: &mut [u8],
     mut got: usize,
 ) -> io::Result<()> {
-    use nix::sys::socket::{recv, send, MsgFlags};
+    use nix::sys::socket::{recv, MsgFlags};
     use std::os::fd::AsRawFd;
-    // The test's options on every connection, as the client sets them on its end (the
-    // address family matters for the TOS option only: no getsockname otherwise).
-    let v6 = opts.tos.is_some() && s.local_addr().is_ok_and(|a| a.is_ipv6());
-    sockets::apply(&SockRef::from(s), opts, true, v6)?;
     // The request nearly always arrived with the stream hello and the response fits the
     // empty send buffer of a new connection: both are tried without waiting first, so that
     // a transaction needs no time-outs (each a system call per transaction).
@@ -213,21 +209,8 @@ fn crr_serve(
             return Ok(());
         }
     }
-    let sent = match send(
-        s.as_raw_fd(),
-        resp,
-        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
-    ) {
-        Ok(k) => k,
-        Err(nix::errno::Errno::EAGAIN) => 0,
-        Err(e) => return Err(e.into()),
-    };
-    ctx.wrote(sent);
-    if sent < resp.len() {
-        s.set_write_timeout(Some(POLL))?;
-        if !write_all(ctx, s, &resp[sent..])? {
-            return Ok(());
-        }
+    if !write_all_now_first(ctx, s, resp)? {
+        return Ok(());
     }
     ctx.completed(1, ctx.now_ns());
     // The caller drops the connection: the server closes first. The whole request was
@@ -304,8 +287,12 @@ mod tests {
     fn the_tests_own_port_answers_its_token_only_and_ends_on_shutdown() {
         let token = [0x42; 16];
         let l = Arc::new(CrrListener {
-            listener: crate::sys::listen::deferred_listener("127.0.0.1:0".parse().unwrap())
-                .unwrap(),
+            listener: crate::sys::listen::test_listener(
+                "127.0.0.1:0".parse().unwrap(),
+                &SockOpts::default(),
+                POLL,
+            )
+            .unwrap(),
             token,
         });
         let addr = l.listener.local_addr().unwrap();
@@ -328,7 +315,7 @@ mod tests {
         let (counters, stop) = (ctx.counters.clone(), ctx.stop.clone());
         let responder = {
             let l = l.clone();
-            std::thread::spawn(move || crr_listen(&ctx, &l, &SockOpts::default()))
+            std::thread::spawn(move || crr_listen(&ctx, &l))
         };
         // Another test's token: closed unanswered, and not counted.
         assert!(conversation(addr, [0x43; 16]).is_empty());

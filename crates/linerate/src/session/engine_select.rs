@@ -183,7 +183,7 @@ fn rr_sockets(
                         server_closes: t.server_closes,
                     }),
                     (_, Role::Server) => match &listener {
-                        Some(l) => RrSocket::Listen(l.clone(), SockOpts::server(spec)),
+                        Some(l) => RrSocket::Listen(l.clone()),
                         None => RrSocket::Accept(SockOpts::server(spec)),
                     },
                     _ => RrSocket::Accept(SockOpts::server(spec)),

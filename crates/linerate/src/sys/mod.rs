@@ -37,8 +37,6 @@ pub mod hostsnap;
 pub mod iface;
 pub mod interrupts;
 pub mod kallsyms;
-// Audited unsafe: setsockopt(TCP_DEFER_ACCEPT); every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
 pub mod listen;
 pub mod neigh;
 pub mod netdev;
@@ -49,6 +47,10 @@ pub mod pmtu;
 #[allow(unsafe_code)]
 pub mod perf;
 pub mod qdisc;
+// Audited unsafe: dlsym of glibc's rseq variables and rseq(2) unregistration; every block
+// has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod rseq;
 pub mod rusage;
 pub mod snmp;
 pub mod sockets;

@@ -94,10 +94,13 @@ pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Resul
 
 /// Connects a TCP data or control connection with options set before the handshake.
 pub fn connect_tcp(addr: SocketAddr, opts: &SockOpts, timeout: Duration) -> io::Result<TcpStream> {
-    connect_tcp_with(addr, opts, timeout, None)
+    let s = connect_tcp_with(addr, opts, timeout, None)?;
+    s.set_write_timeout(None)?;
+    Ok(s)
 }
 
-/// [`connect_tcp`] that leaves `io_timeout` as the socket's read and write time-outs.
+/// [`connect_tcp`] that leaves `read_timeout` as the socket's read time-out, and the connect
+/// time-out as its write time-out (a caller that wants another sets it).
 ///
 /// The connect is a blocking one bounded by SO_SNDTIMEO (Linux gives up with EINPROGRESS
 /// when it passes), not a non-blocking connect and a poll: TCP_CRR connects once per
@@ -107,15 +110,15 @@ pub fn connect_tcp_with(
     addr: SocketAddr,
     opts: &SockOpts,
     timeout: Duration,
-    io_timeout: Option<Duration>,
+    read_timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     apply(&SockRef::from(&sock), opts, true, addr.is_ipv6())?;
     // A zero time-out would mean "none" to the kernel; the caller meant "at once".
     let timeout = timeout.max(Duration::from_millis(1));
     sock.set_write_timeout(Some(timeout))?;
-    if io_timeout.is_some() {
-        sock.set_read_timeout(io_timeout)?;
+    if read_timeout.is_some() {
+        sock.set_read_timeout(read_timeout)?;
     }
     if let Err(e) = sock.connect(&addr.into()) {
         return Err(match e.raw_os_error() {
@@ -125,9 +128,6 @@ pub fn connect_tcp_with(
             ),
             _ => e,
         });
-    }
-    if io_timeout != Some(timeout) {
-        sock.set_write_timeout(io_timeout)?;
     }
     Ok(sock.into())
 }

@@ -209,6 +209,28 @@ fn the_cli_prints_profiles_and_writes_folded_stacks() {
     assert!(err.contains("--profile-callchains"), "{err}");
 }
 
+/// A short profiled rfc2544 throughput search, 20 Mbit/s of 1024-byte frames, with a
+/// confirmation of `confirm_s` seconds (0: none).
+fn profiled_rfc2544(confirm_s: &str) -> Vec<&str> {
+    vec![
+        "--line-rate",
+        "20M",
+        "--frame-sizes",
+        "1024",
+        "--test",
+        "throughput",
+        "--trial-time",
+        "0.3",
+        "--confirm-time",
+        confirm_s,
+        "--settle",
+        "0",
+        "--calibrate-time",
+        "0",
+        "--profile",
+    ]
+}
+
 /// `rfc2544 --profile`: both ends profile every trial; the record keeps, per frame size, the
 /// trial at the throughput rate, and `--profile-out` writes its stacks and flame graphs.
 #[test]
@@ -216,33 +238,16 @@ fn an_rfc2544_run_keeps_the_profiles_at_the_throughput_rate() {
     let allowed = profiling_allowed();
     let srv = TestServer::with(|c| c.allow_profile = true);
     let dir = tempfile::tempdir().unwrap();
-    let rec = run_json(
-        &srv,
-        "rfc2544",
-        &[
-            "--line-rate",
-            "20M",
-            "--frame-sizes",
-            "1024",
-            "--test",
-            "throughput",
-            "--trial-time",
-            "0.3",
-            "--confirm-time",
-            "0.5",
-            "--settle",
-            "0",
-            "--calibrate-time",
-            "0",
-            "--profile",
-            "--profile-hz",
-            "199",
-            "--profile-callchains",
-            "--profile-out",
-            dir.path().to_str().unwrap(),
-            "--json",
-        ],
-    );
+    let mut args = profiled_rfc2544("0.5");
+    args.extend([
+        "--profile-hz",
+        "199",
+        "--profile-callchains",
+        "--profile-out",
+        dir.path().to_str().unwrap(),
+        "--json",
+    ]);
+    let rec = run_json(&srv, "rfc2544", &args);
     let schema: serde_json::Value =
         serde_json::from_str(include_str!("../../../../docs/json-schema/rfc2544-v1.json")).unwrap();
     let compiled = jsonschema::JSONSchema::compile(&schema).unwrap();
@@ -297,27 +302,7 @@ fn an_rfc2544_run_keeps_the_profiles_at_the_throughput_rate() {
         assert_eq!(drawn, p.busy_samples());
     }
     // The table prints them too.
-    let out = run_against(
-        &srv,
-        "rfc2544",
-        &[
-            "--line-rate",
-            "20M",
-            "--frame-sizes",
-            "1024",
-            "--test",
-            "throughput",
-            "--trial-time",
-            "0.3",
-            "--confirm-time",
-            "0",
-            "--settle",
-            "0",
-            "--calibrate-time",
-            "0",
-            "--profile",
-        ],
-    );
+    let out = run_against(&srv, "rfc2544", &profiled_rfc2544("0"));
     assert!(
         out.contains("profile of the client, 1024 B frames, search trial at "),
         "{out}"

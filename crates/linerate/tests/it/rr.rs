@@ -140,13 +140,13 @@ fn tcp_crr_connections_carry_the_tests_socket_options_at_the_server() {
     // server's). -S 32K asks the server for 32 KiB buffers, which the kernel doubles
     // (rb65536, tb65536); a socket left with the defaults shows rb131072 and tb16384 or more.
     // The server closes first, right after its response, so a 1-byte response leaves ss
-    // almost no time to see its socket. 128 KiB responses do: the 64 KiB send buffer holds
-    // one 64 KiB loopback segment at a time, and the client delays its ACK of a lone
-    // segment (up to 40 ms), so each response takes tens of milliseconds.
+    // almost no time to see its socket. 1 MiB responses through 64 KiB buffers at both ends
+    // keep each connection open for milliseconds even on an idle machine (on a loaded one,
+    // 128 KiB ones were over too fast for ss to see one in 30 polls).
     for one_port in [false, true] {
         let srv = TestServer::with(|c| c.one_port = one_port);
         let (rec, skmem) = std::thread::scope(|s| {
-            let t = s.spawn(|| rr(&srv, &["-t", "2", "--connect", "-S", "32K", "-r", "1,128K"]));
+            let t = s.spawn(|| rr(&srv, &["-t", "2", "--connect", "-S", "32K", "-r", "1,1M"]));
             std::thread::sleep(std::time::Duration::from_millis(300));
             let mut skmem = Vec::new();
             for _ in 0..40 {
@@ -174,12 +174,16 @@ fn tcp_crr_connections_carry_the_tests_socket_options_at_the_server() {
             "{:?}",
             rec.warnings
         );
-        // The server's end of a connection: its local address is the test's port.
+        // The server's end of a connection: its local address is the test's port, and it is
+        // not the listener (the test's own listener carries the options too).
         // ss's columns: state, Recv-Q, Send-Q, local address, peer address.
         let local = format!("127.0.0.1:{}", crr_port(&rec));
         let server_side: Vec<&String> = skmem
             .iter()
-            .filter(|l| l.split_whitespace().nth(3) == Some(local.as_str()))
+            .filter(|l| {
+                let mut cols = l.split_whitespace();
+                cols.next() != Some("LISTEN") && cols.nth(2) == Some(local.as_str())
+            })
             .collect();
         let with_opts = server_side
             .iter()

@@ -406,8 +406,10 @@ impl Session<'_> {
         {
             return None;
         }
+        let opts = sockets::SockOpts::server(spec);
         let opened = self.w.stream().local_addr().and_then(|a| {
-            let l = sys::listen::deferred_listener(SocketAddr::new(sockets::canonical(a.ip()), 0))?;
+            let a = SocketAddr::new(sockets::canonical(a.ip()), 0);
+            let l = sys::listen::test_listener(a, &opts, crate::rr::POLL)?;
             Ok((l.local_addr()?.port(), l))
         });
         match opened {
