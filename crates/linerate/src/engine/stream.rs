@@ -186,10 +186,45 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
     };
     if let Err(e) = res {
         out.error = Some(e.to_string());
+    } else if let (DataSocket::Tcp(s), true, true, Some(_), false) =
+        (&socket, send, ctx.iperf3, ctx.quota, ctx.stop.load(Relaxed))
+    {
+        if let Some(w) = await_acks(&ctx, s) {
+            out.warnings.push(w);
+        }
     }
     out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
+}
+
+/// How long a sender to an iperf3 server waits for its bytes to be acknowledged.
+const ACK_WAIT: Duration = Duration::from_secs(10);
+
+/// A TCP sender of a byte count to an iperf3 server, after its last byte and its shutdown: waits until the
+/// server's kernel has acknowledged everything (at most [`ACK_WAIT`], or until stopped),
+/// since this end's end of the test tells the server to stop, and an iperf3 server stops
+/// reading at once. `Some(warning)` when the wait ended first.
+fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
+    let t0 = Instant::now();
+    loop {
+        match sys::tcp_info::all_acked_after_shutdown(sock.as_fd()) {
+            Ok(true) => return None,
+            Ok(false) => {}
+            Err(e) => {
+                return Some(format!(
+                    "could not tell whether the iperf3 server acknowledged every byte ({e})"
+                ))
+            }
+        }
+        if ctx.stop.load(Relaxed) || t0.elapsed() >= ACK_WAIT {
+            return Some(format!(
+                "the iperf3 server had not acknowledged every byte {} ms after the last was written; it may count fewer",
+                t0.elapsed().as_millis()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 fn fill_pattern(buf: &mut [u8]) {

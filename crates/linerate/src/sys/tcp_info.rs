@@ -147,6 +147,19 @@ pub fn read_tcp_segments(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
     })
 }
 
+/// True once everything a TCP socket sent, its FIN included, has been acknowledged by the
+/// peer's kernel: the state `tcpi_state` is past FIN_WAIT1 (FIN_WAIT2, TIME_WAIT or CLOSE)
+/// after a `shutdown(SHUT_WR)`. Not that the peer's program has read it.
+pub fn all_acked_after_shutdown(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let (buf, written) = raw_tcp_info(fd)?;
+    let state = buf[..written]
+        .first()
+        .copied()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "kernel returned no tcp_info"))?;
+    // include/net/tcp_states.h: TCP_FIN_WAIT2 = 5, TCP_TIME_WAIT = 6, TCP_CLOSE = 7.
+    Ok(matches!(state, 5..=7))
+}
+
 /// Reads `TCP_INFO` from a TCP socket.
 ///
 /// Errors: the `getsockopt` error (e.g. `ENOTSOCK`, `ENOPROTOOPT` on a non-TCP socket), or
@@ -378,6 +391,37 @@ mod tests {
         assert!(info.snd_cwnd > 0, "{info:?}");
         // This kernel (5.4+) fills the whole struct.
         assert!(info.bytes_acked.unwrap_or(0) >= 10_000, "{info:?}");
+    }
+
+    #[test]
+    fn all_acked_only_once_the_peer_took_everything() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut server, _) = listener.accept().unwrap();
+        assert!(!all_acked_after_shutdown(client.as_fd()).unwrap());
+        // Fill the path until the server's window closes: data waits unacknowledged.
+        client.set_nonblocking(true).unwrap();
+        let buf = vec![1u8; 1 << 16];
+        let mut sent = 0usize;
+        loop {
+            match client.write(&buf) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        client.shutdown(std::net::Shutdown::Write).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!all_acked_after_shutdown(client.as_fd()).unwrap(), "{sent}");
+        // The server reads it all and sees the end: now the FIN is acknowledged too.
+        let mut got = Vec::new();
+        server.read_to_end(&mut got).unwrap();
+        assert_eq!(got.len(), sent);
+        let t0 = std::time::Instant::now();
+        while !all_acked_after_shutdown(client.as_fd()).unwrap() {
+            assert!(t0.elapsed().as_secs() < 5, "FIN never acknowledged");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
 
     /// `name:value` fields of `ss -tin` for the connection from local port `port`.
