@@ -83,7 +83,7 @@ lab_log=$(mktemp)
 trap 'rm -f "$lab_log"; rm -rf "$XDG_DATA_HOME"' EXIT
 # The agreement of --profile with perf is checked alone, after the others: beside other busy
 # tests the two profilers' windows see different neighbours.
-alone=profile::the_top_kernel_functions_agree_with_perf_and_the_copy_comes_first
+alone=profile::the_top_kernel_functions_agree_with_perf_and_the_copy_is_a_leading_category
 cargo test --workspace --locked --test lab -- --include-ignored --skip "$alone" 2>&1 | tee "$lab_log"
 cargo test -p linerate --locked --test lab -- --include-ignored --exact "$alone" 2>&1 | tee -a "$lab_log"
 ran=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed/) n += $(i - 1) } END { print n + 0 }' "$lab_log")

@@ -46,7 +46,7 @@ pub(crate) fn perf_kernel_shares(report: &str) -> HashMap<String, f64> {
 
 #[test]
 #[ignore = "needs root: sampling every CPU, perf record -a"]
-fn the_top_kernel_functions_agree_with_perf_and_the_copy_comes_first() {
+fn the_top_kernel_functions_agree_with_perf_and_the_copy_is_a_leading_category() {
     let srv = TestServer::with(|c| c.allow_profile = true);
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("perf.data");
@@ -154,22 +154,25 @@ fn the_top_kernel_functions_agree_with_perf_and_the_copy_comes_first() {
         );
     }
     eprintln!("linerate against perf: {compared:?}");
-    // A TCP stream over loopback copies every byte twice (send and receive): of the
-    // kernel's categories the copy comes first, in linerate's profile and in perf's samples
-    // grouped by the same rules. (Its single top function need not be a copy: cpu-clock is a
-    // timer interrupt, so time with interrupts off is counted where they come back on,
+    // A TCP stream over loopback copies every byte twice (send and receive): the copy is
+    // one of the two largest kernel categories, in linerate's profile and in perf's samples
+    // grouped by the same rules. Which of the two leads, the copy or TCP/IP, changes from
+    // run to run (CI saw TCP/IP 23.3 % against the copy's 21.6 %), so the test does not
+    // claim it. (The single top function need not be a copy: cpu-clock is a timer
+    // interrupt, so time with interrupts off is counted where they come back on,
     // `_raw_spin_unlock_irqrestore` on this VM; perf shows the same.)
     // Locking is left out of that ranking: on this VM the interrupts-off time that lands in
     // `_raw_spin_unlock_irqrestore` (15-25 % of the samples across runs, in both profilers)
     // can put "locking" above the copy without any lock being contended.
-    let first_kernel_category = p
+    let ours_top2: Vec<Category> = p
         .categories
         .iter()
-        .find(|c| c.category != Category::UserSpace && c.category != Category::Locking)
-        .unwrap();
-    assert_eq!(
-        first_kernel_category.category,
-        Category::DataCopy,
+        .filter(|c| c.category != Category::UserSpace && c.category != Category::Locking)
+        .take(2)
+        .map(|c| c.category)
+        .collect();
+    assert!(
+        ours_top2.contains(&Category::DataCopy),
         "{:?}",
         p.categories
     );
@@ -190,16 +193,18 @@ fn the_top_kernel_functions_agree_with_perf_and_the_copy_comes_first() {
             .entry(linerate::model::profile::categorize(name))
             .or_default() += share;
     }
-    let perf_first = perf_cats
+    let mut perf_ranked: Vec<(Category, f64)> = perf_cats
         .iter()
-        .filter(|(c, _)| **c != Category::Locking)
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(c, _)| *c)
-        .unwrap();
-    assert_eq!(
-        perf_first,
-        Category::DataCopy,
-        "perf's kernel samples by category: {perf_cats:?}"
+        .filter(|(c, _)| **c != Category::Locking && **c != Category::UserSpace)
+        .map(|(c, s)| (*c, *s))
+        .collect();
+    perf_ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    assert!(
+        perf_ranked
+            .iter()
+            .take(2)
+            .any(|(c, _)| *c == Category::DataCopy),
+        "perf's kernel samples by category: {perf_ranked:?}"
     );
 }
 
