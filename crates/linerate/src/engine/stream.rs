@@ -186,11 +186,13 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
     };
     if let Err(e) = res {
         out.error = Some(e.to_string());
-    } else if let (DataSocket::Tcp(s), true, true, Some(_), false) =
-        (&socket, send, ctx.iperf3, ctx.quota, ctx.stop.load(Relaxed))
-    {
-        if let Some(w) = await_acks(&ctx, s) {
-            out.warnings.push(w);
+    } else if let DataSocket::Tcp(s) = &socket {
+        // A byte count sent in full (not cut by the stop) to an iperf3 server.
+        let counted_out = send && ctx.quota.is_some() && !ctx.stop.load(Relaxed);
+        if ctx.iperf3 && counted_out {
+            if let Some(w) = await_acks(&ctx, s) {
+                out.warnings.push(w);
+            }
         }
     }
     out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
@@ -201,10 +203,11 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
 /// How long a sender to an iperf3 server waits for its bytes to be acknowledged.
 const ACK_WAIT: Duration = Duration::from_secs(10);
 
-/// A TCP sender of a byte count to an iperf3 server, after its last byte and its shutdown: waits until the
-/// server's kernel has acknowledged everything (at most [`ACK_WAIT`], or until stopped),
-/// since this end's end of the test tells the server to stop, and an iperf3 server stops
-/// reading at once. `Some(warning)` when the wait ended first.
+/// A TCP sender of a byte count to an iperf3 server, after its last byte and its
+/// shutdown: waits until the server's kernel has acknowledged everything (at most
+/// [`ACK_WAIT`], or until stopped), since this end's end of the test tells the server to
+/// stop, and an iperf3 server stops reading at once. `Some(warning)` when the wait ended
+/// first.
 fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
     let t0 = Instant::now();
     loop {

@@ -149,7 +149,8 @@ pub fn read_tcp_segments(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
 
 /// True once everything a TCP socket sent, its FIN included, has been acknowledged by the
 /// peer's kernel: the state `tcpi_state` is past FIN_WAIT1 (FIN_WAIT2, TIME_WAIT or CLOSE)
-/// after a `shutdown(SHUT_WR)`. Not that the peer's program has read it.
+/// after a `shutdown(SHUT_WR)`. Not that the peer's program has read it. A connection the
+/// peer reset is in CLOSE too: true then as well, since there is nothing left to wait for.
 pub fn all_acked_after_shutdown(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let (buf, written) = raw_tcp_info(fd)?;
     let state = buf[..written]
