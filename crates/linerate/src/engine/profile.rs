@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use linerate_wire::profile::{ProfileReport, ProfileSpec};
 
+use crate::sys::cpu::{read_proc_stat, CpuTimes};
 use crate::sys::kallsyms::Kallsyms;
 use crate::sys::perf::{Sampler, SamplerConfig};
 
@@ -15,6 +16,22 @@ pub struct Profiling {
     sampler: Result<Sampler, String>,
     /// The engine's epoch on `CLOCK_MONOTONIC` (the samples' clock), ns.
     epoch_mono_ns: u64,
+    /// `/proc/stat` when sampling started: each CPU's busy time over the sampler's life is
+    /// what its samples are checked against ([`crate::model::profile::uneven_sampling`]).
+    cpu_before: Option<CpuTimes>,
+}
+
+/// Each CPU's busy share of its ticks between two `/proc/stat` snapshots (0..=1).
+fn busy_fractions(before: &CpuTimes, after: &CpuTimes) -> Vec<(u32, f64)> {
+    after
+        .per_cpu
+        .iter()
+        .filter_map(|(cpu, a)| {
+            let (_, b) = before.per_cpu.iter().find(|(c, _)| c == cpu)?;
+            let d = a.saturating_sub(b);
+            (d.total() > 0).then(|| (*cpu, d.busy() as f64 / d.total() as f64))
+        })
+        .collect()
 }
 
 fn monotonic_ns() -> u64 {
@@ -28,6 +45,7 @@ impl Profiling {
     /// window's times are relative to it).
     pub fn start(spec: Option<ProfileSpec>, epoch: Instant) -> Option<Profiling> {
         let spec = spec?;
+        let cpu_before = read_proc_stat().ok();
         let sampler = Sampler::start(SamplerConfig {
             frequency_hz: spec.frequency_hz,
             callchains: spec.callchains,
@@ -38,6 +56,7 @@ impl Profiling {
             spec,
             sampler,
             epoch_mono_ns,
+            cpu_before,
         })
     }
 
@@ -48,14 +67,27 @@ impl Profiling {
             .sampler
             .map_err(|e| format!("--profile: no profile of this end: {e}"))?;
         let raw = sampler.stop();
+        let cpu_after = read_proc_stat().ok();
         let syms =
             Kallsyms::read().map_err(|e| format!("--profile: no profile of this end: {e}"))?;
-        Ok(crate::model::profile::build(
+        let mut report = crate::model::profile::build(
             &raw,
             &syms,
             self.spec,
             self.epoch_mono_ns + from_ns,
             self.epoch_mono_ns + to_ns,
-        ))
+        );
+        // Without /proc/stat at both ends there is nothing to check the samples against.
+        if let (Some(before), Some(after)) = (&self.cpu_before, &cpu_after) {
+            if let Some(w) = crate::model::profile::uneven_sampling(
+                &report.per_cpu,
+                &busy_fractions(before, after),
+                report.frequency_hz,
+                report.duration_ns,
+            ) {
+                report.warnings.push(w);
+            }
+        }
+        Ok(report)
     }
 }

@@ -83,8 +83,10 @@ pub fn block(name: &str, p: &ProfileReport) -> String {
         .collect();
     out.push_str("  top functions:\n");
     out.push_str(&super::table::align_rows(&rows));
-    if p.lost_samples > 0 {
-        out.push_str(&format!("  {} samples lost\n", p.lost_samples));
+    // The profile's own warnings (samples lost or not kept, uneven sampling) qualify its
+    // shares, so they stand under them, not only in the JSON.
+    for w in &p.warnings {
+        out.push_str(&format!("  warning: {}\n", linerate_wire::text::escape(w)));
     }
     out
 }

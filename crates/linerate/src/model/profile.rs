@@ -526,6 +526,54 @@ pub fn build(
     }
 }
 
+/// A CPU gave fewer busy samples than half of what its busy time comes to at the profile's
+/// rate (and that would be at least this many): its timer interrupts came late or not at all.
+const UNEVEN_MIN_EXPECTED: f64 = 200.0;
+
+/// The warning for CPUs whose busy samples fall well short of their busy time, or `None`.
+///
+/// The cpu-clock event samples on a timer interrupt per CPU. On a virtual machine a CPU that
+/// halts between bursts of work (a receiver waiting for data) may get those interrupts late or
+/// not at all: one loopback stream's receiver CPU gave 615 samples where its busy time in
+/// `/proc/stat` came to some 2300, while the sender's CPU gave every one. Every share is of
+/// the samples, so such a CPU's work is under-represented in them, and the shares are not of
+/// the CPU time. `busy_fraction` is each CPU's busy share of its time in `/proc/stat` over the
+/// sampler's life (cpu, 0..=1); `window_ns` is the profile's window.
+pub fn uneven_sampling(
+    per_cpu: &[CpuProfile],
+    busy_fraction: &[(u32, f64)],
+    frequency_hz: u32,
+    window_ns: u64,
+) -> Option<String> {
+    let window_s = window_ns as f64 / 1e9;
+    let short: Vec<String> = per_cpu
+        .iter()
+        .filter_map(|c| {
+            let (_, f) = busy_fraction.iter().find(|(cpu, _)| *cpu == c.cpu)?;
+            let expected = f.clamp(0.0, 1.0) * f64::from(frequency_hz) * window_s;
+            let busy = c.samples.saturating_sub(c.idle_samples);
+            (expected >= UNEVEN_MIN_EXPECTED && (busy as f64) < expected * 0.5)
+                .then(|| format!("CPU {} gave {busy} of about {expected:.0}", c.cpu))
+        })
+        .collect();
+    if short.is_empty() {
+        return None;
+    }
+    // A line, not a list of every CPU of a large host (MAX_WARNING bytes at most).
+    let named = if short.len() > 3 {
+        format!(
+            "{} and {} other CPUs",
+            short[..3].join(", "),
+            short.len() - 3
+        )
+    } else {
+        short.join(", ")
+    };
+    Some(format!(
+        "uneven sampling: {named} busy samples, the number their busy time in /proc/stat comes to at {frequency_hz} Hz; timer interrupts that came late or never (common on virtual machines) leave that work under-represented in the shares: pin the test's threads (-A) or read the shares per CPU"
+    ))
+}
+
 /// The folded stacks as text, one `stack count` per line (the input of flamegraph.pl and
 /// inferno-flamegraph).
 pub fn folded_text(p: &ProfileReport) -> String {
@@ -543,6 +591,81 @@ pub fn folded_text(p: &ProfileReport) -> String {
 mod tests {
     use super::*;
     use crate::sys::perf::RawSample;
+
+    fn cpu(cpu: u32, samples: u64, idle_samples: u64) -> CpuProfile {
+        CpuProfile {
+            cpu,
+            samples,
+            idle_samples,
+            categories: Vec::new(),
+            top_function: None,
+        }
+    }
+
+    #[test]
+    fn uneven_sampling_is_warned_of() {
+        // The loopback stream seen on this VM: CPU 0 (sender) gave all its 3000 ticks, CPU 1
+        // (receiver, 78 % busy in /proc/stat) 615 at 999 Hz over 3 s.
+        let per_cpu = [cpu(0, 3003, 11), cpu(1, 615, 0)];
+        let busy = [(0, 0.99), (1, 0.78)];
+        let w = uneven_sampling(&per_cpu, &busy, 999, 3_000_000_000).expect("a warning");
+        assert!(w.contains("CPU 1 gave 615 of about 2338"), "{w}");
+        assert!(!w.contains("CPU 0"), "{w}");
+        assert!(w.contains("-A"), "{w}");
+        assert!(!w.contains('\n'));
+        // Two short CPUs: one line naming both.
+        let per_cpu = [cpu(0, 900, 0), cpu(1, 615, 0)];
+        let w = uneven_sampling(&per_cpu, &busy, 999, 3_000_000_000).expect("a warning");
+        assert!(
+            w.contains("CPU 0 gave 900 of about 2967, CPU 1 gave 615"),
+            "{w}"
+        );
+        // A large host where every CPU fell short: three named, the rest counted, one
+        // warning the wire accepts.
+        let per_cpu: Vec<CpuProfile> = (0..1024).map(|c| cpu(c, 100_000, 0)).collect();
+        let busy: Vec<(u32, f64)> = (0..1024).map(|c| (c, 1.0)).collect();
+        let w = uneven_sampling(&per_cpu, &busy, 10_000, 100_000_000_000).expect("a warning");
+        assert!(
+            w.contains("CPU 2 gave 100000 of about 1000000 and 1021 other CPUs"),
+            "{w}"
+        );
+        assert!(
+            w.len() <= linerate_wire::profile::MAX_WARNING,
+            "{}",
+            w.len()
+        );
+    }
+
+    #[test]
+    fn even_or_idle_or_short_profiles_are_not_warned_of() {
+        // Every CPU gave what its busy time comes to (idle samples are not busy ones).
+        let per_cpu = [cpu(0, 3003, 11), cpu(1, 3000, 1500)];
+        let busy = [(0, 0.99), (1, 0.5)];
+        assert_eq!(uneven_sampling(&per_cpu, &busy, 999, 3_000_000_000), None);
+        // An idle CPU that gave few samples: nothing was left out.
+        let per_cpu = [cpu(0, 3003, 11), cpu(1, 38, 0)];
+        let busy = [(0, 0.99), (1, 0.01)];
+        assert_eq!(uneven_sampling(&per_cpu, &busy, 999, 3_000_000_000), None);
+        // Too short a window to tell (under 200 expected samples).
+        let per_cpu = [cpu(0, 50, 0)];
+        assert_eq!(
+            uneven_sampling(&per_cpu, &[(0, 1.0)], 999, 150_000_000),
+            None
+        );
+        // No /proc/stat figure for the CPU: no claim.
+        assert_eq!(
+            uneven_sampling(&[cpu(3, 10, 0)], &busy, 999, 3_000_000_000),
+            None
+        );
+        // At exactly half, no warning; just under, one.
+        let per_cpu = [cpu(0, 500, 0)];
+        assert_eq!(
+            uneven_sampling(&per_cpu, &[(0, 1.0)], 1000, 1_000_000_000),
+            None
+        );
+        let per_cpu = [cpu(0, 499, 0)];
+        assert!(uneven_sampling(&per_cpu, &[(0, 1.0)], 1000, 1_000_000_000).is_some());
+    }
 
     #[test]
     fn functions_fall_into_the_categories_an_engineer_uses() {

@@ -212,3 +212,23 @@ fn the_table_shows_each_sizes_profiles_at_the_throughput_rate() {
     let t = render_table(&rec);
     assert!(t.contains("no profile of the server, 64 B frames"), "{t}");
 }
+
+#[test]
+fn a_profiles_own_warnings_stand_under_its_shares() {
+    let mut rec = crate::rfc2544::tests::profiled_fixture(vec![Benchmark::Throughput]);
+    let w = "uneven sampling: CPU 1 gave 615 of about 2338 busy samples";
+    let kept = rec.frame_sizes[0].profile.as_mut().unwrap();
+    kept.client.as_mut().unwrap().warnings.push(w.into());
+    let t = render_table(&rec);
+    let block = t
+        .split("\nprofile of the ")
+        .find(|b| b.starts_with("client"))
+        .unwrap();
+    assert!(block.contains(&format!("  warning: {w}\n")), "{block}");
+    // The other end has none.
+    let server = t
+        .split("\nprofile of the ")
+        .find(|b| b.starts_with("server"))
+        .unwrap();
+    assert!(!server.contains("warning:"), "{server}");
+}
