@@ -220,10 +220,18 @@ fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
                 ))
             }
         }
-        if ctx.stop.load(Relaxed) || t0.elapsed() >= ACK_WAIT {
+        // The same words from every stream, so that `-P N` streams that all waited in vain
+        // give one warning, not N (a thread's warnings are folded without repeats).
+        if ctx.stop.load(Relaxed) {
+            return Some(
+                "the test stopped before the iperf3 server had acknowledged every byte; it may count fewer"
+                    .into(),
+            );
+        }
+        if t0.elapsed() >= ACK_WAIT {
             return Some(format!(
-                "the iperf3 server had not acknowledged every byte {} ms after the last was written; it may count fewer",
-                t0.elapsed().as_millis()
+                "the iperf3 server had not acknowledged every byte {} s after the last was written; it may count fewer",
+                ACK_WAIT.as_secs()
             ));
         }
         std::thread::sleep(Duration::from_millis(1));
