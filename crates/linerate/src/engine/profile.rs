@@ -91,3 +91,28 @@ impl Profiling {
         Ok(report)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::cpu::parse_proc_stat;
+
+    #[test]
+    fn busy_fractions_are_each_cpus_busy_share_between_two_snapshots() {
+        let before = parse_proc_stat(
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 50 1000 10 0 5 0\ncpu1 10 0 10 500 0 0 0 0\ncpu2 1 0 1 1 0 0 0 0\n",
+        )
+        .unwrap();
+        // cpu0: 80 busy (30 user, 40 system, 10 softirq) of 100; cpu1: none of 300; cpu2
+        // unchanged (no ticks: no figure); cpu3 appeared (no earlier line: no figure).
+        let after = parse_proc_stat(
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 130 0 90 1015 15 0 15 0\ncpu1 10 0 10 800 0 0 0 0\ncpu2 1 0 1 1 0 0 0 0\ncpu3 5 0 5 5 0 0 0 0\n",
+        )
+        .unwrap();
+        let f = busy_fractions(&before, &after);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].0, 0);
+        assert!((f[0].1 - 0.8).abs() < 1e-12, "{f:?}");
+        assert_eq!(f[1], (1, 0.0));
+    }
+}
