@@ -633,8 +633,11 @@ impl Engine {
                 "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
             );
         }
-        let profile =
-            profiling.and_then(|p| p.finish(base_ns, end_ns).map_err(|w| warnings.push(w)).ok());
+        let profile = profiling.and_then(|p| {
+            p.finish(base_ns, end_ns, base_cpu.as_ref().zip(end_cpu.as_ref()))
+                .map_err(|w| warnings.push(w))
+                .ok()
+        });
         SideReport {
             role: self.cfg.role,
             host: self.cfg.host.clone(),

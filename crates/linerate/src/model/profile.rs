@@ -538,7 +538,7 @@ const UNEVEN_MIN_EXPECTED: f64 = 200.0;
 /// `/proc/stat` came to some 2300, while the sender's CPU gave every one. Every share is of
 /// the samples, so such a CPU's work is under-represented in them, and the shares are not of
 /// the CPU time. `busy_fraction` is each CPU's busy share of its time in `/proc/stat` over the
-/// sampler's life (cpu, 0..=1); `window_ns` is the profile's window.
+/// measured window (cpu, 0..=1); `window_ns` is that window's length.
 pub fn uneven_sampling(
     per_cpu: &[CpuProfile],
     busy_fraction: &[(u32, f64)],

@@ -446,8 +446,11 @@ impl RrEngine {
             udp_rx: None,
         };
         let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
-        let profile =
-            profiling.and_then(|p| p.finish(base_ns, end_ns).map_err(|w| warnings.push(w)).ok());
+        let profile = profiling.and_then(|p| {
+            p.finish(base_ns, end_ns, base_cpu.as_ref().zip(end_cpu.as_ref()))
+                .map_err(|w| warnings.push(w))
+                .ok()
+        });
         let report = SideReport {
             role: self.cfg.role,
             host: self.cfg.host.clone(),

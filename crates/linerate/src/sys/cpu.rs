@@ -192,6 +192,26 @@ pub fn util_percent(before: &CpuTimes, after: &CpuTimes) -> Option<f64> {
     (total > 0).then(|| percent(d.busy(), total))
 }
 
+/// Each CPU present in both snapshots (in `after`'s order) with its tick delta.
+pub fn per_cpu_deltas<'a>(
+    before: &'a CpuTimes,
+    after: &'a CpuTimes,
+) -> impl Iterator<Item = (u32, CpuTick)> + 'a {
+    after.per_cpu.iter().filter_map(|(index, later)| {
+        let (_, earlier) = before.per_cpu.iter().find(|(i, _)| i == index)?;
+        Some((*index, later.saturating_sub(earlier)))
+    })
+}
+
+/// Each CPU's busy share of its own ticks between two snapshots (0..=1), for the CPUs
+/// present in both that had ticks.
+pub fn busy_fractions(before: &CpuTimes, after: &CpuTimes) -> Vec<(u32, f64)> {
+    per_cpu_deltas(before, after)
+        .filter(|(_, d)| d.total() > 0)
+        .map(|(cpu, d)| (cpu, d.busy() as f64 / d.total() as f64))
+        .collect()
+}
+
 /// CPU use between two snapshots, as netperf's `-c/-C`.
 ///
 /// Percentages are of the `cpu` line's tick delta, i.e. of all CPUs together; `util` is
@@ -210,19 +230,15 @@ pub fn cpu_report(before: &CpuTimes, after: &CpuTimes) -> Option<CpuReport> {
     }
     let mut cpu_count: u32 = 0;
     let mut busiest: Option<(u32, f64, f64)> = None;
-    for (index, later) in &after.per_cpu {
-        let Some((_, earlier)) = before.per_cpu.iter().find(|(i, _)| i == index) else {
-            continue;
-        };
+    for (index, dc) in per_cpu_deltas(before, after) {
         cpu_count = cpu_count.saturating_add(1);
-        let dc = later.saturating_sub(earlier);
         let t = dc.total();
         if t == 0 {
             continue;
         }
         let util = percent(dc.busy(), t);
         if busiest.is_none_or(|(_, best, _)| util > best) {
-            busiest = Some((*index, util, percent(dc.softirq, t)));
+            busiest = Some((index, util, percent(dc.softirq, t)));
         }
     }
     let (busiest_cpu, busiest_util, busiest_softirq) = busiest?;
@@ -484,5 +500,24 @@ mod tests {
         let t = read_proc_stat().unwrap();
         assert!(!t.per_cpu.is_empty());
         assert!(t.total.total() > 0);
+    }
+
+    #[test]
+    fn busy_fractions_are_each_cpus_busy_share_between_two_snapshots() {
+        let before = parse_proc_stat(
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 100 0 50 1000 10 0 5 0\ncpu1 10 0 10 500 0 0 0 0\ncpu2 1 0 1 1 0 0 0 0\n",
+        )
+        .unwrap();
+        // cpu0: 80 busy (30 user, 40 system, 10 softirq) of 100; cpu1: none of 300; cpu2
+        // unchanged (no ticks: no figure); cpu3 appeared (no earlier line: no figure).
+        let after = parse_proc_stat(
+            "cpu  0 0 0 0 0 0 0 0\ncpu0 130 0 90 1015 15 0 15 0\ncpu1 10 0 10 800 0 0 0 0\ncpu2 1 0 1 1 0 0 0 0\ncpu3 5 0 5 5 0 0 0 0\n",
+        )
+        .unwrap();
+        let f = busy_fractions(&before, &after);
+        assert_eq!(f.len(), 2, "{f:?}");
+        assert_eq!(f[0].0, 0);
+        assert!((f[0].1 - 0.8).abs() < 1e-12, "{f:?}");
+        assert_eq!(f[1], (1, 0.0));
     }
 }
