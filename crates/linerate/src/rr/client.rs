@@ -184,6 +184,15 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
     .to_vec();
     msg.extend(pattern(req));
     let mut rbuf = vec![0u8; resp.clamp(64, 1 << 20)];
+    // TCP_NODELAY only where Nagle could hold something back: the hello and the request go
+    // in one write, and a write that fits one segment leaves with nothing unacknowledged
+    // before it, so Nagle never delays it (536 bytes: the least MSS a path gives in
+    // practice, RFC 1122). One system call less per transaction.
+    let mut opts = c.opts.clone();
+    let segment = opts.mss.map_or(536, |m| m.min(536) as usize);
+    if msg.len() <= segment {
+        opts.nodelay = false;
+    }
     let mut sched = Schedule::new(ctx.rate_tps, ctx.now_ns());
     let mut rec = Recorder::new(sched.paced());
     let mut base = false;
@@ -195,7 +204,7 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
             wait_for_slot(&sched, now);
             continue;
         };
-        match crr_once(ctx, c, &msg, resp, &mut rbuf) {
+        match crr_once(ctx, c, &opts, &msg, resp, &mut rbuf) {
             Ok(true) => {
                 let done = ctx.now_ns();
                 if ctx.measuring() {
@@ -223,14 +232,40 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
 }
 
 /// One TCP_CRR transaction; Ok(false) when stopped half way.
+///
+/// The connection has no read time-out (a kernel timer on every read that sleeps): the
+/// engine's watchdog ([`super::watch`]) ends the wait for the response at the test's stop,
+/// and the wait for the server's FIN at the stop or after the connect time-out.
 fn crr_once(
     ctx: &LoopCtx,
     c: &Connector,
+    opts: &sockets::SockOpts,
     msg: &[u8],
     resp: usize,
     rbuf: &mut [u8],
 ) -> io::Result<bool> {
-    let s = sockets::connect_tcp_with(c.addr, &c.opts, c.timeout, Some(POLL))?;
+    let s = sockets::tcp_socket(c.addr, opts)?;
+    // The watchdog bounds the connect (no SO_SNDTIMEO): a shutdown ends it.
+    let Some(held) = ctx
+        .watch
+        .hold(&s, Some(Instant::now() + c.timeout), &ctx.stop)
+    else {
+        return Ok(false);
+    };
+    if let Err(e) = socket2::SockRef::from(&s).connect(&c.addr.into()) {
+        if ctx.stop.load(Relaxed) {
+            return Ok(false);
+        }
+        return Err(if held.was_cut() {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("connecting to {} timed out after {:?}", c.addr, c.timeout),
+            )
+        } else {
+            e
+        });
+    }
+    held.deadline(None);
     super::bump(&ctx.counters.connections, 1);
     // The write time-out is still the connect's: the hello and the request nearly always
     // go in one write that does not wait.
@@ -242,23 +277,36 @@ fn crr_once(
         &ctx.counters.tx_bytes,
         (linerate_wire::stream_hello::LEN as u64).wrapping_neg(),
     );
-    if !read_n(
+    // The wait for the response has no deadline; the stop's shutdown ends it early.
+    match read_n(
         ctx,
         &s,
         resp,
         rbuf,
         None,
         "the server closed the connection before the whole response",
-    )? {
-        return Ok(false);
+    ) {
+        Ok(true) => {}
+        Ok(false) => return Ok(false),
+        Err(_) if ctx.stop.load(Relaxed) => return Ok(false),
+        Err(e) => return Err(e),
     }
     if c.server_closes {
         // The server's FIN follows its response at once; a server that sends more than the
         // response, or no FIN within the connect time-out, is an error.
-        let deadline = Instant::now() + c.timeout;
+        held.deadline(Some(Instant::now() + c.timeout));
         let mut r = &s;
         loop {
             match r.read(rbuf) {
+                // The stop's shutdown reads as a FIN too: a transaction cut by the stop
+                // is not counted, as before it.
+                Ok(0) if ctx.stop.load(Relaxed) => return Ok(false),
+                Ok(0) if held.was_cut() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the server did not close the connection after its response",
+                    ))
+                }
                 Ok(0) => break,
                 Ok(_) => {
                     return Err(io::Error::new(
@@ -266,17 +314,7 @@ fn crr_once(
                         "the server sent more than the response",
                     ))
                 }
-                Err(e) if is_timeout(&e) => {
-                    if ctx.stop.load(Relaxed) {
-                        return Ok(false);
-                    }
-                    if Instant::now() >= deadline {
-                        return Err(io::Error::new(
-                            io::ErrorKind::TimedOut,
-                            "the server did not close the connection after its response",
-                        ));
-                    }
-                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
@@ -375,4 +413,111 @@ fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {
     };
     rec.into_outcome(out);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rr::watch::Watchdog;
+    use crate::rr::LoopCtx;
+    use std::io::Write;
+    use std::net::TcpListener;
+
+    fn connector(addr: std::net::SocketAddr, timeout: Duration) -> Connector {
+        Connector {
+            addr,
+            token: [1; 16],
+            index: 0,
+            opts: sockets::SockOpts::default(),
+            timeout,
+            server_closes: true,
+        }
+    }
+
+    /// One transaction of `c` with the watchdog running: its result and how long it took.
+    fn once(c: &Connector) -> (io::Result<bool>, Duration) {
+        let ctx = LoopCtx::crr_for_test(1, 1);
+        let dog = Watchdog::start(vec![ctx.watch.clone()], ctx.stop.clone()).unwrap();
+        let t0 = Instant::now();
+        let r = crr_once(&ctx, c, &c.opts, b"hello", 1, &mut [0u8; 64]);
+        let took = t0.elapsed();
+        dog.join();
+        (r, took)
+    }
+
+    /// Without socket time-outs, the watchdog bounds the connect (a listener whose queue is
+    /// full drops the SYN) and the wait for the server's FIN, each by the connect time-out.
+    #[test]
+    fn the_watchdog_bounds_the_connect_and_the_wait_for_the_fin() {
+        // Backlog 0: one connection queues, the next SYNs are dropped.
+        let full =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        full.bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .unwrap()
+                .into(),
+        )
+        .unwrap();
+        full.listen(0).unwrap();
+        let addr = full.local_addr().unwrap().as_socket().unwrap();
+        let queued: Vec<_> = (0..3)
+            .map(|_| {
+                let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                    .unwrap();
+                s.set_nonblocking(true).unwrap();
+                let _ = s.connect(&addr.into());
+                s
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50));
+        let (r, took) = once(&connector(addr, Duration::from_millis(200)));
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("connecting to"), "{e}");
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        drop(queued);
+
+        // A server that answers but never closes.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = l.accept().unwrap();
+            let mut buf = [0u8; 64];
+            let _ = s.read(&mut buf).unwrap();
+            s.write_all(b"r").unwrap();
+            // Held open until the client gives up.
+            let _ = s.read(&mut buf);
+        });
+        let (r, took) = once(&connector(addr, Duration::from_millis(200)));
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains("did not close"), "{e}");
+        assert!(took >= Duration::from_millis(200), "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        server.join().unwrap();
+    }
+
+    /// The stop ends a transaction that waits for its response, uncounted and without an
+    /// error.
+    #[test]
+    fn the_stop_ends_a_wait_for_the_response() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = connector(l.local_addr().unwrap(), Duration::from_secs(5));
+        let ctx = LoopCtx::crr_for_test(1, 1);
+        let dog = Watchdog::start(vec![ctx.watch.clone()], ctx.stop.clone()).unwrap();
+        let stop = ctx.stop.clone();
+        let client = std::thread::spawn(move || {
+            let r = crr_once(&ctx, &c, &c.opts, b"hello", 1, &mut [0u8; 64]);
+            (r.unwrap(), ctx.counters.transactions.load(Relaxed))
+        });
+        // Accepted, never answered.
+        let (_s, _) = l.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(!client.is_finished());
+        stop.store(true, Relaxed);
+        assert_eq!(client.join().unwrap(), (false, 0));
+        dog.join();
+    }
 }

@@ -138,6 +138,33 @@ pub struct LoopCtx {
     pub spec: RrSpec,
     /// This stream's share of the target rate, transactions per second.
     pub rate_tps: Option<u64>,
+    /// The TCP_CRR connection this loop waits on, for the engine's watchdog.
+    pub watch: Arc<super::watch::Watch>,
+}
+
+#[cfg(test)]
+impl LoopCtx {
+    /// A TCP_CRR stream's context for unit tests of the loops: `request_bytes` and
+    /// `response_bytes`, unpaced, measuring from the start, with its own watch.
+    pub fn crr_for_test(request_bytes: u32, response_bytes: u32) -> LoopCtx {
+        LoopCtx {
+            epoch: Instant::now(),
+            counters: Arc::new(RrCounters::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            baseline: Arc::new(AtomicBool::new(true)),
+            spec: RrSpec {
+                request_bytes,
+                response_bytes,
+                burst: 1,
+                connect_per_transaction: true,
+                udp: false,
+                timeout_ms: 0,
+                target_tps: None,
+            },
+            rate_tps: None,
+            watch: Arc::default(),
+        }
+    }
 }
 
 impl LoopCtx {

@@ -17,6 +17,7 @@ use linerate_wire::report::{
 };
 
 use super::counters::{total_since, LoopCtx, RrCounters, Snap};
+use super::watch::{Watch, Watchdog};
 use super::{client, latency, server};
 use crate::engine::meter::{self, Meter, SampleSource, Window};
 use crate::engine::socket_bufs;
@@ -177,6 +178,8 @@ pub struct RrEngine {
     profiling: Option<crate::engine::profile::Profiling>,
     /// A server TCP_CRR test's own listener, shut down to end the blocked accepts.
     listener: Option<Arc<CrrListener>>,
+    /// Ends the TCP_CRR loops' waits at their deadlines and at the stop.
+    watchdog: Option<Watchdog>,
 }
 
 /// Where a server's TCP_CRR connections go: the responder queue of each stream. Cloned into
@@ -264,8 +267,13 @@ impl RrEngine {
             RrSocket::Listen(l) => Some(l.clone()),
             _ => None,
         });
+        let mut watches = Vec::new();
         for (k, ((index, socket), c)) in sockets.into_iter().zip(counters).enumerate() {
             info.push(stream_info(index, &socket));
+            let watch = Arc::new(Watch::default());
+            if matches!(socket, RrSocket::Connect(_) | RrSocket::Listen(_)) {
+                watches.push(watch.clone());
+            }
             let ctx = LoopCtx {
                 epoch,
                 counters: c,
@@ -276,6 +284,7 @@ impl RrEngine {
                     .spec
                     .target_tps
                     .map(|t| crate::model::plan::split(t, n, k as u16).max(1)),
+                watch,
             };
             let mut queue = None;
             if matches!(socket, RrSocket::Accept(_)) {
@@ -289,6 +298,11 @@ impl RrEngine {
                 .spawn(move || run_stream(ctx, socket, queue, role, cpu))?;
             threads.push(h);
         }
+        let watchdog = if watches.is_empty() {
+            None
+        } else {
+            Some(Watchdog::start(watches, stop.clone())?)
+        };
         let meter = Meter::start("lr-rr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
         Ok(RrEngine {
             cfg,
@@ -301,6 +315,7 @@ impl RrEngine {
             info,
             profiling,
             listener,
+            watchdog,
         })
     }
 
@@ -356,6 +371,9 @@ impl RrEngine {
                     outcomes.push(RrOutcome::default());
                 }
             }
+        }
+        if let Some(w) = self.watchdog.take() {
+            w.join();
         }
         self.meter.join();
         let profiling = self.profiling.take();

@@ -23,6 +23,7 @@ pub mod latency;
 pub mod schedule;
 pub mod server;
 mod summary;
+pub mod watch;
 
 use std::time::Duration;
 

@@ -99,9 +99,10 @@ pub fn crr(ctx: &LoopCtx, queue: &Receiver<TcpStream>, opts: &SockOpts) -> io::R
 }
 
 /// TCP_CRR responder on the test's own listener (feature `crr_port`): accepts until the
-/// engine shuts the listener down. Each connection inherits the test's options and a
-/// [`POLL`] read time-out from the listener ([`crate::sys::listen::test_listener`]), so the
-/// first read blocks without a system call of its own to bound it. A connection whose hello
+/// engine shuts the listener down. Each connection inherits the test's options from the
+/// listener ([`crate::sys::listen::test_listener`]) and no time-out: the engine's watchdog
+/// ([`super::watch`]) ends the wait for its hello after a second or at the stop, so no
+/// read arms a kernel timer. A connection whose hello
 /// is not the test's is closed unanswered; it is neither a transaction nor an error of the
 /// test. Each thread counts what it served, whichever stream index the connection's hello
 /// names (they all serve one test).
@@ -132,13 +133,18 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
         // The hello and as much of the request as came with it; a second at most for the
         // hello (a slow or hostile peer).
         let deadline = Instant::now() + Duration::from_secs(1);
-        let got = match read_at_least(ctx, &s, &mut rbuf[..first], LEN, deadline) {
+        let Some(held) = ctx.watch.hold(&s, Some(deadline), &ctx.stop) else {
+            return Ok(());
+        };
+        let got = match read_at_least(&s, &mut rbuf[..first], LEN) {
             Ok(Some(got)) => got,
             _ => continue,
         };
         if !StreamHello::parse(&rbuf[..LEN]).is_ok_and(|h| h.token == l.token) {
             continue;
         }
+        // The rest bounds itself (time-outs set where it may wait); the stop still ends it.
+        held.deadline(None);
         super::bump(&ctx.counters.connections, 1);
         let payload = got - LEN;
         ctx.read(payload);
@@ -150,25 +156,14 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
 }
 
 /// Reads into `buf` until at least `need` bytes are there: how many (at most `buf.len()`),
-/// or None if the peer closes first, the test stops, or `deadline` passes (checked at each
-/// of the socket's read time-outs).
-fn read_at_least(
-    ctx: &LoopCtx,
-    mut s: &TcpStream,
-    buf: &mut [u8],
-    need: usize,
-    deadline: Instant,
-) -> io::Result<Option<usize>> {
+/// or None if the peer closes first or the watchdog shuts the connection down.
+fn read_at_least(mut s: &TcpStream, buf: &mut [u8], need: usize) -> io::Result<Option<usize>> {
     let mut got = 0;
     while got < need {
         match s.read(&mut buf[got..]) {
             Ok(0) => return Ok(None),
             Ok(k) => got += k,
-            Err(e) if is_timeout(&e) => {
-                if ctx.stop.load(Relaxed) || Instant::now() >= deadline {
-                    return Ok(None);
-                }
-            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }
@@ -259,11 +254,9 @@ pub fn udp(ctx: &LoopCtx, u: &UdpSocket) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rr::{CrrListener, LoopCtx, RrCounters};
-    use linerate_wire::control::RrSpec;
+    use crate::rr::{CrrListener, LoopCtx};
     use linerate_wire::stream_hello::StreamHello;
     use std::io::Write;
-    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
 
     fn conversation(addr: std::net::SocketAddr, token: [u8; 16]) -> Vec<u8> {
@@ -284,35 +277,20 @@ mod tests {
     }
 
     #[test]
-    fn the_tests_own_port_answers_its_token_only_and_ends_on_shutdown() {
+    fn the_tests_own_port_answers_its_token_only_bounds_a_silent_peer_and_ends_on_shutdown() {
         let token = [0x42; 16];
         let l = Arc::new(CrrListener {
             listener: crate::sys::listen::test_listener(
                 "127.0.0.1:0".parse().unwrap(),
                 &SockOpts::default(),
-                POLL,
             )
             .unwrap(),
             token,
         });
         let addr = l.listener.local_addr().unwrap();
-        let ctx = LoopCtx {
-            epoch: Instant::now(),
-            counters: Arc::new(RrCounters::default()),
-            stop: Arc::new(AtomicBool::new(false)),
-            baseline: Arc::new(AtomicBool::new(true)),
-            spec: RrSpec {
-                request_bytes: 3,
-                response_bytes: 5,
-                burst: 1,
-                connect_per_transaction: true,
-                udp: false,
-                timeout_ms: 0,
-                target_tps: None,
-            },
-            rate_tps: None,
-        };
+        let ctx = LoopCtx::crr_for_test(3, 5);
         let (counters, stop) = (ctx.counters.clone(), ctx.stop.clone());
+        let dog = crate::rr::watch::Watchdog::start(vec![ctx.watch.clone()], stop.clone()).unwrap();
         let responder = {
             let l = l.clone();
             std::thread::spawn(move || crr_listen(&ctx, &l))
@@ -322,6 +300,15 @@ mod tests {
         // The test's: one response of 5 bytes, then the server's close.
         assert_eq!(conversation(addr, token), pattern(5));
         assert!(conversation(addr, [0; 16]).is_empty());
+        // A peer that never sends its hello holds the responder a second, no longer: the
+        // watchdog shuts its connection down, and the next is served.
+        let t0 = Instant::now();
+        let silent = TcpStream::connect(addr).unwrap();
+        assert_eq!(conversation(addr, token), pattern(5));
+        let waited = t0.elapsed();
+        assert!(waited >= Duration::from_secs(1), "{waited:?}");
+        assert!(waited < Duration::from_secs(4), "{waited:?}");
+        assert_eq!((&silent).read(&mut [0u8; 4]).unwrap(), 0);
         // The engine's stop: the flag, then the listener shut down.
         stop.store(true, Relaxed);
         nix::sys::socket::shutdown(
@@ -330,11 +317,12 @@ mod tests {
         )
         .unwrap();
         responder.join().unwrap().unwrap();
+        dog.join();
         let c = &counters;
-        assert_eq!(c.connections.load(Relaxed), 1);
-        assert_eq!(c.transactions.load(Relaxed), 1);
-        assert_eq!(c.rx_bytes.load(Relaxed), 3);
-        assert_eq!(c.tx_bytes.load(Relaxed), 5);
+        assert_eq!(c.connections.load(Relaxed), 2);
+        assert_eq!(c.transactions.load(Relaxed), 2);
+        assert_eq!(c.rx_bytes.load(Relaxed), 6);
+        assert_eq!(c.tx_bytes.load(Relaxed), 10);
         assert_eq!(c.errors.load(Relaxed), 0);
     }
 }

@@ -12,7 +12,6 @@
 
 use std::io;
 use std::net::{SocketAddr, TcpListener};
-use std::time::Duration;
 
 use socket2::{Domain, SockRef, Socket, Type};
 
@@ -21,20 +20,16 @@ use super::sockets::{self, SockOpts};
 /// Connections waiting to be accepted, at most.
 const BACKLOG: i32 = 1024;
 
-/// A listening TCP socket on `addr` (port 0: the kernel picks one) with `opts` and the read
-/// time-out `read_timeout`, which also bounds each `accept` (it then fails with
-/// `WouldBlock`).
-pub fn test_listener(
-    addr: SocketAddr,
-    opts: &SockOpts,
-    read_timeout: Duration,
-) -> io::Result<TcpListener> {
+/// A listening TCP socket on `addr` (port 0: the kernel picks one) with `opts`, which its
+/// connections inherit. It has no time-out: a blocking `accept` arms no kernel timer, and
+/// whoever ends the test shuts the listener down, which ends every `accept` on it (EINVAL).
+/// Its connections have none either; a reader that may wait sets its own.
+pub fn test_listener(addr: SocketAddr, opts: &SockOpts) -> io::Result<TcpListener> {
     let s = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     if addr.is_ipv6() {
         s.set_only_v6(false)?;
     }
     sockets::apply(&SockRef::from(&s), opts, true, addr.is_ipv6())?;
-    s.set_read_timeout(Some(read_timeout))?;
     s.bind(&addr.into())?;
     s.listen(BACKLOG)?;
     Ok(s.into())
@@ -44,9 +39,10 @@ pub fn test_listener(
 mod tests {
     use super::*;
     use std::io::{Read, Write};
+    use std::time::Duration;
 
     #[test]
-    fn accepted_connections_inherit_the_options_and_the_time_out() {
+    fn accepted_connections_inherit_the_options_but_no_time_out() {
         let opts = SockOpts {
             sndbuf: Some(48 * 1024),
             rcvbuf: Some(40 * 1024),
@@ -55,26 +51,15 @@ mod tests {
             congestion: Some("cubic".into()),
             tos: Some(0x20),
         };
-        let t = Duration::from_millis(150);
-        let l = test_listener("127.0.0.1:0".parse().unwrap(), &opts, t).unwrap();
+        let l = test_listener("127.0.0.1:0".parse().unwrap(), &opts).unwrap();
         let addr = l.local_addr().unwrap();
         assert_ne!(addr.port(), 0);
-        // Nobody connects: accept gives up after the time-out.
-        let e = l.accept().map(|_| ()).unwrap_err();
-        assert!(
-            matches!(
-                e.kind(),
-                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-            ),
-            "{e}"
-        );
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         let (mut s, _) = l.accept().unwrap();
         let r = SockRef::from(&s);
         assert!(r.nodelay().unwrap());
-        // In the kernel's clock ticks: rounded up to a tick (at most 10 ms).
-        let got = s.read_timeout().unwrap().unwrap();
-        assert!(got >= t && got <= t + Duration::from_millis(10), "{got:?}");
+        assert_eq!(s.read_timeout().unwrap(), None);
+        assert_eq!(SockRef::from(&l).read_timeout().unwrap(), None);
         // The kernel doubles the buffer sizes asked for.
         assert_eq!(r.send_buffer_size().unwrap(), 2 * 48 * 1024);
         assert_eq!(r.recv_buffer_size().unwrap(), 2 * 40 * 1024);
@@ -86,5 +71,26 @@ mod tests {
         let mut b = [0u8; 5];
         s.read_exact(&mut b).unwrap();
         assert_eq!(&b, b"hello");
+    }
+
+    /// With no time-out, what ends a blocked `accept` is the listener's shutdown: EINVAL,
+    /// at once, and for an `accept` that comes after it too.
+    #[test]
+    fn a_shutdown_ends_a_blocked_accept() {
+        use std::os::fd::AsRawFd;
+        let l = std::sync::Arc::new(
+            test_listener("127.0.0.1:0".parse().unwrap(), &SockOpts::default()).unwrap(),
+        );
+        let waiting = {
+            let l = l.clone();
+            std::thread::spawn(move || l.accept().map(|_| ()))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!waiting.is_finished());
+        nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Read).unwrap();
+        let e = waiting.join().unwrap().unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+        let e = l.accept().map(|_| ()).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
     }
 }

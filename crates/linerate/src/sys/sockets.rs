@@ -132,6 +132,13 @@ pub fn connect_tcp_with(
     Ok(sock.into())
 }
 
+/// A TCP socket for `addr`'s family with `opts` set, not yet connected, without time-outs.
+pub fn tcp_socket(addr: SocketAddr, opts: &SockOpts) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    apply(&SockRef::from(&sock), opts, true, addr.is_ipv6())?;
+    Ok(sock.into())
+}
+
 /// Maps an IPv4-mapped IPv6 address back to IPv4.
 pub fn canonical(ip: IpAddr) -> IpAddr {
     match ip {

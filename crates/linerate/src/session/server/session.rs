@@ -409,7 +409,7 @@ impl Session<'_> {
         let opts = sockets::SockOpts::server(spec);
         let opened = self.w.stream().local_addr().and_then(|a| {
             let a = SocketAddr::new(sockets::canonical(a.ip()), 0);
-            let l = sys::listen::test_listener(a, &opts, crate::rr::POLL)?;
+            let l = sys::listen::test_listener(a, &opts)?;
             Ok((l.local_addr()?.port(), l))
         });
         match opened {
