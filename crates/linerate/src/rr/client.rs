@@ -267,8 +267,8 @@ fn crr_once(
     }
     held.deadline(None);
     super::bump(&ctx.counters.connections, 1);
-    // The write time-out is still the connect's: the hello and the request nearly always
-    // go in one write that does not wait.
+    // The hello and the request nearly always go in one write that does not wait; a rest
+    // that must wait gets a write time-out of its own (write_all_now_first).
     if !write_all_now_first(ctx, &s, msg)? {
         return Ok(false);
     }
