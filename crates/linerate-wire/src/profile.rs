@@ -182,6 +182,11 @@ pub struct ProfileReport {
     pub frequency_hz: u32,
     /// Length of the window the samples are from, ns.
     pub duration_ns: u64,
+    /// Where the window starts on this end's `CLOCK_MONOTONIC`, ns: the clock its samples
+    /// are stamped with, and `perf record -k CLOCK_MONOTONIC`'s, so another tool's samples
+    /// can be cut to the same window (`perf report --time`). Absent from older peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_monotonic_ns: Option<u64>,
     /// Samples in the window, all CPUs.
     pub samples: u64,
     /// Of those, samples that found their CPU idle.
@@ -325,6 +330,7 @@ mod tests {
             event: "cpu-clock".into(),
             frequency_hz: 999,
             duration_ns: 1_000_000_000,
+            start_monotonic_ns: Some(12_345_000_000),
             samples: 2000,
             idle_samples: 1000,
             idle_percent: 50.0,
@@ -382,5 +388,21 @@ mod tests {
             "\"driver_napi\""
         );
         assert_eq!(Category::ALL.len(), 12);
+    }
+
+    #[test]
+    fn the_windows_start_round_trips_and_an_older_peer_may_leave_it_out() {
+        let p = sample();
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["start_monotonic_ns"], 12_345_000_000u64);
+        assert_eq!(
+            serde_json::from_value::<ProfileReport>(v.clone()).unwrap(),
+            p
+        );
+        let mut old = v;
+        old.as_object_mut().unwrap().remove("start_monotonic_ns");
+        let q: ProfileReport = serde_json::from_value(old).unwrap();
+        assert_eq!(q.start_monotonic_ns, None);
+        assert_eq!(q.check(), Ok(()));
     }
 }

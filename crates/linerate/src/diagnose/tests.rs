@@ -1294,6 +1294,7 @@ fn profile(
         event: "cpu-clock".into(),
         frequency_hz: 999,
         duration_ns: 10 * SEC,
+        start_monotonic_ns: None,
         samples: busy + 200,
         idle_samples: 200,
         idle_percent: 200.0 * 100.0 / (busy + 200) as f64,

@@ -509,6 +509,7 @@ pub fn build(
         event: "cpu-clock".into(),
         frequency_hz: spec.frequency_hz,
         duration_ns: to_ns.saturating_sub(from_ns),
+        start_monotonic_ns: Some(from_ns),
         samples,
         idle_samples: idle,
         idle_percent: pct(idle, samples),
@@ -829,6 +830,10 @@ ffffffff81004000 T __x64_sys_sendto
         };
         let p = build(&fixture(), &syms, spec, 10_000, 20_000);
         assert_eq!(p.samples, 0);
+        assert_eq!(
+            (p.start_monotonic_ns, p.duration_ns),
+            (Some(10_000), 10_000)
+        );
         assert!(p.top.is_empty() && p.categories.is_empty() && p.folded.is_empty());
         assert_eq!(p.idle_percent, 0.0);
         assert!(p.warnings.iter().any(|w| w.contains("no samples")));

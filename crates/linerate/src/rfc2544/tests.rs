@@ -169,6 +169,7 @@ pub(crate) fn fake_profile(tag: u64) -> linerate_wire::profile::ProfileReport {
         event: "cpu-clock".into(),
         frequency_hz: 999,
         duration_ns: tag,
+        start_monotonic_ns: None,
         samples: 120,
         idle_samples: 20,
         idle_percent: 20.0 * 100.0 / 120.0,
