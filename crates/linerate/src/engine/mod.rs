@@ -10,6 +10,7 @@
 //! Life cycle: [`Engine::start`] → (intervals flow) → [`Engine::stop_senders`] (ends the
 //! measured window for CPU) → [`Engine::finish`] (drains receivers, joins, builds the report).
 
+pub mod buf;
 pub mod delay;
 pub mod frame;
 pub mod meter;

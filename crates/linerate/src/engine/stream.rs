@@ -246,7 +246,7 @@ fn fill_pattern(buf: &mut [u8]) {
 
 fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
-    let mut buf = vec![0u8; ctx.write_size.max(1)];
+    let mut buf = super::buf::PageBuf::zeroed(ctx.write_size.max(1));
     fill_pattern(&mut buf);
     let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
     let mut sent: u64 = 0;
@@ -524,7 +524,7 @@ fn tcp_recv(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
     if ctx.recv_mode == RecvMode::Trunc {
         return tcp_recv_trunc(ctx, sock, max);
     }
-    let mut buf = vec![0u8; max];
+    let mut buf = super::buf::PageBuf::zeroed(max);
     let mut base = false;
     let mut r = sock;
     while !ctx.stop.load(Relaxed) {

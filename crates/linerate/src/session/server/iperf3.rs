@@ -829,7 +829,7 @@ impl Job {
     }
 
     fn tcp_send(&self, mut st: TcpStream) -> StreamTally {
-        let mut buf = vec![0u8; self.len()];
+        let mut buf = crate::engine::buf::PageBuf::zeroed(self.len());
         let _ = getrandom::getrandom(&mut buf);
         let _ = st.set_write_timeout(Some(POLL));
         let start = Instant::now();
@@ -876,7 +876,7 @@ impl Job {
     }
 
     fn tcp_recv(&self, mut st: TcpStream) -> StreamTally {
-        let mut buf = vec![0u8; self.len().max(64 << 10)];
+        let mut buf = crate::engine::buf::PageBuf::zeroed(self.len().max(64 << 10));
         let _ = st.set_read_timeout(Some(POLL));
         let mut t = StreamTally::default();
         let mut drain = Drain::default();
