@@ -434,6 +434,16 @@ mod tests {
         }
     }
 
+    /// Asserts that a transaction failed as timed out, saying `words`, after the connect
+    /// time-out `limit` and well before 3 s.
+    fn assert_cut_after(r: io::Result<bool>, took: Duration, limit: Duration, words: &str) {
+        let e = r.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
+        assert!(e.to_string().contains(words), "{e}");
+        assert!(took >= limit, "{took:?}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+    }
+
     /// One transaction of `c` with the watchdog running: its result and how long it took.
     fn once(c: &Connector) -> (io::Result<bool>, Duration) {
         let ctx = LoopCtx::crr_for_test(1, 1);
@@ -471,12 +481,9 @@ mod tests {
             })
             .collect();
         std::thread::sleep(Duration::from_millis(50));
-        let (r, took) = once(&connector(addr, Duration::from_millis(200)));
-        let e = r.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
-        assert!(e.to_string().contains("connecting to"), "{e}");
-        assert!(took >= Duration::from_millis(200), "{took:?}");
-        assert!(took < Duration::from_secs(3), "{took:?}");
+        let limit = Duration::from_millis(200);
+        let (r, took) = once(&connector(addr, limit));
+        assert_cut_after(r, took, limit, "connecting to");
         drop(queued);
 
         // A server that answers but never closes.
@@ -490,12 +497,8 @@ mod tests {
             // Held open until the client gives up.
             let _ = s.read(&mut buf);
         });
-        let (r, took) = once(&connector(addr, Duration::from_millis(200)));
-        let e = r.unwrap_err();
-        assert_eq!(e.kind(), io::ErrorKind::TimedOut, "{e}");
-        assert!(e.to_string().contains("did not close"), "{e}");
-        assert!(took >= Duration::from_millis(200), "{took:?}");
-        assert!(took < Duration::from_secs(3), "{took:?}");
+        let (r, took) = once(&connector(addr, limit));
+        assert_cut_after(r, took, limit, "did not close");
         server.join().unwrap();
     }
 

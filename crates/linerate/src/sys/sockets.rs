@@ -103,17 +103,16 @@ pub fn connect_tcp(addr: SocketAddr, opts: &SockOpts, timeout: Duration) -> io::
 /// time-out as its write time-out (a caller that wants another sets it).
 ///
 /// The connect is a blocking one bounded by SO_SNDTIMEO (Linux gives up with EINPROGRESS
-/// when it passes), not a non-blocking connect and a poll: TCP_CRR connects once per
-/// transaction, and this way costs two system calls (the time-outs, set before) where the
-/// non-blocking way costs six.
+/// when it passes), not a non-blocking connect and a poll: two system calls (the time-outs,
+/// set before) where the non-blocking way costs six. (TCP_CRR, which connects once per
+/// transaction, sets no time-out at all: [`tcp_socket`] and the `rr::watch` watchdog.)
 pub fn connect_tcp_with(
     addr: SocketAddr,
     opts: &SockOpts,
     timeout: Duration,
     read_timeout: Option<Duration>,
 ) -> io::Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    apply(&SockRef::from(&sock), opts, true, addr.is_ipv6())?;
+    let sock = new_tcp(addr, opts)?;
     // A zero time-out would mean "none" to the kernel; the caller meant "at once".
     let timeout = timeout.max(Duration::from_millis(1));
     sock.set_write_timeout(Some(timeout))?;
@@ -134,9 +133,14 @@ pub fn connect_tcp_with(
 
 /// A TCP socket for `addr`'s family with `opts` set, not yet connected, without time-outs.
 pub fn tcp_socket(addr: SocketAddr, opts: &SockOpts) -> io::Result<TcpStream> {
+    Ok(new_tcp(addr, opts)?.into())
+}
+
+/// The socket of [`tcp_socket`] and [`connect_tcp_with`]: `addr`'s family, `opts` set.
+fn new_tcp(addr: SocketAddr, opts: &SockOpts) -> io::Result<Socket> {
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     apply(&SockRef::from(&sock), opts, true, addr.is_ipv6())?;
-    Ok(sock.into())
+    Ok(sock)
 }
 
 /// Maps an IPv4-mapped IPv6 address back to IPv4.

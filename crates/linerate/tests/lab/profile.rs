@@ -500,13 +500,9 @@ fn lab_rfc2544_profile_at_the_throughput_rate_agrees_with_perf() {
         assert_eq!(p.check(), Ok(()));
         // perf's samples of the same window: both are stamped with CLOCK_MONOTONIC.
         let start_ns = p.start_monotonic_ns.expect("the window's start");
-        let window = format!(
-            "{}.{:06},{}.{:06}",
-            start_ns / 1_000_000_000,
-            start_ns % 1_000_000_000 / 1000,
-            (start_ns + p.duration_ns) / 1_000_000_000,
-            (start_ns + p.duration_ns) % 1_000_000_000 / 1000
-        );
+        let first = start_ns as f64 / 1e9;
+        let last = (start_ns + p.duration_ns) as f64 / 1e9;
+        let window = format!("{first:.6},{last:.6}");
         let perf = perf_kernel_counts(&data, &comms, &window);
         let (perf_network, perf_n) = network_share(perf.iter().map(|(k, v)| (k.as_str(), *v)));
         assert!(p.busy_samples() > 0, "{end}: {p:?}");
