@@ -249,20 +249,65 @@ def case_for(cases, tool):
 
 
 def read_results(path):
+    """(data, fails, rounds): the values of each (case, metric, tool) in run order, the
+    failed runs of each (case, tool), and each (case, metric, tool)'s values by round."""
     data = {}  # (case, metric, tool) -> [values]
     fails = {}  # (case, tool) -> count
+    rounds = {}  # (case, metric, tool) -> {round: value}
     with open(path, encoding="utf-8") as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) != 5:
                 continue
-            _run, case, tool, metric, value = parts
+            run, case, tool, metric, value = parts
             key = (case, metric, tool)
             if value == "NA":
                 fails[(case, tool)] = fails.get((case, tool), 0) + 1
                 continue
             data.setdefault(key, []).append(float(value))
-    return data, fails
+            rounds.setdefault(key, {})[run] = float(value)
+    return data, fails, rounds
+
+
+def paired(rounds, case, metric, combine):
+    """combine(linerate, netperf) of each round in which both tools measured `case`.
+
+    >>> r = {("rr00", "tps", "linerate"): {"1": 10.0, "2": 12.0, "10": 9.0},
+    ...      ("rr00", "tps", "netperf"): {"1": 5.0, "10": 3.0}}
+    >>> paired(r, "rr00", "tps", lambda a, b: a / b)
+    [2.0, 3.0]
+    """
+    a = rounds.get((case, metric, "linerate"), {})
+    b = rounds.get((case, metric, "netperf"), {})
+    return [combine(a[r], b[r]) for r in sorted(a, key=int) if r in b]
+
+
+def median_interval(xs, level=0.95):
+    """Distribution-free interval of the median of xs (order statistics, sign test): the
+    k-th smallest and k-th largest value, with the largest k for which the binomial(n, 1/2)
+    probability of fewer than k values below the median is at most (1 - level) / 2 on each
+    side. None when there are too few values for any interval at that level (n < 6 at 95 %).
+
+    >>> median_interval([5, 1, 4, 2, 3, 6])
+    (1, 6)
+    >>> median_interval(list(range(1, 16)))
+    (4, 12)
+    >>> median_interval([1, 2, 3, 4, 5]) is None
+    True
+    """
+    xs = sorted(xs)
+    n = len(xs)
+    tail = (1 - level) / 2
+    k, below = 0, 0.0
+    # below: P(Binomial(n, 1/2) <= k - 1) for the next k.
+    while k < n // 2:
+        below += math.comb(n, k) / 2**n
+        if below > tail:
+            break
+        k += 1
+    if k == 0:
+        return None
+    return xs[k - 1], xs[n - k]
 
 
 def read_meta(path):
@@ -328,7 +373,7 @@ def table(data, fails):
     return "\n".join(lines)
 
 
-def targets(data, meta):
+def targets(data, meta, rounds):
     out = []
 
     def med(case, metric, tool):
@@ -376,7 +421,9 @@ def targets(data, meta):
         a, b = med(case, "tps", "linerate"), med(case, "tps", "netperf")
         if a is not None and b:
             r = a / b
-            out.append(f"| {test} trans/s >= 1.0x netperf, CPUs {cpus} | {r:.3f}x | {status(r >= 1.0)} |")
+            iv = median_interval(paired(rounds, case, "tps", lambda x, y: x / y))
+            note = f"; 95 % interval, paired rounds: {iv[0]:.3f}–{iv[1]:.3f}x" if iv else ""
+            out.append(f"| {test} trans/s >= 1.0x netperf, CPUs {cpus} | {r:.3f}x{note} | {status(r >= 1.0)} |")
         else:
             out.append(f"| {test} trans/s >= 1.0x netperf, CPUs {cpus} | not measured | **not met** |")
         a, b = med(case, "p99_us", "linerate"), med(case, "p99_us", "netperf")
@@ -384,8 +431,10 @@ def targets(data, meta):
             # netperf prints whole microseconds: linerate's p99 is compared at that
             # resolution, rounded to the nearest one (see the method).
             whole = math.floor(a + 0.5)
+            iv = median_interval(paired(rounds, case, "p99_us", lambda x, y: x - y))
+            note = f"; 95 % interval, paired rounds: {iv[0]:+.1f} to {iv[1]:+.1f} us" if iv else ""
             out.append(
-                f"| {test} p99 latency <= netperf's, CPUs {cpus} | {a:.1f} us ({whole} at 1 us) vs {b:.1f} us | {status(whole <= b)} |"
+                f"| {test} p99 latency <= netperf's, CPUs {cpus} | {a:.1f} us ({whole} at 1 us) vs {b:.1f} us{note} | {status(whole <= b)} |"
             )
         else:
             out.append(f"| {test} p99 latency <= netperf's, CPUs {cpus} | not measured | **not met** |")
@@ -501,7 +550,7 @@ def zc_table(data):
 
 
 def report(results, meta_path, doc=None):
-    data, fails = read_results(results)
+    data, fails, rounds = read_results(results)
     meta = read_meta(meta_path)
     zc = zc_table(data)
     if zc:
@@ -512,7 +561,7 @@ def report(results, meta_path, doc=None):
     ):
         return
     tbl = table(data, fails)
-    tgt = targets(data, meta)
+    tgt = targets(data, meta, rounds)
     print(tbl)
     print()
     print(tgt)
@@ -523,6 +572,7 @@ def report(results, meta_path, doc=None):
     if doc is None:
         return
     runs, dur = meta.get("RUNS", "?"), meta.get("DURATION", "?")
+    rr_runs = meta.get("RR_RUNS", runs)
     steps = meta.get("UDP_STEPS", "6")
     pin = meta.get("PIN", "0,1")
     rmem_default = meta.get("RMEM_DEFAULT", "?")
@@ -541,9 +591,11 @@ Every number below was measured by that run; nothing here is a hand-written clai
 linerate is compared with iperf3 and netperf on the loopback interface (127.0.0.1 only) of
 one machine, client and server on the same host.
 
-- **Interleaved runs.** Each case is run {runs} times, {dur} s each. The runs are interleaved
-  round-robin (run 1 of every tool and case, then run 2, ...), and the order of the tools
-  rotates from one round to the next, so slow drifts of the machine hit every tool alike.
+- **Interleaved runs.** Each case is run {runs} times, {dur} s each, and the TCP_RR and
+  TCP_CRR cases {rr_runs} times (the rounds after the {runs}th run those cases alone). The
+  runs are interleaved round-robin (run 1 of every tool and case, then run 2, ...), and the
+  order of the tools rotates from one round to the next, so slow drifts of the machine hit
+  every tool alike.
 - **Medians.** Each cell is the median of the runs, with [min–max] beside it. The ratio
   columns are the ratio of the medians (linerate / peer); above 1 means linerate is faster
   (or, for RSS and size, larger).
@@ -597,6 +649,14 @@ one machine, client and server on the same host.
   lower. The p99 targets compare at netperf's resolution: linerate's median p99 rounded to
   the nearest whole microsecond against netperf's, so that a difference netperf cannot
   show decides nothing either way.
+- **Paired rounds (TCP_RR, TCP_CRR).** linerate and netperf make the same system calls per
+  transaction, so the ratios of these cases sit near 1, while this machine moves whole runs
+  of either tool between a fast and a slow state (the [min–max] ranges). So these cases get
+  more rounds, and the targets table adds, beside the ratio of the medians that decides the
+  target, a 95 % interval of the median of the per-round ratios (linerate's run over
+  netperf's run of the same round) and of the per-round p99 differences (distribution-free,
+  from order statistics). An interval that holds 1 (or 0 us) means the two tools could not be
+  told apart in this run, whichever side of the line the medians fell.
 - **TCP_CRR.** The same with a new TCP connection per transaction (linerate `rr --connect`,
   netperf `-t TCP_CRR`), pinned to CPUs {pin}. Each transaction leaves a TIME_WAIT socket on the
   host (on the server's side with both tools); the interleaved runs give both tools the same
@@ -604,7 +664,7 @@ one machine, client and server on the same host.
   {tw_max} here) in seconds; past it the kernel closes sockets without TIME_WAIT, so TCP_CRR rates
   depend on how much TCP_CRR ran in the last minute, and only the interleaved ratios compare.
 
-Run: {date}, {runs} runs × {dur} s, total {elapsed} s.
+Run: {date}, {runs} runs × {dur} s ({rr_runs} for TCP_RR and TCP_CRR), total {elapsed} s.
 
 ## Machine
 
@@ -621,7 +681,7 @@ Run: {date}, {runs} runs × {dur} s, total {elapsed} s.
 ## Reproduce
 
 ```sh
-RUNS={runs} DURATION={dur} bench/run.sh --write-doc
+RUNS={runs} RR_RUNS={rr_runs} DURATION={dur} bench/run.sh --write-doc
 ```
 
 `bench/run.sh` installs iperf3, netperf (Debian non-free) and GNU time when missing, builds

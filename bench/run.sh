@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # linerate benchmark: linerate vs iperf3 vs netperf on loopback (127.0.0.1 only).
 #
-# Usage: [RUNS=5] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"] [LINERATE=/path/to/linerate]
+# Usage: [RUNS=5] [RR_RUNS=15] [DURATION=5] [PIN=0,1] [CASES="tcp udp rss rr"]
+#        [LINERATE=/path/to/linerate]
 #        bench/run.sh [--write-doc]
 #
 # CASES picks groups of cases (default the four compared with peers: tcp udp rss rr): tcp
@@ -19,12 +20,18 @@
 #      clash with servers someone else runs) and stops them at exit.
 #   3. Runs every case RUNS times (at least 5 by default), DURATION seconds each, interleaved
 #      round-robin (for run: for case: for tool), rotating the order of the tools every round.
+#      The TCP_RR and TCP_CRR cases run RR_RUNS rounds (default 15, never fewer than RUNS):
+#      linerate and netperf make the same system calls per transaction there, so their
+#      ratios sit near 1 and five runs cannot tell which side of 1 they are on; the rounds
+#      after RUNS run those cases alone.
 #      Both ends of every test are pinned (PIN=CLIENT,SERVER CPUs, default 0,1: linerate
 #      -A 0,1, iperf3 -A 0,1, netperf -T 0,1): unpinned, loopback TCP on a 2-CPU machine
 #      swings from 17 to 42 Gbit/s between runs of the same tool with where the scheduler puts
 #      sender and receiver. The TCP_RR cases keep their own placements (0,0 and 0,1).
 #   4. Prints a markdown table: per tool the median [min-max] of the runs, and the ratio of
-#      the medians linerate/peer; --write-doc also regenerates docs/PERFORMANCE.md.
+#      the medians linerate/peer; for the TCP_RR and TCP_CRR targets also a 95 % interval of
+#      the median of the rounds' paired ratios (linerate/netperf trans/s of one round) and
+#      of their paired p99 differences; --write-doc also regenerates docs/PERFORMANCE.md.
 #
 # Cases
 #   tcp1  TCP, one stream, 128 KiB writes: linerate -l 128K, iperf3 -l 128K,
@@ -67,7 +74,8 @@
 #         (one per transaction); the interleaving gives both the same backlog.
 #
 # Time: per round 3+2+3 TCP tests, up to 4x(1+UDP_STEPS)+1 UDP tests, one RSS test and 6
-# TCP_RR/CRR tests, i.e. at most 44 x (DURATION + ~1.2 s): RUNS=5 DURATION=5 takes about 23 minutes.
+# TCP_RR/CRR tests, i.e. at most 44 x (DURATION + ~1.2 s), and RR_RUNS - RUNS rounds of the 6
+# TCP_RR/CRR tests alone: RUNS=5 RR_RUNS=15 DURATION=5 takes about 30 minutes.
 #
 # Traffic goes to 127.0.0.1 only; the address is not configurable on purpose.
 
@@ -78,6 +86,7 @@ ROOT="$(cd "$HERE/.." && pwd)"
 HOST=127.0.0.1
 
 RUNS="${RUNS:-5}"
+RR_RUNS="${RR_RUNS:-15}"
 DURATION="${DURATION:-5}"
 UDP_STEPS="${UDP_STEPS:-6}"
 LOSS_LIMIT="${LOSS_LIMIT:-0.1}"
@@ -109,6 +118,8 @@ if [[ $WRITE_DOC == 1 && "$(echo $CASES | tr ' ' '\n' | sort | tr '\n' ' ')" != 
     echo "--write-doc needs every case group: unset CASES" >&2; exit 2
 fi
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive integer" >&2; exit 2; }
+[[ "$RR_RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "RR_RUNS must be a positive integer" >&2; exit 2; }
+(( RR_RUNS >= RUNS )) || RR_RUNS=$RUNS
 [[ "$DURATION" =~ ^[1-9][0-9]*$ ]] || { echo "DURATION must be a positive integer (seconds)" >&2; exit 2; }
 [[ "$PIN" =~ ^[0-9]+,[0-9]+$ ]] || { echo "PIN must be CLIENT_CPU,SERVER_CPU (e.g. 0,1)" >&2; exit 2; }
 for cpu in ${PIN/,/ } 0 1; do
@@ -465,9 +476,12 @@ rotate() {
 
 START=$SECONDS
 LOAD_BEFORE="$(cut -d' ' -f1-3 /proc/loadavg)"
-log "RUNS=$RUNS DURATION=$DURATION PIN=$PIN linerate=$LINERATE"
 want() { [[ " $CASES " == *" $1 "* ]]; }
-for ((ROUND = 1; ROUND <= RUNS; ROUND++)); do
+want rr || RR_RUNS=$RUNS
+log "RUNS=$RUNS RR_RUNS=$RR_RUNS DURATION=$DURATION PIN=$PIN linerate=$LINERATE"
+for ((ROUND = 1; ROUND <= RR_RUNS; ROUND++)); do
+    # Past RUNS only the TCP_RR and TCP_CRR cases run (see RR_RUNS above).
+    (( ROUND <= RUNS )) || CASES=rr
     want tcp && for case in tcp1 tcp4 tcpR; do
         for tool in $(rotate "$ROUND" linerate iperf3 netperf); do
             [[ "$case" == tcp4 && "$tool" == netperf ]] && continue
@@ -498,6 +512,7 @@ LOAD_AFTER="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 {
     echo "RUNS=$RUNS"
+    echo "RR_RUNS=$RR_RUNS"
     echo "DURATION=$DURATION"
     echo "UDP_STEPS=$UDP_STEPS"
     echo "PIN=$PIN"

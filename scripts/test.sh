@@ -29,6 +29,8 @@ command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 # The witness of the copy-free system calls (tests/it/copy_modes.rs: --zerocopy,
 # --sendfile, --no-rx-copy as the kernel's tracer decodes them).
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# bench/report.py's doctests (the statistics of the benchmark's targets table).
+command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The browser that loads `linerate report`'s page in its tests (headless: DOM, console
 # errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
 # installed, some 20 s.
@@ -74,6 +76,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # Everything that runs without root; the tests that need it are #[ignore]d here.
 cargo test --workspace --locked
+# The benchmark report's statistics (bench/report.py: paired rounds, median intervals).
+python3 -m doctest bench/report.py
 
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a

@@ -16,7 +16,6 @@
 //! after publishing).
 
 use std::io;
-use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -59,10 +58,7 @@ impl Watch {
             held: Some((s.as_raw_fd(), deadline)),
             cut: false,
         };
-        let held = Held {
-            watch: self,
-            _socket: PhantomData,
-        };
+        let held = Held { watch: self };
         // After publishing: a watchdog that saw the flag before this look also sees the
         // connection (the lock orders them), so no wait is left without an end. When
         // stopping, `held` is dropped here, which withdraws the connection.
@@ -86,12 +82,12 @@ impl Watch {
     }
 }
 
-/// A published connection; dropping it withdraws the connection. It borrows the socket, so
-/// the socket cannot be closed first.
+/// A published connection; dropping it withdraws the connection. [`Watch::hold`] ties its
+/// lifetime to the socket's borrow as well as the watch's, so the socket cannot be closed
+/// first.
 #[must_use]
 pub struct Held<'a> {
     watch: &'a Watch,
-    _socket: PhantomData<&'a ()>,
 }
 
 impl Held<'_> {
