@@ -193,7 +193,8 @@ pub fn run(
     let theirs = Results::parse(&body).map_err(|e| anyhow!("the iperf3 server's results: {e}"))?;
     expect(&mut ctl, State::DisplayResults, results_by)?;
     let _ = write_all(&mut ctl, &[State::IperfDone.byte()]);
-    let (server_report, mut warnings) = server_report(plan, &report, &theirs, elapsed)?;
+    let (server_report, mut warnings) =
+        checked_server_report(plan, &report, &theirs, elapsed, t0.elapsed())?;
     if let Some(f) = &failure {
         warnings.push(f.clone());
     }
@@ -203,7 +204,7 @@ pub fn run(
         None,
         interrupted,
         report,
-        Some(server_report),
+        server_report,
         warnings,
     );
     rec.failure = failure;
@@ -412,6 +413,30 @@ fn our_results(r: &SideReport, elapsed: Duration) -> Results {
             .collect(),
         server_output_json: None,
         server_output_text: None,
+    }
+}
+
+/// [`server_report`], held to what the test could have measured in `seen` (the client's
+/// time from the start to the results, [`plausible::report`]): implausible CPU figures are
+/// left out with a note, and a report whose bytes or durations cannot be true is left out
+/// whole, with a warning, as a linerate server's would be.
+fn checked_server_report(
+    plan: &StreamPlan,
+    client: &SideReport,
+    theirs: &Results,
+    elapsed: Duration,
+    seen: Duration,
+) -> anyhow::Result<(Option<SideReport>, Vec<String>)> {
+    let (mut report, mut warnings) = server_report(plan, client, theirs, elapsed)?;
+    match super::plausible::report(&mut report, seen) {
+        Ok(notes) => {
+            warnings.extend(notes);
+            Ok((Some(report), warnings))
+        }
+        Err(why) => {
+            warnings.push(why);
+            Ok((None, warnings))
+        }
     }
 }
 
@@ -672,6 +697,33 @@ mod tests {
         assert_eq!(i.direction, Direction::Bidir);
         assert_eq!(i.len, Some(1400));
         assert!(Params::parse(i.to_json().to_string().as_bytes()).is_ok());
+    }
+
+    /// An iperf3 server's figures get the checks a linerate server's do: a CPU time no
+    /// host could give is left out with a note, and bytes or durations that cannot be true
+    /// leave the whole report out, with a warning.
+    #[test]
+    fn an_iperf3_servers_impossible_figures_are_left_out() {
+        let p = plan(Transport::Tcp, LrDirection::Receive, 1);
+        let client = client_side(&[StreamRole::Rx]);
+        let seen = Duration::from_secs(3);
+        let body = br#"{"cpu_util_total":1e300,"cpu_util_user":1e300,"cpu_util_system":0,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":5000,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":2}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let (s, w) = checked_server_report(&p, &client, &theirs, seen, seen).unwrap();
+        let s = s.expect("the bytes and times are plausible");
+        assert_eq!(s.totals.tx_bytes, 5000);
+        assert_eq!(s.process_cpu, None);
+        assert!(w.iter().any(|w| w.contains("own CPU time")), "{w:?}");
+
+        let body = br#"{"cpu_util_total":10,"cpu_util_user":5,"cpu_util_system":5,"sender_has_retransmits":0,"streams":[{"id":1,"bytes":5000,"retransmits":0,"jitter":0,"errors":0,"packets":0,"start_time":0,"end_time":1e9}]}"#;
+        let theirs = Results::parse(body).unwrap();
+        let (s, w) = checked_server_report(&p, &client, &theirs, seen, seen).unwrap();
+        assert_eq!(s, None);
+        assert!(
+            w.iter()
+                .any(|w| w.contains("is left out") && w.contains("duration")),
+            "{w:?}"
+        );
     }
 
     /// 3.12 writes an unknown retransmit count as 2^64 − 1 and leaves out the omitted
