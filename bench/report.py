@@ -650,8 +650,10 @@ one machine, client and server on the same host.
   the nearest whole microsecond against netperf's, so that a difference netperf cannot
   show decides nothing either way.
 - **Paired rounds (TCP_RR, TCP_CRR).** linerate and netperf make the same system calls per
-  transaction, so the ratios of these cases sit near 1, while this machine moves whole runs
-  of either tool between a fast and a slow state (the [min–max] ranges). So these cases get
+  TCP_RR transaction (TCP_CRR: linerate's client fewer, no bind, setsockopt or getsockopt),
+  and both wait on the same wake-ups, so the ratios of these cases sit near 1, while this
+  machine moves whole runs of either tool between a fast and a slow state (the [min–max]
+  ranges). So these cases get
   more rounds, and the targets table adds, beside the ratio of the medians that decides the
   target, a 95 % interval of the median of the per-round ratios (linerate's run over
   netperf's run of the same round) and of the per-round p99 differences (distribution-free,

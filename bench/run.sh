@@ -21,9 +21,10 @@
 #   3. Runs every case RUNS times (at least 5 by default), DURATION seconds each, interleaved
 #      round-robin (for run: for case: for tool), rotating the order of the tools every round.
 #      The TCP_RR and TCP_CRR cases run RR_RUNS rounds (default 15, never fewer than RUNS):
-#      linerate and netperf make the same system calls per transaction there, so their
-#      ratios sit near 1 and five runs cannot tell which side of 1 they are on; the rounds
-#      after RUNS run those cases alone.
+#      linerate and netperf make the same system calls per TCP_RR transaction (per TCP_CRR
+#      one, linerate's client fewer) and wait on the same wake-ups, so their ratios sit
+#      near 1 and five runs cannot tell which side of 1 they are on; the rounds after RUNS
+#      run those cases alone.
 #      Both ends of every test are pinned (PIN=CLIENT,SERVER CPUs, default 0,1: linerate
 #      -A 0,1, iperf3 -A 0,1, netperf -T 0,1): unpinned, loopback TCP on a 2-CPU machine
 #      swings from 17 to 42 Gbit/s between runs of the same tool with where the scheduler puts
