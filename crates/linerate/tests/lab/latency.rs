@@ -120,17 +120,25 @@ fn lab_latency_under_load_deep_and_shallow_queues_cubic_and_bbr() {
         let bps = f["receiver_bps"].as_f64().unwrap();
         assert!(bps > 0.8 * RATE_BPS as f64, "{bps} through {RATE_BPS}");
     }
-    // The diagnosis names the deep queue, with the responsiveness it cost.
+    // The diagnosis names the deep queue, with the responsiveness it cost: the record's
+    // figure and band, which the queue keeps below "good" (under 1000 RPM). Whether it is
+    // "poor" or "fair" depends on how full the queue ran: 300 RPM is a 200 ms round trip,
+    // and CI has seen 193 ms (308 RPM, fair).
     let v = cubic["diagnosis"]["verdicts"]
         .as_array()
         .unwrap()
         .iter()
         .find(|v| v["kind"] == "queueing_delay")
         .unwrap_or_else(|| panic!("no queueing_delay: {:#}", cubic["diagnosis"]));
-    assert!(
-        v["message"].as_str().unwrap().contains("RPM (poor)"),
-        "{v:#}"
-    );
     let rpm = dl["responsiveness"]["rpm"].as_f64().unwrap();
-    assert!(rpm < 1000.0, "{rpm}");
+    let band = dl["responsiveness"]["rating"].as_str().unwrap();
+    assert!(
+        rpm < 1000.0 && matches!(band, "poor" | "fair"),
+        "{rpm} {band}"
+    );
+    let named = format!("{rpm:.0} RPM ({band})");
+    assert!(
+        v["message"].as_str().unwrap().contains(&named),
+        "{named}: {v:#}"
+    );
 }
