@@ -653,12 +653,12 @@ one machine, client and server on the same host.
   TCP_RR transaction (TCP_CRR: linerate's client fewer, no bind, setsockopt or getsockopt),
   and both wait on the same wake-ups, so the ratios of these cases sit near 1, while this
   machine moves whole runs of either tool between a fast and a slow state (the [min–max]
-  ranges). So these cases get
-  more rounds, and the targets table adds, beside the ratio of the medians that decides the
-  target, a 95 % interval of the median of the per-round ratios (linerate's run over
-  netperf's run of the same round) and of the per-round p99 differences (distribution-free,
-  from order statistics). An interval that holds 1 (or 0 us) means the two tools could not be
-  told apart in this run, whichever side of the line the medians fell.
+  ranges). So these cases get more rounds, and the targets table adds, beside the ratio of
+  the medians that decides the target, a 95 % interval of the median of the per-round
+  ratios (linerate's run over netperf's run of the same round) and of the per-round p99
+  differences (distribution-free, from order statistics). An interval that holds 1 (or
+  0 us) means the two tools could not be told apart in this run, whichever side of the line
+  the medians fell.
 - **TCP_CRR.** The same with a new TCP connection per transaction (linerate `rr --connect`,
   netperf `-t TCP_CRR`), pinned to CPUs {pin}. Each transaction leaves a TIME_WAIT socket on the
   host (on the server's side with both tools); the interleaved runs give both tools the same

@@ -417,7 +417,7 @@ fn our_results(r: &SideReport, elapsed: Duration) -> Results {
 }
 
 /// [`server_report`], held to what the test could have measured in `seen` (the client's
-/// time from the start to the results, [`plausible::report`]): implausible CPU figures are
+/// time from the start to the results, [`super::plausible::checked`]): implausible CPU figures are
 /// left out with a note, and a report whose bytes or durations cannot be true is left out
 /// whole, with a warning, as a linerate server's would be.
 fn checked_server_report(
@@ -427,17 +427,9 @@ fn checked_server_report(
     elapsed: Duration,
     seen: Duration,
 ) -> anyhow::Result<(Option<SideReport>, Vec<String>)> {
-    let (mut report, mut warnings) = server_report(plan, client, theirs, elapsed)?;
-    match super::plausible::report(&mut report, seen) {
-        Ok(notes) => {
-            warnings.extend(notes);
-            Ok((Some(report), warnings))
-        }
-        Err(why) => {
-            warnings.push(why);
-            Ok((None, warnings))
-        }
-    }
+    let (report, mut warnings) = server_report(plan, client, theirs, elapsed)?;
+    let report = super::plausible::checked(report, seen, &mut warnings);
+    Ok((report, warnings))
 }
 
 /// The server's end from its results: each of its streams (the client's index, the other

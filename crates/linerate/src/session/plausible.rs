@@ -92,6 +92,25 @@ pub fn report(r: &mut SideReport, seen: Duration) -> Result<Vec<String>, String>
     Ok(notes)
 }
 
+/// [`report`] applied to `r`: the report with its implausible figures left out, or `None`
+/// when it is doubtful as a whole; the notes, or why it was left out, go to `warnings`.
+pub fn checked(
+    mut r: SideReport,
+    seen: Duration,
+    warnings: &mut Vec<String>,
+) -> Option<SideReport> {
+    match report(&mut r, seen) {
+        Ok(notes) => {
+            warnings.extend(notes);
+            Some(r)
+        }
+        Err(why) => {
+            warnings.push(why);
+            None
+        }
+    }
+}
+
 /// Checks one of the server's intervals: a CPU figure outside 0-100 % is removed; bytes
 /// that no link could carry in the interval make the interval doubtful (`Err`: leave it
 /// out).

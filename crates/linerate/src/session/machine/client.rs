@@ -857,13 +857,7 @@ impl ClientMachine {
                 let since = self
                     .started
                     .map_or(Duration::ZERO, |t| now.saturating_duration_since(t));
-                match plausible::report(&mut report, since) {
-                    Ok(notes) => {
-                        self.warnings.extend(notes);
-                        self.server_report = Some(report);
-                    }
-                    Err(why) => self.warnings.push(why),
-                }
+                self.server_report = plausible::checked(report, since, &mut self.warnings);
                 self.server_capture = r.capture;
                 return self.finish_engine();
             }
