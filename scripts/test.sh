@@ -8,6 +8,41 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each stage's wall time, printed at the end (also when a stage fails): `stage NAME` starts a
+# stage and ends the one before.
+stage_names=()
+stage_secs=()
+stage_start=$SECONDS
+run_start=$SECONDS
+stage() {
+    local now=$SECONDS
+    if ((${#stage_names[@]})); then
+        stage_secs+=($((now - stage_start)))
+    fi
+    stage_names+=("$1")
+    stage_start=$now
+}
+print_stages() {
+    local now=$SECONDS i
+    ((${#stage_names[@]})) || return 0
+    stage_secs+=($((now - stage_start)))
+    echo "scripts/test.sh: stage times (s):"
+    for i in "${!stage_names[@]}"; do
+        printf '  %-28s %5d\n' "${stage_names[$i]}" "${stage_secs[$i]}"
+    done
+    printf '  %-28s %5d\n' "total" $((now - run_start))
+}
+cleanup_files=()
+on_exit() {
+    local rc=$?
+    print_stages
+    rm -rf "${cleanup_files[@]}"
+    exit "$rc"
+}
+trap on_exit EXIT
+
+stage "install tools"
+
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
@@ -70,13 +105,19 @@ fi
 export LINERATE_NO_STORE=1
 XDG_DATA_HOME=$(mktemp -d)
 export XDG_DATA_HOME
-trap 'rm -rf "$XDG_DATA_HOME"' EXIT
+cleanup_files+=("$XDG_DATA_HOME")
 
+stage "fmt"
 cargo fmt --all -- --check
+stage "clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 # Everything that runs without root; the tests that need it are #[ignore]d here.
+stage "build tests"
+cargo test --workspace --locked --no-run
+stage "unit and integration tests"
 cargo test --workspace --locked
 # The benchmark report's statistics (bench/report.py: paired rounds, median intervals).
+stage "bench doctests"
 python3 -m doctest bench/report.py
 
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
@@ -84,7 +125,8 @@ python3 -m doctest bench/report.py
 # lab test cannot silently stop running; raise it when you add one.
 LAB_TESTS=42
 lab_log=$(mktemp)
-trap 'rm -f "$lab_log"; rm -rf "$XDG_DATA_HOME"' EXIT
+cleanup_files+=("$lab_log")
+stage "lab tests"
 # The agreement of --profile with perf is checked alone, after the others: beside other busy
 # tests the two profilers' windows see different neighbours.
 alone=profile::the_top_kernel_functions_agree_with_perf_and_the_copy_is_a_leading_category
@@ -99,7 +141,9 @@ fi
 
 # The static build (musl): it must build, need no program interpreter, and test against the
 # usual build's server on loopback (both directions of the wire protocol's versions).
+stage "static build"
 static=$(bash scripts/static.sh)
+stage "static build's interop"
 dyn="${CARGO_TARGET_DIR:-target}/debug/linerate"
 cargo build --locked -p linerate
 port_file=$(mktemp)
