@@ -329,7 +329,7 @@ pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
         .iter()
         .map(|h| parse_hook(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let used: Vec<String> = templates
+    let used: std::collections::BTreeSet<String> = templates
         .iter()
         .flatten()
         .chain(hooks.iter().flat_map(|(_, ps)| ps.iter().map(|(_, t)| t)))

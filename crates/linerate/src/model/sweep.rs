@@ -21,6 +21,9 @@ pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 
 /// Most points a sweep may have.
 pub const MAX_POINTS: usize = 10_000;
+/// Most dimensions (`--vary`) a sweep may have: at most 13 can have two values or more
+/// within [`MAX_POINTS`], and the others fix one value each.
+pub const MAX_DIMENSIONS: usize = 64;
 
 /// One dimension of the matrix: a name and its values, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -161,6 +164,12 @@ pub fn matrix_size(counts: impl IntoIterator<Item = u64>) -> Option<u64> {
 /// built: its number of points, or a one-line error that names the counts and how to
 /// make fewer.
 pub fn check_size(dims: &[(String, u64)]) -> Result<u64, String> {
+    if dims.len() > MAX_DIMENSIONS {
+        return Err(format!(
+            "--vary is given {} times, more than the {MAX_DIMENSIONS} dimensions a sweep may have: give each dimension once, with all its values",
+            dims.len()
+        ));
+    }
     let total = matrix_size(dims.iter().map(|d| d.1));
     if let Some(n) = total.filter(|n| *n <= MAX_POINTS as u64) {
         return Ok(n);
@@ -733,6 +742,9 @@ mod tests {
             e.contains("make more than 18446744073709551615 points"),
             "{e}"
         );
+        let flat: Vec<(String, u64)> = (0..=MAX_DIMENSIONS).map(|i| (format!("v{i}"), 1)).collect();
+        assert!(check_size(&flat).unwrap_err().contains("65 times"));
+        assert_eq!(check_size(&flat[1..]), Ok(1));
         assert_eq!(matrix_size([1000, 1000, 1000]), Some(1_000_000_000));
         assert_eq!(matrix_size([u64::MAX, 2]), None);
         // expand refuses what it cannot build.
