@@ -1,12 +1,16 @@
 //! `serve --metrics ADDR`: a minimal HTTP responder for Prometheus to scrape. It answers
 //! `GET /metrics` (HTTP/1.0 or 1.1) with the server's figures (`export::prom::server`) and
 //! nothing else: other paths get 404, other methods 405, a request head over
-//! [`MAX_REQUEST`] bytes 431, anything unreadable 400. One connection at a time, each with
-//! a [`TIMEOUT`] for the whole exchange and closed after the answer, so a slow or hostile
-//! peer costs at most that long and never any memory it asks for.
+//! [`MAX_REQUEST`] bytes 431, anything unreadable 400. Connections are answered at once,
+//! each on its own small thread, up to [`MAX_CONNECTIONS`]; one more gets 503 at once and
+//! is closed. A request head must arrive whole within [`HEAD_TIMEOUT`] of the accept (not
+//! per byte: a peer dripping a byte a second gets 408 then), the answer is written within
+//! [`WRITE_TIMEOUT`], and the connection is closed after it, so idle or slow peers cost a
+//! slot for at most that long, never a scrape's wait, and never any memory they ask for.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,8 +19,32 @@ use crate::session::metrics::ServerMetrics;
 
 /// Longest request head read, bytes.
 pub const MAX_REQUEST: usize = 8192;
-/// Time a scrape may take from accept to the last byte of the answer.
-pub const TIMEOUT: Duration = Duration::from_secs(5);
+/// Time the whole request head may take to arrive, from the accept.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+/// Time the answer may take to be written.
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most connections answered at the same time (a scraper needs one).
+pub const MAX_CONNECTIONS: usize = 32;
+/// Stack of a connection's thread: it reads at most 8 KiB into the heap.
+const STACK_BYTES: usize = 128 * 1024;
+
+/// A connection's place among [`MAX_CONNECTIONS`], given back on drop.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(active: &Arc<AtomicUsize>) -> Option<Slot> {
+        active
+            .fetch_update(SeqCst, SeqCst, |n| (n < MAX_CONNECTIONS).then_some(n + 1))
+            .ok()
+            .map(|_| Slot(active.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, SeqCst);
+    }
+}
 
 /// Binds `addr` and answers scrapes from a thread; returns the bound address.
 pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<SocketAddr> {
@@ -29,9 +57,25 @@ pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<So
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
+            let active = Arc::new(AtomicUsize::new(0));
             for conn in listener.incoming() {
                 match conn {
-                    Ok(c) => answer(c, &metrics),
+                    Ok(c) => {
+                        let Some(slot) = Slot::take(&active) else {
+                            refuse(c);
+                            continue;
+                        };
+                        let m = metrics.clone();
+                        // A thread that cannot start drops its closure: the slot is given
+                        // back and the connection closed.
+                        let _ = std::thread::Builder::new()
+                            .name("metrics-conn".into())
+                            .stack_size(STACK_BYTES)
+                            .spawn(move || {
+                                let _slot = slot;
+                                answer(c, &m);
+                            });
+                    }
                     // Out of descriptors or the like: wait rather than spin.
                     Err(_) => std::thread::sleep(Duration::from_millis(100)),
                 }
@@ -40,12 +84,26 @@ pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<So
     Ok(local)
 }
 
+/// Over [`MAX_CONNECTIONS`]: 503 without reading or waiting (a non-blocking write into an
+/// empty socket buffer), then close.
+fn refuse(c: TcpStream) {
+    let body = "busy: too many connections to the metrics endpoint; retry\n";
+    let msg = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    if c.set_nonblocking(true).is_ok() {
+        let _ = (&c).write(msg.as_bytes());
+    }
+    let _ = c.shutdown(std::net::Shutdown::Both);
+}
+
 /// The request head, up to the blank line; `Err(status)` when it cannot be had.
 fn read_head(c: &mut TcpStream, start: Instant) -> Result<String, &'static str> {
     let mut buf = Vec::with_capacity(512);
     let mut chunk = [0u8; 1024];
     loop {
-        let left = TIMEOUT.saturating_sub(start.elapsed());
+        let left = HEAD_TIMEOUT.saturating_sub(start.elapsed());
         if left.is_zero() || c.set_read_timeout(Some(left)).is_err() {
             return Err("408 Request Timeout");
         }
@@ -89,7 +147,7 @@ pub fn respond(head: &str, metrics: &ServerMetrics) -> (&'static str, String) {
 
 fn answer(mut c: TcpStream, metrics: &ServerMetrics) {
     let start = Instant::now();
-    let _ = c.set_write_timeout(Some(TIMEOUT));
+    let _ = c.set_write_timeout(Some(WRITE_TIMEOUT));
     let (status, body) = match read_head(&mut c, start) {
         Ok(head) => respond(&head, metrics),
         Err(status) => (status, format!("{status}\n")),

@@ -20,7 +20,7 @@ pub mod doctor;
 mod history;
 mod keep;
 mod lab;
-mod metrics;
+pub mod metrics;
 mod report;
 mod rfc2544;
 mod rr;

@@ -9,8 +9,9 @@ use clap::{Args as ClapArgs, Parser};
 use serde::Deserialize;
 
 use super::args::{Args, Command, StoreArgs};
-use super::sweep::{sweep_plan, SweepArgs, SweepPlan};
+use super::sweep::{points_of, sweep_plan, SweepArgs, SweepPlan};
 use super::UsageError;
+use crate::model::sweep::MAX_POINTS;
 
 /// `linerate campaign` arguments.
 #[derive(Debug, ClapArgs)]
@@ -198,7 +199,10 @@ pub fn campaign_plan(a: &CampaignArgs) -> Result<CampaignPlan, UsageError> {
         .journal_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.journal", file.name)));
-    let mut sweeps = Vec::new();
+    // Every sweep's arguments, and the campaign's points counted before any sweep's
+    // matrix is built.
+    let mut parsed_sweeps = Vec::new();
+    let mut total = 0u64;
     for (i, s) in file.sweep.iter().enumerate() {
         let journal = dir.join(format!("{:02}.jsonl", i + 1));
         let argv = sweep_argv(a, &file, s, &host, port, &journal);
@@ -219,6 +223,21 @@ pub fn campaign_plan(a: &CampaignArgs) -> Result<CampaignPlan, UsageError> {
                 s.name
             )));
         };
+        let n = points_of(&args)
+            .map_err(|e| UsageError(format!("{shown}, sweep '{}': {}", s.name, e.0)))?;
+        total = total.saturating_add(n);
+        if total > MAX_POINTS as u64 {
+            return Err(UsageError(format!(
+                "{shown}: its sweeps up to '{}' ({} of {}) have {total} points, more than the {MAX_POINTS} a campaign may run: split it into several campaign files or vary fewer values",
+                s.name,
+                i + 1,
+                file.sweep.len()
+            )));
+        }
+        parsed_sweeps.push(args);
+    }
+    let mut sweeps = Vec::new();
+    for (s, args) in file.sweep.iter().zip(parsed_sweeps) {
         let plan = sweep_plan(&args)
             .map_err(|e| UsageError(format!("{shown}, sweep '{}': {}", s.name, e.0)))?;
         sweeps.push((args, plan));
@@ -364,5 +383,19 @@ mod tests {
         assert!(
             e("name = \"a b\"\n[[sweep]]\nname = \"a\"\ntest = [\"tcp\"]\n").contains("name 'a b'")
         );
+        // Counted before anything is built: one sweep of a million points, or many sweeps
+        // that together pass the limit.
+        let big = e("name = \"x\"\n[[sweep]]\nname = \"a\"\ntest = [\"tcp\"]\nvary = [\"len=1..1000\", \"window=1..1000\"]\n");
+        assert!(
+            big.contains("sweep 'a': --vary: len 1000 × window 1000 values make 1000000 points"),
+            "{big}"
+        );
+        let sweep = "[[sweep]]\nname = \"s\"\ntest = [\"tcp\"]\nvary = [\"len=1..5000\"]\n";
+        let many = e(&format!("name = \"x\"\n{}", sweep.repeat(3)));
+        assert!(
+            many.contains("up to 's' (3 of 3) have 15000 points"),
+            "{many}"
+        );
+        assert!(many.contains("split it"), "{many}");
     }
 }

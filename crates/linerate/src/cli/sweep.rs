@@ -14,7 +14,9 @@ use super::{units, UsageError};
 use crate::model::criteria::Criteria;
 use crate::model::plan::StreamPlan;
 use crate::model::repeat as metrics;
-use crate::model::sweep::{expand, fill, names_in, parse_vary, split_words, Vary, MAX_POINTS};
+use crate::model::sweep::{
+    check_size, count_vary, expand, fill, names_in, parse_vary, split_words, Vary,
+};
 use crate::repeat::RepeatPlan;
 
 /// `linerate sweep` arguments.
@@ -283,9 +285,24 @@ fn parse_hook(s: &str) -> Result<(String, Vec<(String, String)>), UsageError> {
     Ok((name.clone(), params))
 }
 
+/// The number of points of the sweep's matrix, counted from its `--vary` lists before any
+/// value is written out; a usage error (one line, how to make fewer) beyond
+/// [`MAX_POINTS`](crate::model::sweep::MAX_POINTS).
+pub fn points_of(a: &SweepArgs) -> Result<u64, UsageError> {
+    let dims = a
+        .vary
+        .iter()
+        .map(|v| count_vary(v))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(UsageError)?;
+    check_size(&dims).map_err(UsageError)
+}
+
 /// Builds the sweep.
 pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
     a.store.validate()?;
+    // The matrix's size first: a million points must be refused before they are built.
+    points_of(a)?;
     let test = a.test.first().cloned().unwrap_or_default();
     if !TESTS.contains(&test.as_str()) {
         return Err(UsageError(format!(
@@ -312,13 +329,15 @@ pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
         .iter()
         .map(|h| parse_hook(h))
         .collect::<Result<Vec<_>, _>>()?;
-    let used: Vec<String> = templates
+    let used: std::collections::BTreeSet<String> = templates
         .iter()
         .flatten()
         .chain(hooks.iter().flat_map(|(_, ps)| ps.iter().map(|(_, t)| t)))
         .flat_map(|w| names_in(w))
         .collect();
     let mut vary = Vec::new();
+    // Each dimension's flag on the test's command line, found once (not at every point).
+    let mut flags = Vec::new();
     for v in &a.vary {
         let (name, values) = parse_vary(v).map_err(UsageError)?;
         if vary.iter().any(|x: &Vary| x.name == name) {
@@ -343,21 +362,16 @@ pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
             values,
             option: option.is_some(),
         });
+        flags.push(option);
     }
-    let combos = expand(&vary);
-    if combos.len() > MAX_POINTS {
-        return Err(UsageError(format!(
-            "the matrix has {} points, more than {MAX_POINTS}: vary fewer values",
-            combos.len()
-        )));
-    }
+    let combos = expand(&vary).map_err(UsageError)?;
     let mut points = Vec::with_capacity(combos.len());
     for (i, values) in combos.into_iter().enumerate() {
         let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
         let mut argv = vec!["linerate".to_string()];
         argv.extend(a.test.iter().cloned());
-        for v in vary.iter().filter(|v| v.option) {
-            let Some(o) = test_option(&test, &v.name) else {
+        for (v, o) in vary.iter().zip(&flags) {
+            let Some(o) = o else {
                 continue;
             };
             let val = &values[&v.name];

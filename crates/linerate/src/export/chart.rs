@@ -231,9 +231,25 @@ impl Svg<'_> {
     }
 }
 
-/// A round axis maximum at or above `v`: 1, 2, 2.5 or 5 × 10^k.
+/// Largest magnitude a chart places on its scale. No figure linerate charts comes near it
+/// (1e15 bit/s, 11 days in ns, a PB); a value beyond it (a hand-edited or corrupt file's
+/// `1e308`) would squeeze every other point onto the axis under tick labels of 300 digits.
+pub const MAX_PLOTTED: f64 = 1e15;
+/// Smallest magnitude other than 0 a chart places on its scale (a share of 10^12
+/// transactions is still above it); below it, down to 5e-324, an axis maximum of 10^k
+/// underflows to 0 and every coordinate becomes NaN.
+pub const MIN_PLOTTED: f64 = 1e-12;
+
+/// Whether `v` can be placed on a chart's scale: 0, or finite with a magnitude from
+/// [`MIN_PLOTTED`] to [`MAX_PLOTTED`]. Others are left out, and the chart says so.
+pub fn plottable(v: f64) -> bool {
+    v == 0.0 || (MIN_PLOTTED..=MAX_PLOTTED).contains(&v.abs())
+}
+
+/// A round axis maximum at or above `v`: 1, 2, 2.5 or 5 × 10^k (1 for a `v` that is not
+/// [`plottable`] or not above 0).
 pub fn nice_max(v: f64) -> f64 {
-    if !(v.is_finite() && v > 0.0) {
+    if !(plottable(v) && v > 0.0) {
         return 1.0;
     }
     let exp = v.log10().floor();
@@ -279,7 +295,7 @@ impl XScale {
                 .series
                 .iter()
                 .flat_map(|s| s.points.iter().map(|p| p.x))
-                .filter(|x| x.is_finite())
+                .filter(|x| plottable(*x))
         };
         match &chart.x_axis {
             XAxis::Categories(labels) => {
@@ -339,7 +355,9 @@ impl XScale {
 
     /// The axis position of value `v` (log10 for a log axis); `None` if it has none.
     fn pos(&self, v: f64) -> Option<f64> {
-        if self.log {
+        if !plottable(v) {
+            None
+        } else if self.log {
             (v > 0.0).then(|| v.log10())
         } else {
             Some(v)
@@ -374,11 +392,37 @@ fn legend_layout(chart: &Chart) -> Vec<(f64, usize)> {
     out
 }
 
+/// The values of `chart` that cannot be placed on its scales ([`plottable`]): how many, and
+/// the first.
+fn left_out(chart: &Chart) -> (usize, Option<f64>) {
+    let x_too = !matches!(chart.x_axis, XAxis::Categories(_));
+    let values = chart.series.iter().flat_map(|s| &s.points).flat_map(|p| {
+        [Some(p.y), p.lo, p.hi, x_too.then_some(p.x)]
+            .into_iter()
+            .flatten()
+    });
+    let mut bad = values.filter(|v| !plottable(*v));
+    let first = bad.next();
+    (first.map_or(0, |_| 1 + bad.count()), first)
+}
+
 fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
     let layout = legend_layout(chart);
     let rows = layout.last().map_or(0, |l| l.1 + 1);
     let legend_top = TOP + PLOT_H + 62.0;
-    let height = legend_top + 20.0 * rows as f64 + 20.0 * chart.notes.len() as f64 + 8.0;
+    let mut notes = chart.notes.clone();
+    if let (n, Some(first)) = left_out(chart) {
+        let what = if n == 1 { "value" } else { "values" };
+        let eg = if first.is_finite() {
+            format!(", e.g. {first:e}")
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "left out of the scale: {n} {what} no measurement gives (not finite, or of a size outside {MIN_PLOTTED:e} to {MAX_PLOTTED:e}){eg}"
+        ));
+    }
+    let height = legend_top + 20.0 * rows as f64 + 20.0 * notes.len() as f64 + 8.0;
     let xs = XScale::new(chart);
     let values = chart.series.iter().flat_map(|s| {
         s.points
@@ -387,7 +431,8 @@ fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
     });
     let y_max = chart
         .y_max
-        .unwrap_or_else(|| nice_max(values.filter(|v| v.is_finite()).fold(0.0, f64::max)));
+        .filter(|m| plottable(*m) && *m > 0.0)
+        .unwrap_or_else(|| nice_max(values.filter(|v| plottable(*v)).fold(0.0, f64::max)));
     let y = |v: f64| TOP + PLOT_H * (1.0 - v / y_max);
     let mut s = Svg {
         out: String::new(),
@@ -451,7 +496,7 @@ fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
     );
     let place = |p: &Point| -> Option<(f64, f64)> {
         let pos = xs.pos(p.x)?;
-        (p.y.is_finite() && pos.is_finite()).then(|| (xs.px(pos), y(p.y.clamp(0.0, y_max))))
+        plottable(p.y).then(|| (xs.px(pos), y(p.y.clamp(0.0, y_max))))
     };
     for se in &chart.series {
         draw_series(&mut s, se, &place, &y, y_max);
@@ -471,7 +516,7 @@ fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
         s.line(*xx, yy, xx + 24.0, yy, &style);
         s.text(xx + 30.0, yy + 4.0, 12.0, Anchor::Start, false, &se.name);
     }
-    for (i, note) in chart.notes.iter().enumerate() {
+    for (i, note) in notes.iter().enumerate() {
         let yy = legend_top + 20.0 * rows as f64 + 20.0 * i as f64 + 2.0;
         s.text(LEFT, yy, 12.0, Anchor::Start, false, note);
     }
@@ -514,7 +559,7 @@ fn draw_series(
     }
     for (p, (cx, cy)) in &placed {
         if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
-            if lo.is_finite() && hi.is_finite() {
+            if plottable(lo) && plottable(hi) {
                 let (y1, y2) = (y(lo.clamp(0.0, y_max)), y(hi.clamp(0.0, y_max)));
                 let style = format!(r#"stroke="{}" stroke-width="1.5""#, se.color);
                 s.line(*cx, y1, *cx, y2, &style);
@@ -726,6 +771,65 @@ mod tests {
         assert_eq!(svg.matches(r#"stroke-width="1.5""#).count(), 3);
         assert!(svg.contains(r##"r="9" fill="none" stroke="#c00000""##));
         assert!(svg.contains(">best<"));
+    }
+
+    /// Numbers the axes cannot hold (a corrupt file's 1e308 or 5e-324) are left out of the
+    /// scale with a note: no NaN or infinite coordinate, no tick label of 300 digits.
+    #[test]
+    fn absurd_values_are_left_out_of_the_scale() {
+        let labels_ok = |svg: &str| {
+            for t in svg.split("<text").skip(1) {
+                let label = t.split('>').nth(1).unwrap().split('<').next().unwrap();
+                // Tick labels ("250k", "1.5M") are short numbers.
+                if label.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+                    assert!(label.len() <= 8, "{label}");
+                }
+            }
+        };
+        for absurd in [1e308, 5e-324, -1e308, f64::INFINITY, f64::NAN, 1e16, 1e-13] {
+            for axis in [
+                XAxis::Linear,
+                XAxis::Log,
+                XAxis::Categories(vec!["a".into(); 3]),
+            ] {
+                let mut c = chart(
+                    axis,
+                    vec![
+                        Point::new(1.0, 40.0),
+                        Point {
+                            lo: Some(absurd),
+                            hi: Some(absurd),
+                            ..Point::new(2.0, absurd)
+                        },
+                        Point::new(absurd, 60.0),
+                    ],
+                );
+                c.best = Some((Point::new(2.0, absurd), "best".into()));
+                let svg = render_svg(&c);
+                for bad in ["NaN", "inf"] {
+                    assert!(!svg.contains(bad), "{absurd} {bad}: {svg}");
+                }
+                labels_ok(&svg);
+                assert!(svg.contains("left out of the scale"), "{absurd}: {svg}");
+                // The scale is the plausible points' (60 rounds up to 100).
+                assert!(svg.contains(">100<"), "{absurd}: {svg}");
+                let note = render_svg(&c);
+                assert_eq!(svg, note, "still deterministic");
+            }
+        }
+        // Alone on a chart: an axis of 1, not of 0 or 1e308.
+        let svg = render_svg(&chart(XAxis::Linear, vec![Point::new(1.0, 5e-324)]));
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        assert!(svg.contains(">1<"), "{svg}");
+        assert_eq!(nice_max(5e-324), 1.0);
+        assert_eq!(nice_max(1e308), 1.0);
+        // Zero, negative zero and small real figures stay on the chart.
+        assert!(plottable(0.0) && plottable(-0.0) && plottable(1e-6) && plottable(4e13));
+        let svg = render_svg(&chart(
+            XAxis::Linear,
+            vec![Point::new(1.0, -0.0), Point::new(2.0, 3.0)],
+        ));
+        assert!(!svg.contains("left out"), "{svg}");
     }
 
     #[test]

@@ -26,9 +26,11 @@ fn label_value(v: &str) -> String {
 }
 
 /// A sample value: integers without a fraction, others as Rust prints them (shortest
-/// round-trip form, which Prometheus parses).
+/// round-trip form, which Prometheus parses). Zero is `0`, never `-0`.
 fn value(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {
         format!("{v}")
@@ -454,6 +456,39 @@ mod tests {
             .iter()
             .any(|s| s.0 == "linerate_client_last_latency_seconds"));
         assert_eq!(label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    /// A negative zero (a rate of no bytes, or a file that says -0.0) is written `0`.
+    #[test]
+    fn zero_is_never_negative() {
+        assert_eq!(value(-0.0), "0");
+        assert_eq!(value(0.0), "0");
+        assert_eq!(value(-2.0), "-2");
+        let s = Snapshot {
+            current_rx_bps: -0.0,
+            current_tx_bps: -0.0,
+            current_cpu_percent: Some(-0.0),
+            last: Some(LastTest {
+                rx_bps: Some(-0.0),
+                tx_bps: Some(-0.0),
+                cpu_percent: Some(-0.0),
+                busiest_cpu_percent: Some(-0.0),
+            }),
+            ..Snapshot::default()
+        };
+        let mut rec = fixtures::tcp_send();
+        for f in &mut rec.summary.flows {
+            f.receiver_bps = Some(-0.0);
+            f.sender_bps = Some(-0.0);
+        }
+        rec.summary.client.cpu_util_percent = Some(-0.0);
+        for text in [server(&s), runs("tcp", &[rec])] {
+            let samples = parse(&text);
+            assert!(samples.iter().any(|s| s.0.contains("throughput")), "{text}");
+            for line in text.lines().filter(|l| !l.starts_with('#')) {
+                assert!(!line.ends_with(" -0"), "{line}");
+            }
+        }
     }
 
     #[test]

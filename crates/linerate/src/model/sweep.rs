@@ -21,6 +21,9 @@ pub const SWEEP_SCHEMA_VERSION: u32 = 1;
 
 /// Most points a sweep may have.
 pub const MAX_POINTS: usize = 10_000;
+/// Most dimensions (`--vary`) a sweep may have: at most 13 can have two values or more
+/// within [`MAX_POINTS`], and the others fix one value each.
+pub const MAX_DIMENSIONS: usize = 64;
 
 /// One dimension of the matrix: a name and its values, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -34,10 +37,70 @@ pub struct Vary {
     pub option: bool,
 }
 
-/// Parses `NAME=VALUES`: VALUES is a comma-separated list whose items are single values or
-/// ranges `LO..HI` (step 1), `LO..HI:+STEP` (arithmetic) or `LO..HI:*FACTOR` (geometric),
-/// with size suffixes (K, M, G: powers of 1024) allowed in ranges.
-pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
+/// One item of a `--vary` list: a single value, or a range not yet written out.
+#[derive(Debug, Clone, Copy)]
+enum Item<'a> {
+    One(&'a str),
+    /// `LO..HI` (step 1: `Add(1)`), `LO..HI:+STEP` or `LO..HI:*FACTOR`.
+    Range {
+        lo: u64,
+        hi: u64,
+        step: Step,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Step {
+    Add(u64),
+    Mul(u64),
+}
+
+impl Item<'_> {
+    /// How many values it gives, counted without writing them out.
+    fn count(self) -> u64 {
+        match self {
+            Item::One(_) => 1,
+            Item::Range {
+                lo,
+                hi,
+                step: Step::Add(d),
+            } => ((hi - lo) / d).saturating_add(1),
+            Item::Range {
+                lo,
+                hi,
+                step: Step::Mul(f),
+            } => {
+                // At most 64 rounds: lo ≥ 1 and f ≥ 2.
+                let (mut n, mut v) = (0, Some(lo));
+                while let Some(x) = v.filter(|x| *x <= hi) {
+                    n += 1;
+                    v = x.checked_mul(f);
+                }
+                n
+            }
+        }
+    }
+
+    /// Appends its values.
+    fn write_out(self, out: &mut Vec<String>) {
+        match self {
+            Item::One(v) => out.push(v.to_string()),
+            Item::Range { lo, hi, step } => {
+                let mut v = Some(lo);
+                while let Some(x) = v.filter(|x| *x <= hi) {
+                    out.push(x.to_string());
+                    v = match step {
+                        Step::Add(d) => x.checked_add(d),
+                        Step::Mul(f) => x.checked_mul(f),
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The name and the items of `NAME=VALUES`, checked; nothing written out yet.
+fn parse_items(s: &str) -> Result<(String, Vec<Item<'_>>), String> {
     let (name, list) = s
         .split_once('=')
         .ok_or_else(|| format!("--vary {s}: use NAME=VALUES, e.g. --vary len=1K,4K,16K"))?;
@@ -51,24 +114,84 @@ pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
             "--vary {s}: NAME is a test option (len, window, parallel, P) or a variable name of letters, digits and _"
         ));
     }
-    let mut values = Vec::new();
+    let mut items = Vec::new();
     for item in list.split(',').map(str::trim) {
         if item.is_empty() {
             return Err(format!(
                 "--vary {s}: an empty value; separate values with commas"
             ));
         }
-        match item.split_once("..") {
-            Some((lo, rest)) => {
-                values.extend(range(lo, rest).map_err(|e| format!("--vary {s}: {e}"))?)
-            }
-            None => values.push(item.to_string()),
-        }
-        if values.len() > MAX_POINTS {
-            return Err(format!("--vary {s}: more than {MAX_POINTS} values"));
-        }
+        items.push(match item.split_once("..") {
+            Some((lo, rest)) => range(lo, rest).map_err(|e| format!("--vary {s}: {e}"))?,
+            None => Item::One(item),
+        });
+    }
+    Ok((name, items))
+}
+
+/// How many values `NAME=VALUES` gives, counted without writing them out: with
+/// [`check_size`], a matrix is measured before it is built.
+pub fn count_vary(s: &str) -> Result<(String, u64), String> {
+    let (name, items) = parse_items(s)?;
+    let n = items.iter().fold(0u64, |n, i| n.saturating_add(i.count()));
+    Ok((name, n))
+}
+
+/// Parses `NAME=VALUES`: VALUES is a comma-separated list whose items are single values or
+/// ranges `LO..HI` (step 1), `LO..HI:+STEP` (arithmetic) or `LO..HI:*FACTOR` (geometric),
+/// with size suffixes (K, M, G: powers of 1024) allowed in ranges. More than
+/// [`MAX_POINTS`] values are refused before any is written out.
+pub fn parse_vary(s: &str) -> Result<(String, Vec<String>), String> {
+    let (name, items) = parse_items(s)?;
+    let n = items.iter().fold(0u64, |n, i| n.saturating_add(i.count()));
+    check_size(&[(name.clone(), n)])?;
+    let mut values = Vec::new();
+    for i in items {
+        i.write_out(&mut values);
     }
     Ok((name, values))
+}
+
+/// The number of points of a matrix whose dimensions have these many values (checked
+/// arithmetic: `None` beyond `u64`).
+pub fn matrix_size(counts: impl IntoIterator<Item = u64>) -> Option<u64> {
+    counts
+        .into_iter()
+        .try_fold(1u64, |acc, n| acc.checked_mul(n))
+}
+
+/// Checks a matrix's size from its dimensions' names and value counts, before anything is
+/// built: its number of points, or a one-line error that names the counts and how to
+/// make fewer.
+pub fn check_size(dims: &[(String, u64)]) -> Result<u64, String> {
+    if dims.len() > MAX_DIMENSIONS {
+        return Err(format!(
+            "--vary is given {} times, more than the {MAX_DIMENSIONS} dimensions a sweep may have: give each dimension once, with all its values",
+            dims.len()
+        ));
+    }
+    let total = matrix_size(dims.iter().map(|d| d.1));
+    if let Some(n) = total.filter(|n| *n <= MAX_POINTS as u64) {
+        return Ok(n);
+    }
+    let many: Vec<&(String, u64)> = dims.iter().filter(|d| d.1 > 1).collect();
+    let mut factors: Vec<String> = many
+        .iter()
+        .take(6)
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect();
+    if many.len() > 6 {
+        factors.push(format!("{} more", many.len() - 6));
+    }
+    let total = total.map_or_else(|| format!("more than {}", u64::MAX), |n| n.to_string());
+    let widest = many
+        .iter()
+        .max_by_key(|d| d.1)
+        .map_or("len", |d| d.0.as_str());
+    Err(format!(
+        "--vary: {} values make {total} points, more than the {MAX_POINTS} a sweep may have: give fewer values, e.g. a range with a step ({widest}=1..1000:+100) or a factor ({widest}=1..1024:*2)",
+        factors.join(" × ")
+    ))
 }
 
 fn number(s: &str) -> Result<u64, String> {
@@ -86,7 +209,7 @@ fn number(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{s}' is not a whole number (K, M, G suffixes allowed)"))
 }
 
-fn range(lo: &str, rest: &str) -> Result<Vec<String>, String> {
+fn range<'a>(lo: &str, rest: &str) -> Result<Item<'a>, String> {
     let (hi, step) = match rest.split_once(':') {
         Some((h, st)) => (h, Some(st.trim())),
         None => (rest, None),
@@ -95,59 +218,39 @@ fn range(lo: &str, rest: &str) -> Result<Vec<String>, String> {
     if lo > hi {
         return Err(format!("the range {lo}..{hi} runs backwards"));
     }
-    let mut out = Vec::new();
-    let mut v = lo;
-    match step {
-        None => {
-            while v <= hi {
-                out.push(v.to_string());
-                v += 1;
-                if out.len() > MAX_POINTS {
-                    return Err(format!("the range has more than {MAX_POINTS} values"));
-                }
-            }
-        }
+    let step = match step {
+        None => Step::Add(1),
         Some(st) if st.starts_with('+') => {
             let d = number(&st[1..])?;
             if d == 0 {
                 return Err("a step of +0 never ends".into());
             }
-            while v <= hi {
-                out.push(v.to_string());
-                v = v.saturating_add(d);
-                if out.len() > MAX_POINTS {
-                    return Err(format!("the range has more than {MAX_POINTS} values"));
-                }
-                if v == u64::MAX {
-                    break;
-                }
-            }
+            Step::Add(d)
         }
         Some(st) if st.starts_with('*') => {
             let f = number(&st[1..])?;
             if f < 2 || lo == 0 {
                 return Err("a geometric range needs a factor of at least 2 and LO above 0".into());
             }
-            while v <= hi {
-                out.push(v.to_string());
-                match v.checked_mul(f) {
-                    Some(n) => v = n,
-                    None => break,
-                }
-            }
+            Step::Mul(f)
         }
         Some(st) => {
             return Err(format!(
                 "step '{st}': use :+STEP (arithmetic) or :*FACTOR (geometric)"
             ))
         }
-    }
-    Ok(out)
+    };
+    Ok(Item::Range { lo, hi, step })
 }
 
 /// Every combination of the values, the first dimension outermost; each point maps names to
-/// values.
-pub fn expand(varies: &[Vary]) -> Vec<BTreeMap<String, String>> {
+/// values. A matrix of more than [`MAX_POINTS`] points is refused before it is built.
+pub fn expand(varies: &[Vary]) -> Result<Vec<BTreeMap<String, String>>, String> {
+    let dims: Vec<(String, u64)> = varies
+        .iter()
+        .map(|v| (v.name.clone(), v.values.len() as u64))
+        .collect();
+    check_size(&dims)?;
     let mut points = vec![BTreeMap::new()];
     for v in varies {
         let mut next = Vec::with_capacity(points.len() * v.values.len());
@@ -160,7 +263,7 @@ pub fn expand(varies: &[Vary]) -> Vec<BTreeMap<String, String>> {
         }
         points = next;
     }
-    points
+    Ok(points)
 }
 
 /// Splits a command template into words: whitespace separates, single or double quotes
@@ -594,19 +697,79 @@ mod tests {
     }
 
     #[test]
+    fn the_matrix_is_measured_before_it_is_built() {
+        // Counting writes nothing out, however wide the range.
+        for s in [
+            "l=1K,4K",
+            "P=1..4",
+            "l=1K..8K:*2",
+            "mtu=1500..9000:+2500",
+            "mtu=1500..9001:+2500",
+            "x=1,3..4,9",
+            "l=1..10000",
+        ] {
+            let (_, n) = count_vary(s).unwrap();
+            assert_eq!(n, parse_vary(s).unwrap().1.len() as u64, "{s}");
+        }
+        assert_eq!(count_vary("l=0..16G").unwrap().1, (16u64 << 30) + 1);
+        assert_eq!(count_vary("l=0..18446744073709551615").unwrap().1, u64::MAX);
+        assert_eq!(count_vary("l=1..16G:*2").unwrap().1, 35);
+        assert_eq!(
+            count_vary("l=1..18446744073709551615:+1000000").unwrap().1,
+            18_446_744_073_710
+        );
+        // The last value of a step that ends at u64::MAX is kept.
+        let top = parse_vary("l=18446744073709551613..18446744073709551615:+2")
+            .unwrap()
+            .1;
+        assert_eq!(top, ["18446744073709551613", "18446744073709551615"]);
+
+        let dims = |d: &[(&str, u64)]| -> Vec<(String, u64)> {
+            d.iter().map(|(n, c)| (n.to_string(), *c)).collect()
+        };
+        assert_eq!(
+            check_size(&dims(&[("len", 100), ("window", 100)])),
+            Ok(10_000)
+        );
+        assert_eq!(check_size(&[]), Ok(1));
+        let e = check_size(&dims(&[("x", 1), ("len", 1000), ("window", 2000)])).unwrap_err();
+        assert_eq!(
+            e,
+            "--vary: len 1000 × window 2000 values make 2000000 points, more than the 10000 a sweep may have: give fewer values, e.g. a range with a step (window=1..1000:+100) or a factor (window=1..1024:*2)"
+        );
+        let e = check_size(&dims(&[("a", u64::MAX), ("b", 2)])).unwrap_err();
+        assert!(
+            e.contains("make more than 18446744073709551615 points"),
+            "{e}"
+        );
+        let flat: Vec<(String, u64)> = (0..=MAX_DIMENSIONS).map(|i| (format!("v{i}"), 1)).collect();
+        assert!(check_size(&flat).unwrap_err().contains("65 times"));
+        assert_eq!(check_size(&flat[1..]), Ok(1));
+        assert_eq!(matrix_size([1000, 1000, 1000]), Some(1_000_000_000));
+        assert_eq!(matrix_size([u64::MAX, 2]), None);
+        // expand refuses what it cannot build.
+        let wide = Vary {
+            name: "a".into(),
+            values: (0..200).map(|i| i.to_string()).collect(),
+            option: true,
+        };
+        assert!(expand(&[wide.clone(), wide]).is_err());
+    }
+
+    #[test]
     fn the_matrix_is_every_combination_first_outermost() {
         let vary = |n: &str, v: &[&str]| Vary {
             name: n.into(),
             values: v.iter().map(|s| s.to_string()).collect(),
             option: true,
         };
-        let pts = expand(&[vary("a", &["1", "2"]), vary("b", &["x", "y", "z"])]);
+        let pts = expand(&[vary("a", &["1", "2"]), vary("b", &["x", "y", "z"])]).unwrap();
         assert_eq!(pts.len(), 6);
         assert_eq!(pts[0]["a"], "1");
         assert_eq!(pts[0]["b"], "x");
         assert_eq!(pts[1]["b"], "y");
         assert_eq!(pts[3]["a"], "2");
-        assert_eq!(expand(&[]).len(), 1);
+        assert_eq!(expand(&[]).unwrap().len(), 1);
     }
 
     #[test]

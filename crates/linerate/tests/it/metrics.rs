@@ -168,6 +168,113 @@ fn the_metrics_responder_answers_get_metrics_only_within_limits() {
     assert!(http(srv.metrics, b"GET /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
 }
 
+/// Idle and dripping connections do not hold up a scrape: 20 connections that send
+/// nothing and 3 that drip a byte every 200 ms, then a real scrape is answered 200 (and
+/// passes promtool) long before any of them times out, where one connection at a time made
+/// it wait 5 s for each. A dripper is cut off with 408 once its head has taken
+/// `HEAD_TIMEOUT` in all, and a connection over `MAX_CONNECTIONS` gets 503 at once.
+#[test]
+fn slow_peers_do_not_hold_up_a_scrape() {
+    use linerate::app::metrics::{HEAD_TIMEOUT, MAX_CONNECTIONS};
+    use std::time::{Duration, Instant};
+
+    let srv = serve();
+    let idle: Vec<TcpStream> = (0..20)
+        .map(|_| TcpStream::connect(srv.metrics).unwrap())
+        .collect();
+    let t0 = Instant::now();
+    let drippers: Vec<_> = (0..3)
+        .map(|_| {
+            let addr = srv.metrics;
+            std::thread::spawn(move || {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.set_nonblocking(true).unwrap();
+                let start = Instant::now();
+                let mut out = Vec::new();
+                for b in b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: "
+                    .iter()
+                    .cycle()
+                {
+                    // The server's answer ends the drip.
+                    let mut buf = [0u8; 512];
+                    match c.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => out.extend_from_slice(&buf[..n]),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => break,
+                    }
+                    if c.write_all(&[*b]).is_err() || start.elapsed() > Duration::from_secs(30) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                (start.elapsed(), String::from_utf8_lossy(&out).into_owned())
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    let mut c = TcpStream::connect(srv.metrics).unwrap();
+    // Prometheus's default scrape time-out.
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut answer = String::new();
+    let _ = c.read_to_string(&mut answer);
+    let took = asked.elapsed();
+    assert!(
+        answer.starts_with("HTTP/1.1 200 OK\r\n"),
+        "{took:?}: {answer}"
+    );
+    assert!(
+        took < HEAD_TIMEOUT,
+        "the scrape took {took:?}: it waited for a slow peer (head time-out {HEAD_TIMEOUT:?})"
+    );
+    assert_eq!(promtool(answer.split("\r\n\r\n").nth(1).unwrap()), "");
+    for d in drippers {
+        let (lasted, out) = d.join().unwrap();
+        assert!(out.starts_with("HTTP/1.1 408"), "{out}");
+        // Cut off by the time-out of the whole head, not of each byte (a byte came every
+        // 200 ms), with slack for scheduling.
+        assert!(
+            lasted >= HEAD_TIMEOUT - Duration::from_millis(300)
+                && lasted < HEAD_TIMEOUT + Duration::from_secs(2),
+            "a dripper lasted {lasted:?}"
+        );
+    }
+    assert!(t0.elapsed() < HEAD_TIMEOUT * 3);
+    drop(idle);
+
+    // The cap: MAX_CONNECTIONS idle connections take every slot; one more is refused at
+    // once, and once theirs time out a scrape is answered again.
+    let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
+        .map(|_| TcpStream::connect(srv.metrics).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let asked = Instant::now();
+    let mut c = TcpStream::connect(srv.metrics).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut busy = String::new();
+    let _ = c.read_to_string(&mut busy);
+    assert!(busy.starts_with("HTTP/1.1 503"), "{busy}");
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    std::thread::sleep(HEAD_TIMEOUT);
+    let deadline = Instant::now() + HEAD_TIMEOUT * 2;
+    loop {
+        let a = http(srv.metrics, b"GET /metrics HTTP/1.1\r\n\r\n");
+        if a.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still refused: {a}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(idle);
+}
+
 #[test]
 fn prom_file_of_a_client_run_passes_promtool_and_matches_the_record() {
     let srv = crate::common::TestServer::start();

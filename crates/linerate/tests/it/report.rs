@@ -164,6 +164,58 @@ fn report_refuses_bad_input_in_one_line() {
     }
 }
 
+/// A result file with CPU figures no host gives (1e308 %, 5e-324 %, -0 %, and one left
+/// out: JSON has no NaN) charts without NaN or infinite coordinates and without tick labels
+/// of 300 digits; the chart says what it left out of its scale.
+#[test]
+fn absurd_figures_in_a_file_are_left_out_of_the_charts() {
+    let srv = TestServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_against(&srv, "tcp", &["-t", "0.6", "-i", "0.1", "--json"]);
+    let mut rec: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ivs = rec["client"]["intervals"].as_array_mut().unwrap();
+    assert!(ivs.len() >= 4, "0.1 s intervals over 0.6 s: {}", ivs.len());
+    let absurd = [
+        serde_json::json!(1e308),
+        serde_json::json!(5e-324),
+        serde_json::json!(-0.0),
+        serde_json::Value::Null,
+    ];
+    for (iv, v) in ivs.iter_mut().zip(&absurd) {
+        iv["cpu_percent"] = v.clone();
+    }
+    let file = dir.path().join("absurd.json");
+    let text = serde_json::to_string(&rec).unwrap();
+    assert!(text.contains("\"cpu_percent\":1e+308") && text.contains("\"cpu_percent\":5e-324"));
+    std::fs::write(&file, text).unwrap();
+    let charts = dir.path().join("charts");
+    let page = run_ok(&["report", s(&file), "--chart-dir", s(&charts)]);
+    for e in std::fs::read_dir(&charts).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_none_or(|x| x != "svg") {
+            continue;
+        }
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        for t in svg.split("<text").skip(1) {
+            let label = t.split('>').nth(1).unwrap().split('<').next().unwrap();
+            if label.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+                assert!(
+                    label.len() <= 8,
+                    "a tick label of {} characters",
+                    label.len()
+                );
+            }
+        }
+    }
+    let cpu = std::fs::read_to_string(charts.join("cpu.svg")).unwrap();
+    assert!(
+        cpu.contains("left out of the scale: 2 values no measurement gives"),
+        "{cpu}"
+    );
+    assert!(page.contains("left out of the scale"));
+}
+
 /// Chromium's flags: headless, no background services, and a network that cannot be
 /// reached (every name unresolvable, a proxy on a closed loopback port), so that nothing
 /// can leave the machine even if the page asked.
