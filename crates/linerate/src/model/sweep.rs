@@ -696,7 +696,7 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::fixtures;
     use crate::model::repeat::{RepeatRecord, TRIALS_SCHEMA_VERSION};
@@ -764,7 +764,7 @@ mod tests {
         assert!(split_words("  ").is_err());
     }
 
-    fn point(index: u32, status: PointStatus, bps: &[f64]) -> PointRecord {
+    pub(crate) fn point(index: u32, status: PointStatus, bps: &[f64]) -> PointRecord {
         let runs = bps
             .iter()
             .map(|b| {
@@ -801,7 +801,7 @@ mod tests {
     }
 
     /// A point of a one-dimension sweep `name=value`, with one run per figure.
-    fn labelled(index: u32, name: &str, value: &str, status: PointStatus, bps: &[f64]) -> PointRecord {
+    pub(crate) fn labelled(index: u32, name: &str, value: &str, status: PointStatus, bps: &[f64]) -> PointRecord {
         let mut p = point(index, status, bps);
         p.values = [(name.to_string(), value.to_string())].into();
         p
