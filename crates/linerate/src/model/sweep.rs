@@ -660,6 +660,12 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         PickRule::Welch if indistinguishable.is_empty() => sentence.push_str(
             " Welch's t-test separates it from every other point (p < 0.05).",
         ),
+        // The baseline's comparison above already said it may be equal.
+        PickRule::Welch if indistinguishable == [baseline] && bp.index != baseline => sentence
+            .push_str(
+                " Welch's t-test separates it from every other point but the baseline \
+                 (p < 0.05); it is picked by its mean.",
+            ),
         PickRule::Welch => sentence.push_str(&format!(
             " Welch's t-test cannot tell it from {} (p >= 0.05): they are indistinguishable, \
              and it is picked only by its {} mean.",
@@ -963,19 +969,28 @@ pub(crate) mod tests {
             point(2, PointStatus::TesterLimited, &[101e6, 99.5e6, 101.5e6, 100e6, 101e6]),
             point(3, PointStatus::Ok, &[50e6, 51e6, 49e6, 50e6, 50.5e6]),
         ];
-        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        let b = pick_best(&pts, "throughput_bps", 3).unwrap();
         // The higher mean is picked (nothing beats it), and the words say it is a tie.
         assert_eq!(b.point, 2);
         assert_eq!(b.rule, Some(PickRule::Welch));
         assert_eq!(b.indistinguishable, vec![1]);
-        assert_eq!(b.verdict, "not_significant");
+        assert_eq!(b.verdict, "significant");
         assert!(
             b.sentence
                 .contains("Welch's t-test cannot tell it from point 1 (p >= 0.05): they are indistinguishable"),
             "{}",
             b.sentence
         );
+        // Against the baseline point 1 the tie is said once, with its p-value.
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!((b.point, b.verdict.as_str()), (2, "not_significant"));
+        assert_eq!(b.indistinguishable, vec![1]);
         assert!(b.sentence.contains("the points may be equal"), "{}", b.sentence);
+        assert!(
+            b.sentence.contains("separates it from every other point but the baseline"),
+            "{}",
+            b.sentence
+        );
         // Never a point another point beats significantly: the pick is not below any.
         let c = MetricComparison::new(
             "throughput_bps",
