@@ -21,8 +21,8 @@ use crate::cli::sweep::{sweep_plan, PointPlan, SweepArgs, SweepFormat, SweepPlan
 use crate::cli::UsageError;
 use crate::export;
 use crate::model::sweep::{
-    bound_word, metric_def, pick_best, status_of, CommandRecord, PointRecord, PointStatus, SweepRecord, Vary,
-    SWEEP_SCHEMA_VERSION, TESTER_ADVICE,
+    bound_word, metric_def, pick_best, status_of, CommandRecord, PointRecord, PointStatus,
+    SweepRecord, Vary, SWEEP_SCHEMA_VERSION, TESTER_ADVICE,
 };
 use crate::repeat::run_repetitions;
 use crate::session::client;
@@ -497,7 +497,10 @@ pub fn run(
                 .iter()
                 .any(|p| p.index == plan.baseline && p.values_of(&plan.best_by).is_empty())
             {
-                format!(" or the baseline point {} did not measure it", plan.baseline)
+                format!(
+                    " or the baseline point {} did not measure it",
+                    plan.baseline
+                )
             } else {
                 String::new()
             }

@@ -276,7 +276,8 @@ fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
     let v = c.verdict(VerdictKind::CpuBound);
     assert_eq!(v.side, Some(Role::Client));
     assert!(
-        v.message.starts_with("The only CPU of the client was busy: 99.0%."),
+        v.message
+            .starts_with("The only CPU of the client was busy: 99.0%."),
         "{}",
         v.message
     );
@@ -303,7 +304,11 @@ fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
     c.plan.rate_bps = Some(1_000_000_000);
     c.client.cpu = Some(fixtures::cpu(1, 99.0, 99.0));
     c.client.process_cpu = Some(saturated.clone());
-    assert!(!c.kinds().contains(&VerdictKind::TesterLimited), "{:?}", c.kinds());
+    assert!(
+        !c.kinds().contains(&VerdictKind::TesterLimited),
+        "{:?}",
+        c.kinds()
+    );
     let d = diagnose(&c.record());
     let cpu: Vec<_> = d
         .verdicts
@@ -312,7 +317,9 @@ fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
         .collect();
     assert_eq!(cpu.len(), 1, "{:?}", d.verdicts);
     assert!(
-        cpu[0].message.contains("Paced at 1.000 Gbit/s, the client sent only 600.0 Mbit/s (60%)"),
+        cpu[0]
+            .message
+            .contains("Paced at 1.000 Gbit/s, the client sent only 600.0 Mbit/s (60%)"),
         "{}",
         cpu[0].message
     );

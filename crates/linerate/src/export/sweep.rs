@@ -224,7 +224,10 @@ mod tests {
         assert!(two.contains("≥31.56 Gbit/s"), "{t}");
         assert!(two.trim_end().ends_with("best"), "{t}");
         let one = line("1  2G");
-        assert!(one.contains(" 1.992 Gbit/s") && one.trim_end().ends_with("baseline"), "{t}");
+        assert!(
+            one.contains(" 1.992 Gbit/s") && one.trim_end().ends_with("baseline"),
+            "{t}"
+        );
         assert!(
             t.contains("Best by throughput: point 2 (rate=100G) at least 31.56 Gbit/s; the tester limited this point: use -P."),
             "{t}"
@@ -241,7 +244,13 @@ mod tests {
         assert_eq!(b["all_tester_limited"], false, "{b:#}");
         assert_eq!(b["mean"].as_f64(), Some(31.56e9));
         let csv = render_csv(&rec);
-        assert!(csv.lines().nth(2).unwrap().contains(",tester-limited,1,throughput_bps,31560000000,,,true,"), "{csv}");
+        assert!(
+            csv.lines()
+                .nth(2)
+                .unwrap()
+                .contains(",tester-limited,1,throughput_bps,31560000000,,,true,"),
+            "{csv}"
+        );
     }
 
     /// The second case: len=16K, 64K, 256K at 20.9, 23.2, 36.4 Gbit/s, the last two
@@ -256,12 +265,20 @@ mod tests {
             ]
         };
         let t = render_table(&record("len", pts(PointStatus::Ok)));
-        assert!(t.contains("point 3 (len=256K) at least 36.40 Gbit/s"), "{t}");
+        assert!(
+            t.contains("point 3 (len=256K) at least 36.40 Gbit/s"),
+            "{t}"
+        );
         assert!(!t.contains("every point"), "{t}");
         let t = render_table(&record("len", pts(PointStatus::TesterLimited)));
-        assert!(t.contains("point 3 (len=256K) at least 36.40 Gbit/s"), "{t}");
         assert!(
-            t.contains("The tester limited every point: the sweep measured linerate more than the system"),
+            t.contains("point 3 (len=256K) at least 36.40 Gbit/s"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                "The tester limited every point: the sweep measured linerate more than the system"
+            ),
             "{t}"
         );
         assert!(t.contains("≥20.90 Gbit/s"), "{t}");

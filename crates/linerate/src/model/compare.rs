@@ -501,9 +501,9 @@ fn bounded_phrase(
             let who = limits.a.unwrap_or(label);
             format!("{p}; the tester limited {who}, which does at least as well as measured")
         }
-        (Some(a), false) if b_better => format!(
-            "at most {p} (the tester limited {a}, which does at least as well as measured)"
-        ),
+        (Some(a), false) if b_better => {
+            format!("at most {p} (the tester limited {a}, which does at least as well as measured)")
+        }
         (Some(a), false) if b_worse => format!(
             "at least {p} (the tester limited {a}, which does at least as well as measured)"
         ),
@@ -740,7 +740,12 @@ pub(crate) mod tests {
         let r = compare(&[input("A", a.clone()), input("B", b)]).unwrap();
         let c = &r.comparisons[0];
         assert!(c.a_tester_limited && !c.b_tester_limited);
-        assert!(c.sentence.starts_with("B: at most 74.2% higher throughput (the tester limited A"), "{}", c.sentence);
+        assert!(
+            c.sentence
+                .starts_with("B: at most 74.2% higher throughput (the tester limited A"),
+            "{}",
+            c.sentence
+        );
         // A limited and B lower: at least that much lower.
         let b = runs(&[10000.0], &[100.0]);
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
@@ -758,7 +763,9 @@ pub(crate) mod tests {
         let r = compare(&[input("A", a), input("B", b)]).unwrap();
         let s = &r.comparisons[0].sentence;
         assert!(
-            s.starts_with("B: no significant change in throughput (+0.0%, p = 1.00); the tester limited B"),
+            s.starts_with(
+                "B: no significant change in throughput (+0.0%, p = 1.00); the tester limited B"
+            ),
             "{s}"
         );
     }

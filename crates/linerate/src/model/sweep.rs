@@ -657,9 +657,9 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
                 "lower"
             }
         )),
-        PickRule::Welch if indistinguishable.is_empty() => sentence.push_str(
-            " Welch's t-test separates it from every other point (p < 0.05).",
-        ),
+        PickRule::Welch if indistinguishable.is_empty() => {
+            sentence.push_str(" Welch's t-test separates it from every other point (p < 0.05).")
+        }
         // The baseline's comparison above already said it may be equal.
         PickRule::Welch if indistinguishable == [baseline] && bp.index != baseline => sentence
             .push_str(
@@ -807,7 +807,13 @@ pub(crate) mod tests {
     }
 
     /// A point of a one-dimension sweep `name=value`, with one run per figure.
-    pub(crate) fn labelled(index: u32, name: &str, value: &str, status: PointStatus, bps: &[f64]) -> PointRecord {
+    pub(crate) fn labelled(
+        index: u32,
+        name: &str,
+        value: &str,
+        status: PointStatus,
+        bps: &[f64],
+    ) -> PointRecord {
         let mut p = point(index, status, bps);
         p.values = [(name.to_string(), value.to_string())].into();
         p
@@ -871,7 +877,11 @@ pub(crate) mod tests {
         let b = pick_best(&lo, "client_cpu_percent", 1).unwrap();
         assert_eq!(b.point, 2);
         assert!(!b.higher_is_better);
-        assert!(b.sentence.contains("the lower measured figure"), "{}", b.sentence);
+        assert!(
+            b.sentence.contains("the lower measured figure"),
+            "{}",
+            b.sentence
+        );
         assert!(pick_best(&lo, "no_such_metric", 1).is_none());
     }
 
@@ -894,9 +904,22 @@ pub(crate) mod tests {
             "{}",
             b.sentence
         );
-        assert!(b.sentence.contains("baseline point 1 (rate=2G, 1.992 Gbit/s)"), "{}", b.sentence);
-        assert!(b.sentence.contains("higher measured figure"), "{}", b.sentence);
-        assert!(!b.sentence.contains("The tester limited every point"), "{}", b.sentence);
+        assert!(
+            b.sentence
+                .contains("baseline point 1 (rate=2G, 1.992 Gbit/s)"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence.contains("higher measured figure"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            !b.sentence.contains("The tester limited every point"),
+            "{}",
+            b.sentence
+        );
     }
 
     /// Issue 29: `--vary len=16K,64K,256K` measured 20.9, 23.2 and 36.4 Gbit/s with the
@@ -933,12 +956,21 @@ pub(crate) mod tests {
         let b = pick_best(&pts, "throughput_bps", 1).unwrap();
         assert_eq!(b.point, 2);
         assert!(b.tester_limited && b.all_tester_limited);
-        assert!(b.sentence.contains("at least 23.20 Gbit/s"), "{}", b.sentence);
-        // The baseline is a bound too.
-        assert!(b.sentence.contains("at least 20.90 Gbit/s"), "{}", b.sentence);
         assert!(
+            b.sentence.contains("at least 23.20 Gbit/s"),
+            "{}",
             b.sentence
-                .contains("The tester limited every point: the sweep measured linerate more than the system"),
+        );
+        // The baseline is a bound too.
+        assert!(
+            b.sentence.contains("at least 20.90 Gbit/s"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence.contains(
+                "The tester limited every point: the sweep measured linerate more than the system"
+            ),
             "{}",
             b.sentence
         );
@@ -957,7 +989,11 @@ pub(crate) mod tests {
         let b = pick_best(&pts, "throughput_bps", 1).unwrap();
         assert_eq!(b.point, 1);
         assert_eq!(b.rule, Some(PickRule::OnlyPoint));
-        assert!(b.sentence.contains("No other point measured it"), "{}", b.sentence);
+        assert!(
+            b.sentence.contains("No other point measured it"),
+            "{}",
+            b.sentence
+        );
     }
 
     #[test]
@@ -966,7 +1002,11 @@ pub(crate) mod tests {
         // separate them; point 3 is well below both.
         let pts = vec![
             point(1, PointStatus::Ok, &[99e6, 101e6, 100e6, 102e6, 99e6]),
-            point(2, PointStatus::TesterLimited, &[101e6, 99.5e6, 101.5e6, 100e6, 101e6]),
+            point(
+                2,
+                PointStatus::TesterLimited,
+                &[101e6, 99.5e6, 101.5e6, 100e6, 101e6],
+            ),
             point(3, PointStatus::Ok, &[50e6, 51e6, 49e6, 50e6, 50.5e6]),
         ];
         let b = pick_best(&pts, "throughput_bps", 3).unwrap();
@@ -985,9 +1025,14 @@ pub(crate) mod tests {
         let b = pick_best(&pts, "throughput_bps", 1).unwrap();
         assert_eq!((b.point, b.verdict.as_str()), (2, "not_significant"));
         assert_eq!(b.indistinguishable, vec![1]);
-        assert!(b.sentence.contains("the points may be equal"), "{}", b.sentence);
         assert!(
-            b.sentence.contains("separates it from every other point but the baseline"),
+            b.sentence.contains("the points may be equal"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence
+                .contains("separates it from every other point but the baseline"),
             "{}",
             b.sentence
         );

@@ -480,9 +480,10 @@ pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
                 ev("sender_bps", sent, "bps", None),
                 ev("pace_reached", reached, "ratio", Some("< 0.9")),
             ];
-            match out.iter_mut().find(|v| {
-                v.kind == VerdictKind::CpuBound && v.side.is_none_or(|s| s == end.role)
-            }) {
+            match out
+                .iter_mut()
+                .find(|v| v.kind == VerdictKind::CpuBound && v.side.is_none_or(|s| s == end.role))
+            {
                 Some(v) => {
                     v.message.push_str(&pace);
                     v.evidence.extend(evidence);
