@@ -298,6 +298,13 @@ fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
     assert!(v.message.contains("of its only CPU"), "{}", v.message);
     assert!(v.message.contains("system under test"), "{}", v.message);
     assert!(!v.message.contains("other CPUs"), "{}", v.message);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.metric == "cpu_count" && e.value == 1.0),
+        "{:?}",
+        v.evidence
+    );
     assert!(!c.kinds().contains(&VerdictKind::TesterLimited));
     // A missed pace on one CPU: the host's limit, said with its CPU verdict.
     let mut c = Case::tcp(600e6);
@@ -322,6 +329,11 @@ fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
             .contains("Paced at 1.000 Gbit/s, the client sent only 600.0 Mbit/s (60%)"),
         "{}",
         cpu[0].message
+    );
+    assert!(
+        cpu[0].evidence.iter().any(|e| e.metric == "pace_reached"),
+        "{:?}",
+        cpu[0].evidence
     );
     // The same with two CPUs, one idle: tester limited, as before.
     c.client.cpu = Some(CpuReport {

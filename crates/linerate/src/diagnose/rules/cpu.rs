@@ -299,7 +299,7 @@ fn tester_threads(e: &End<'_>, c: &linerate_wire::report::CpuReport) -> Verdict 
                     Some(">= 90"),
                 ),
                 ev("data_threads", n as f64, "count", None),
-                ev("cpu_count", 1.0, "count", Some("1")),
+                ev("cpu_count", 1.0, "count", Some("<= 1")),
                 ev(
                     "busiest_cpu_util_percent",
                     c.busiest_cpu_util_percent,
@@ -479,6 +479,13 @@ pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
                 ev("paced_rate_bps", rate as f64, "bps", None),
                 ev("sender_bps", sent, "bps", None),
                 ev("pace_reached", reached, "ratio", Some("< 0.9")),
+                ev(
+                    "tool_cpu_percent_per_thread",
+                    per,
+                    "percent_of_one_cpu",
+                    Some(">= 90"),
+                ),
+                ev("cpu_count", 1.0, "count", Some("<= 1")),
             ];
             match out
                 .iter_mut()
