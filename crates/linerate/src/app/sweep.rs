@@ -21,8 +21,8 @@ use crate::cli::sweep::{sweep_plan, PointPlan, SweepArgs, SweepFormat, SweepPlan
 use crate::cli::UsageError;
 use crate::export;
 use crate::model::sweep::{
-    pick_best, status_of, CommandRecord, PointRecord, PointStatus, SweepRecord, Vary,
-    SWEEP_SCHEMA_VERSION,
+    bound_word, metric_def, pick_best, status_of, CommandRecord, PointRecord, PointStatus,
+    SweepRecord, Vary, SWEEP_SCHEMA_VERSION, TESTER_ADVICE,
 };
 use crate::repeat::run_repetitions;
 use crate::session::client;
@@ -471,9 +471,14 @@ pub fn run(
                 p.error.as_deref().unwrap_or("no result")
             )),
             PointStatus::TesterLimited => warnings.push(format!(
-                "point {} ({}) measured linerate itself (tester limited), not the system: it is not picked as best",
+                "point {} ({}): the tester limited it (linerate's own threads or pace set the \
+                 figure), so the system does {} that well there; to measure it use {}",
                 p.index,
-                p.label()
+                p.label(),
+                bound_word(
+                    metric_def(&record.points, &plan.best_by).is_none_or(|d| d.higher_is_better)
+                ),
+                TESTER_ADVICE
             )),
             PointStatus::Ok => {
                 if let Some(e) = &p.error {
@@ -485,14 +490,17 @@ pub fn run(
     record.best = pick_best(&record.points, &plan.best_by, plan.baseline);
     if record.best.is_none() {
         warnings.push(format!(
-            "no best point: no completed point measured {}{}",
+            "no best point: no completed or tester-limited point measured {}{}",
             plan.best_by,
             if record
                 .points
                 .iter()
-                .any(|p| p.index == plan.baseline && p.status != PointStatus::Ok)
+                .any(|p| p.index == plan.baseline && p.values_of(&plan.best_by).is_empty())
             {
-                format!(" or the baseline point {} did not complete", plan.baseline)
+                format!(
+                    " or the baseline point {} did not measure it",
+                    plan.baseline
+                )
             } else {
                 String::new()
             }

@@ -260,6 +260,90 @@ fn one_host_gives_one_cpu_verdict_without_a_side() {
     assert!(cpu[0].suggestion.contains("share this host"));
 }
 
+/// Issue 29: on a one-CPU host (a board running the test itself, as Xilinx's XAPP1127 runs
+/// netperf on the ML507) no other CPU was idle, and the CPU that ran linerate is the system
+/// under test: never "tester limited while other CPUs were idle".
+#[test]
+fn on_a_one_cpu_host_the_cpu_that_ran_linerate_is_the_system_under_test() {
+    let saturated = ProcessCpu {
+        user_ns: 2 * SEC,
+        system_ns: 78 * SEC / 10,
+    };
+    // The only CPU busy, linerate's thread at 98 % of it.
+    let mut c = Case::tcp(600e6);
+    c.client.cpu = Some(fixtures::cpu(1, 99.0, 99.0));
+    c.client.process_cpu = Some(saturated.clone());
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert_eq!(v.side, Some(Role::Client));
+    assert!(
+        v.message
+            .starts_with("The only CPU of the client was busy: 99.0%."),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message
+            .contains("the CPU that ran linerate is the system under test"),
+        "{}",
+        v.message
+    );
+    assert!(!c.kinds().contains(&VerdictKind::TesterLimited));
+    // Figures that disagree (the whole at 88 %, its one CPU at 97 %) reach the thread rule:
+    // still not "other CPUs had idle time".
+    c.client.cpu = Some(CpuReport {
+        busiest_cpu_softirq_percent: 5.0,
+        ..fixtures::cpu(1, 88.0, 97.0)
+    });
+    let v = c.verdict(VerdictKind::CpuBound);
+    assert!(v.message.contains("of its only CPU"), "{}", v.message);
+    assert!(v.message.contains("system under test"), "{}", v.message);
+    assert!(!v.message.contains("other CPUs"), "{}", v.message);
+    assert!(
+        v.evidence
+            .iter()
+            .any(|e| e.metric == "cpu_count" && e.value == 1.0),
+        "{:?}",
+        v.evidence
+    );
+    assert!(!c.kinds().contains(&VerdictKind::TesterLimited));
+    // A missed pace on one CPU: the host's limit, said with its CPU verdict.
+    let mut c = Case::tcp(600e6);
+    c.plan.rate_bps = Some(1_000_000_000);
+    c.client.cpu = Some(fixtures::cpu(1, 99.0, 99.0));
+    c.client.process_cpu = Some(saturated.clone());
+    assert!(
+        !c.kinds().contains(&VerdictKind::TesterLimited),
+        "{:?}",
+        c.kinds()
+    );
+    let d = diagnose(&c.record());
+    let cpu: Vec<_> = d
+        .verdicts
+        .iter()
+        .filter(|v| v.kind == VerdictKind::CpuBound)
+        .collect();
+    assert_eq!(cpu.len(), 1, "{:?}", d.verdicts);
+    assert!(
+        cpu[0]
+            .message
+            .contains("Paced at 1.000 Gbit/s, the client sent only 600.0 Mbit/s (60%)"),
+        "{}",
+        cpu[0].message
+    );
+    assert!(
+        cpu[0].evidence.iter().any(|e| e.metric == "pace_reached"),
+        "{:?}",
+        cpu[0].evidence
+    );
+    // The same with two CPUs, one idle: tester limited, as before.
+    c.client.cpu = Some(CpuReport {
+        busiest_cpu_softirq_percent: 5.0,
+        ..fixtures::cpu(2, 55.0, 99.0)
+    });
+    let v = c.verdict(VerdictKind::TesterLimited);
+    assert!(v.message.starts_with("Paced at"), "{}", v.message);
+}
+
 #[test]
 fn missed_pace_with_saturated_threads_is_tester_limited_and_a_met_pace_is_none() {
     let mut c = Case::tcp(600e6);

@@ -1,18 +1,29 @@
-//! A campaign's table: each sweep's best point in words, then the best-case table (seed
-//! 004's shape: a row per MTU, a column per protocol and direction, Mbit/s), then the best
-//! point behind each cell.
+//! A campaign's table: each sweep's best point in words, then the best-case table (the
+//! shape of Xilinx's XAPP1127 TEMAC note: a row per MTU, a column per protocol and
+//! direction, Mbit/s; a tester-limited cell marked ≥), then the best point behind each cell.
 
 use crate::model::campaign::{BestCaseTable, CampaignRecord};
 use crate::model::sweep::PointStatus;
 use crate::model::units::format_metric;
 
-fn cell(metric: &str, v: Option<f64>) -> String {
+fn cell(metric: &str, v: Option<f64>, bound: bool) -> String {
+    // A tester-limited best point is a bound: the system does at least that well.
+    let b = if bound { "≥" } else { "" };
     match v {
         None => "-".into(),
-        // Throughputs as the seed prints them: Mbit/s with one decimal.
-        Some(v) if metric.ends_with("_bps") => format!("{:.1}", v / 1e6),
-        Some(v) => format_metric(metric, v),
+        // Throughputs as the TEMAC note prints them: Mbit/s with one decimal.
+        Some(v) if metric.ends_with("_bps") => format!("{b}{:.1}", v / 1e6),
+        Some(v) => format!("{b}{}", format_metric(metric, v)),
     }
+}
+
+/// Whether cell (row, column) is a bound.
+fn bound(t: &BestCaseTable, ri: usize, ci: usize) -> bool {
+    t.bounds
+        .get(ri)
+        .and_then(|r| r.get(ci))
+        .copied()
+        .unwrap_or(false)
 }
 
 fn table(t: &BestCaseTable) -> String {
@@ -36,7 +47,8 @@ fn table(t: &BestCaseTable) -> String {
         .map(|(ci, c)| {
             t.cells
                 .iter()
-                .map(|row| cell(&t.metric, row[ci]).len())
+                .enumerate()
+                .map(|(ri, row)| cell(&t.metric, row[ci], bound(t, ri, ci)).chars().count())
                 .chain([c.len()])
                 .max()
                 .unwrap_or(6)
@@ -51,7 +63,10 @@ fn table(t: &BestCaseTable) -> String {
     for (ri, r) in t.rows.iter().enumerate() {
         let mut line = format!("{r:<w0$}");
         for (ci, w) in widths.iter().enumerate() {
-            line.push_str(&format!("  {:>w$}", cell(&t.metric, t.cells[ri][ci])));
+            line.push_str(&format!(
+                "  {:>w$}",
+                cell(&t.metric, t.cells[ri][ci], bound(t, ri, ci))
+            ));
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -60,7 +75,12 @@ fn table(t: &BestCaseTable) -> String {
     for (ri, r) in t.rows.iter().enumerate() {
         for (ci, c) in t.columns.iter().enumerate() {
             if let Some(p) = &t.best_points[ri][ci] {
-                out.push_str(&format!("  {r} {c}: {p}\n"));
+                let note = if bound(t, ri, ci) {
+                    " (tester-limited: a bound, the system does at least as well)"
+                } else {
+                    ""
+                };
+                out.push_str(&format!("  {r} {c}: {p}{note}\n"));
             }
         }
     }
@@ -124,6 +144,7 @@ mod tests {
             ],
             metric: "throughput_bps".into(),
             best_points: vec![vec![Some("rx_frames=32".into()), None], vec![None, None]],
+            bounds: vec![],
         };
         let s = table(&t);
         let lines: Vec<&str> = s.lines().collect();
@@ -132,5 +153,28 @@ mod tests {
         assert_eq!(lines[2], "9000   714.2   992.3");
         assert_eq!(lines[3], "1500   209.1       -");
         assert!(s.contains("9000 TCP RX: rx_frames=32"), "{s}");
+    }
+
+    #[test]
+    fn a_tester_limited_cell_is_marked_as_a_bound() {
+        let t = BestCaseTable {
+            title: "Best case results".into(),
+            rows_name: "MTU".into(),
+            rows: vec!["1500".into()],
+            columns: vec!["TCP TX".into(), "TCP RX".into()],
+            cells: vec![vec![Some(31_560e6), Some(20_900e6)]],
+            metric: "throughput_bps".into(),
+            best_points: vec![vec![Some("rate=100G".into()), Some("len=16K".into())]],
+            bounds: vec![vec![true, false]],
+        };
+        let s = table(&t);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[1], "MTU     TCP TX   TCP RX");
+        assert_eq!(lines[2], "1500  ≥31560.0  20900.0");
+        assert!(
+            s.contains("1500 TCP TX: rate=100G (tester-limited: a bound, the system does at least as well)"),
+            "{s}"
+        );
+        assert!(s.contains("1500 TCP RX: len=16K\n"), "{s}");
     }
 }

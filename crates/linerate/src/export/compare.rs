@@ -13,10 +13,23 @@ fn signed(name: &str, v: f64) -> String {
 /// The table of a report; `inputs` are (label, file, runs) of each file.
 pub fn render(r: &CompareReport, inputs: &[(String, String, usize)]) -> String {
     let mut out = String::new();
-    for (label, file, runs) in inputs {
+    for (i, (label, file, runs)) in inputs.iter().enumerate() {
+        // A tester-limited file's figures are bounds: say so where it is named.
+        let limited = if i == 0 {
+            r.comparisons.iter().any(|c| c.a_tester_limited)
+        } else {
+            r.comparisons
+                .iter()
+                .any(|c| &c.label == label && c.b_tester_limited)
+        };
         out.push_str(&format!(
-            "{label} = {file} ({runs} trial{})\n",
-            if *runs == 1 { "" } else { "s" }
+            "{label} = {file} ({runs} trial{}{})\n",
+            if *runs == 1 { "" } else { "s" },
+            if limited {
+                "; the tester limited it: its figures are bounds, the system does at least as well"
+            } else {
+                ""
+            }
         ));
     }
     out.push_str(&format!("Test: {}.\n", r.method));
@@ -89,6 +102,33 @@ mod tests {
             text.contains("warning: B differs from A in write size (65535 bytes → 16384 bytes)"),
             "{text}"
         );
+    }
+
+    /// Issue 29: B tester-limited and higher is "at least" that much higher, and the
+    /// header says which file the tester limited.
+    #[test]
+    fn a_tester_limited_file_is_named_a_bound() {
+        use crate::model::compare::tests::limited;
+        let a = runs(&[1992.0], &[50.0]);
+        let b = limited(runs(&[31560.0], &[100.0]));
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let text = render(
+            &r,
+            &[
+                ("A".into(), "A.json".into(), 1),
+                ("B".into(), "B.json".into(), 1),
+            ],
+        );
+        assert!(text.contains("A = A.json (1 trial)\n"), "{text}");
+        assert!(
+            text.contains("B = B.json (1 trial; the tester limited it: its figures are bounds"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\nB: at least 1484.3% higher throughput"),
+            "{text}"
+        );
+        assert!(!text.contains("lower throughput"), "{text}");
     }
 
     #[test]

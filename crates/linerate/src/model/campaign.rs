@@ -1,6 +1,6 @@
 //! A campaign's record (`linerate campaign`): every sweep's record, and the best-case table
-//! built from their best points, shaped like seed 004's ("Best case results": a row per
-//! MTU, a column per protocol and direction).
+//! built from their best points, shaped like the one of Xilinx's XAPP1127 note on TEMAC
+//! coalescing ("Best case results": a row per MTU, a column per protocol and direction).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,10 @@ pub struct BestCaseTable {
     pub metric: String,
     /// `points[row][column]`: the best point's values in words.
     pub best_points: Vec<Vec<Option<String>>>,
+    /// `bounds[row][column]`: the tester limited the cell's best point, so the cell is a
+    /// bound (the system does at least that well); empty in records that predate it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<Vec<bool>>,
 }
 
 /// The whole campaign (`linerate campaign --json`).
@@ -62,7 +66,9 @@ pub struct CampaignRecord {
     pub table: Option<BestCaseTable>,
 }
 
-/// Builds the best-case table from the sweeps that have a row and a column.
+/// Builds the best-case table from the sweeps that have a row and a column: each cell is
+/// its sweep's best pick ([`super::sweep::pick_best`]'s rule: a tester-limited point that
+/// measured more takes part as a bound and is marked so, failed points stay out).
 pub fn best_case(title: &str, rows_name: &str, sweeps: &[CampaignSweep]) -> BestCaseTable {
     let mut rows: Vec<String> = Vec::new();
     let mut columns: Vec<String> = Vec::new();
@@ -78,6 +84,7 @@ pub fn best_case(title: &str, rows_name: &str, sweeps: &[CampaignSweep]) -> Best
     }
     let mut cells = vec![vec![None; columns.len()]; rows.len()];
     let mut best_points = vec![vec![None; columns.len()]; rows.len()];
+    let mut bounds = vec![vec![false; columns.len()]; rows.len()];
     let mut metric = String::new();
     for s in sweeps {
         let (Some(r), Some(c)) = (&s.row, &s.column) else {
@@ -91,6 +98,7 @@ pub fn best_case(title: &str, rows_name: &str, sweeps: &[CampaignSweep]) -> Best
         };
         if let Some(b) = &s.record.best {
             cells[ri][ci] = Some(b.mean);
+            bounds[ri][ci] = b.tester_limited;
             best_points[ri][ci] = s
                 .record
                 .points
@@ -112,5 +120,79 @@ pub fn best_case(title: &str, rows_name: &str, sweeps: &[CampaignSweep]) -> Best
         cells,
         metric,
         best_points,
+        bounds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::sweep::tests::labelled;
+    use crate::model::sweep::{pick_best, PointRecord, PointStatus, SWEEP_SCHEMA_VERSION};
+
+    fn sweep(name: &str, row: &str, column: &str, points: Vec<PointRecord>) -> CampaignSweep {
+        CampaignSweep {
+            name: name.into(),
+            row: Some(row.into()),
+            column: Some(column.into()),
+            record: SweepRecord {
+                schema_version: SWEEP_SCHEMA_VERSION,
+                tool_version: "t".into(),
+                started_at: "2026-11-26T08:00:00Z".into(),
+                test: vec!["tcp".into()],
+                vary: vec![],
+                runs_per_point: (1, 1),
+                best_by: "throughput_bps".into(),
+                best: pick_best(&points, "throughput_bps", 1),
+                points,
+                restore: vec![],
+                warnings: vec![],
+            },
+        }
+    }
+
+    /// The issue 29 sweeps as a campaign: each cell is the point that measured most, a
+    /// tester-limited one marked as a bound; a failed point that measured more is not.
+    #[test]
+    fn the_best_case_cells_follow_the_pick_rule_with_bounds_marked() {
+        let sweeps = vec![
+            sweep(
+                "rate",
+                "1500",
+                "TCP TX",
+                vec![
+                    labelled(1, "rate", "2G", PointStatus::Ok, &[1.992e9]),
+                    labelled(2, "rate", "100G", PointStatus::TesterLimited, &[31.56e9]),
+                ],
+            ),
+            sweep(
+                "len",
+                "1500",
+                "TCP RX",
+                vec![
+                    labelled(1, "len", "16K", PointStatus::Ok, &[20.9e9]),
+                    labelled(2, "len", "64K", PointStatus::TesterLimited, &[23.2e9]),
+                    labelled(3, "len", "256K", PointStatus::TesterLimited, &[36.4e9]),
+                ],
+            ),
+            sweep(
+                "failed",
+                "9000",
+                "TCP TX",
+                vec![
+                    labelled(1, "len", "16K", PointStatus::Ok, &[20.9e9]),
+                    labelled(2, "len", "64K", PointStatus::Failed, &[90e9]),
+                ],
+            ),
+        ];
+        let t = best_case("Best case results", "MTU", &sweeps);
+        assert_eq!(t.rows, ["1500", "9000"]);
+        assert_eq!(t.columns, ["TCP TX", "TCP RX"]);
+        assert_eq!(t.cells[0], [Some(31.56e9), Some(36.4e9)]);
+        assert_eq!(t.bounds[0], [true, true]);
+        assert_eq!(t.best_points[0][1].as_deref(), Some("len=256K"));
+        assert_eq!(t.cells[1], [Some(20.9e9), None]);
+        assert_eq!(t.bounds[1], [false, false]);
+        assert_eq!(t.best_points[1][0].as_deref(), Some("len=16K"));
     }
 }

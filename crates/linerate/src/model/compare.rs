@@ -171,6 +171,36 @@ pub struct Comparison {
     /// Where the two differ in plan or host: the ratios are then not a like-for-like change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The tester limited the baseline A (diagnosis `tester_limited` in a run): its figures
+    /// are bounds, the system does at least as well.
+    #[serde(skip_serializing_if = "is_false")]
+    pub a_tester_limited: bool,
+    /// The tester limited this file likewise.
+    #[serde(skip_serializing_if = "is_false")]
+    pub b_tester_limited: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// Whether the tester limited a run: its diagnosis has a `tester_limited` verdict (as a
+/// sweep marks its points).
+pub fn tester_limited(rec: &RunRecord) -> bool {
+    rec.diagnosis.as_ref().is_some_and(|d| {
+        d.verdicts
+            .iter()
+            .any(|v| v.kind == super::diagnosis::VerdictKind::TesterLimited)
+    })
+}
+
+/// Which sides of a comparison the tester limited, for the words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits<'a> {
+    /// The baseline's label, when the tester limited it.
+    pub a: Option<&'a str>,
+    /// The tester limited the other side.
+    pub b: bool,
 }
 
 /// The whole comparison (`--json`).
@@ -199,7 +229,29 @@ pub fn compare(inputs: &[Input]) -> Option<CompareReport> {
             runs: i.runs.iter().map(figures_of).collect(),
         })
         .collect();
-    compare_figures(&figs, |label, metrics| sentence(label, primary, metrics))
+    let limited: Vec<(&str, bool)> = inputs
+        .iter()
+        .map(|i| (i.label.as_str(), i.runs.iter().any(tester_limited)))
+        .collect();
+    let is_limited = |label: &str| limited.iter().any(|(l, t)| *l == label && *t);
+    let a_label = inputs.first().map_or("A", |i| i.label.as_str());
+    let a = is_limited(a_label).then_some(a_label);
+    let mut report = compare_figures(&figs, |label, metrics| {
+        sentence(
+            label,
+            primary,
+            metrics,
+            Limits {
+                a,
+                b: is_limited(label),
+            },
+        )
+    })?;
+    for c in &mut report.comparisons {
+        c.a_tester_limited = a.is_some();
+        c.b_tester_limited = is_limited(&c.label);
+    }
+    Some(report)
 }
 
 /// A run's figures ([`metrics_of`]) and facts ([`facts_of`]).
@@ -245,6 +297,8 @@ pub fn compare_figures(
                 sentence: sentence(&b.label, &metrics),
                 warnings: mismatch(&a.label, &a.runs, &b.label, &b.runs),
                 metrics,
+                a_tester_limited: false,
+                b_tester_limited: false,
             }
         })
         .collect();
@@ -419,12 +473,69 @@ fn phrase(m: &MetricComparison, label: &str, up: &str, down: &str) -> Option<Str
     })
 }
 
+/// The primary metric's phrase when the tester limited a side. A tester-limited figure is a
+/// bound (the system does at least as well), so: when the limited side measured better, the
+/// gap is at least the measured one; when it measured worse, at most, and it may not be
+/// worse at all. Never "A is better" of a B that measured more.
+fn bounded_phrase(
+    m: &MetricComparison,
+    primary: MetricDef,
+    label: &str,
+    limits: Limits<'_>,
+) -> Option<String> {
+    let p = phrase(m, primary.label, "higher", "lower")?;
+    let pct = m.change_percent()?;
+    let b_better = if primary.higher_is_better {
+        pct > 0.0
+    } else {
+        pct < 0.0
+    };
+    let b_worse = pct != 0.0 && !b_better;
+    Some(match (limits.a, limits.b) {
+        (None, false) => p,
+        (Some(a), true) => format!(
+            "{p} as measured, but the tester limited both {a} and {label}: neither figure is \
+             the system's (use -P)"
+        ),
+        _ if m.verdict == Verdict::NotSignificant => {
+            let who = limits.a.unwrap_or(label);
+            format!("{p}; the tester limited {who}, which does at least as well as measured")
+        }
+        (Some(a), false) if b_better => {
+            format!("at most {p} (the tester limited {a}, which does at least as well as measured)")
+        }
+        (Some(a), false) if b_worse => format!(
+            "at least {p} (the tester limited {a}, which does at least as well as measured)"
+        ),
+        (None, true) if b_better => format!(
+            "at least {p} (the tester limited {label}, which does at least as well as \
+             measured: use -P)"
+        ),
+        (None, true) if b_worse => format!(
+            "{p} as measured, but the tester limited {label}, which does at least as well: \
+             it may not be worse (use -P)"
+        ),
+        (Some(who), false) => {
+            format!("{p}; the tester limited {who}, which does at least as well as measured")
+        }
+        (None, true) => {
+            format!("{p}; the tester limited {label}, which does at least as well as measured")
+        }
+    })
+}
+
 /// The sentence an engineer would write, e.g. "B: 11.3% lower throughput while using 58.7%
-/// more CPU per KB on the client."
-pub fn sentence(label: &str, primary: MetricDef, metrics: &[MetricComparison]) -> String {
+/// more CPU per KB on the client."; with the bounds a tester-limited side's figures are
+/// ([`Limits`]).
+pub fn sentence(
+    label: &str,
+    primary: MetricDef,
+    metrics: &[MetricComparison],
+    limits: Limits<'_>,
+) -> String {
     let find = |n: &str| metrics.iter().find(|m| m.name == n);
     let mut parts = Vec::new();
-    if let Some(p) = find(primary.name).and_then(|m| phrase(m, primary.label, "higher", "lower")) {
+    if let Some(p) = find(primary.name).and_then(|m| bounded_phrase(m, primary, label, limits)) {
         parts.push(p);
     }
     if primary.name == repeat::TPS.name {
@@ -566,6 +677,96 @@ pub(crate) mod tests {
             c.sentence.contains("use --repeat 5 or more"),
             "{}",
             c.sentence
+        );
+    }
+
+    /// Marks every run the tester limited, as the diagnosis does.
+    pub(crate) fn limited(mut runs: Vec<RunRecord>) -> Vec<RunRecord> {
+        use crate::model::diagnosis::{Confidence, Diagnosis, Verdict as V, VerdictKind};
+        for r in &mut runs {
+            r.diagnosis = Some(Diagnosis {
+                verdicts: vec![V {
+                    kind: VerdictKind::TesterLimited,
+                    side: None,
+                    flow: None,
+                    confidence: Confidence::Medium,
+                    evidence: vec![],
+                    message: String::new(),
+                    suggestion: String::new(),
+                }],
+                summary: String::new(),
+                not_judged: vec![],
+                notes: vec![],
+            });
+        }
+        runs
+    }
+
+    /// Issue 29's sweep as a comparison: A 1.992 Gbit/s, B (tester-limited) 31.56 Gbit/s.
+    #[test]
+    fn a_tester_limited_b_that_measured_more_is_at_least_that_much_higher() {
+        let a = runs(&[1992.0], &[50.0]);
+        let b = limited(runs(&[31560.0], &[100.0]));
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let c = &r.comparisons[0];
+        assert!((c.b_tester_limited, c.a_tester_limited) == (true, false));
+        // 31560 / 1992 = 15.843 → +1484.3 %.
+        assert!(
+            c.sentence.starts_with(
+                "B: at least 1484.3% higher throughput (the tester limited B, which does at least as well as measured: use -P)"
+            ),
+            "{}",
+            c.sentence
+        );
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["comparisons"][0]["b_tester_limited"], true);
+        assert!(j["comparisons"][0].get("a_tester_limited").is_none());
+    }
+
+    #[test]
+    fn a_tester_limited_side_never_makes_the_other_better_than_it_measured() {
+        // B limited and lower: B may not be worse.
+        let a = runs(&[36400.0], &[50.0]);
+        let b = limited(runs(&[20900.0], &[100.0]));
+        let r = compare(&[input("A", a.clone()), input("B", b)]).unwrap();
+        let s = &r.comparisons[0].sentence;
+        assert!(
+            s.starts_with("B: 42.6% lower throughput as measured, but the tester limited B, which does at least as well: it may not be worse (use -P)"),
+            "{s}"
+        );
+        // A limited and B higher: at most that much higher.
+        let a = limited(runs(&[20900.0], &[50.0]));
+        let b = runs(&[36400.0], &[100.0]);
+        let r = compare(&[input("A", a.clone()), input("B", b)]).unwrap();
+        let c = &r.comparisons[0];
+        assert!(c.a_tester_limited && !c.b_tester_limited);
+        assert!(
+            c.sentence
+                .starts_with("B: at most 74.2% higher throughput (the tester limited A"),
+            "{}",
+            c.sentence
+        );
+        // A limited and B lower: at least that much lower.
+        let b = runs(&[10000.0], &[100.0]);
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let s = &r.comparisons[0].sentence;
+        assert!(s.starts_with("B: at least 52.2% lower throughput"), "{s}");
+        // Both limited: neither is the system's.
+        let a = limited(runs(&[20900.0, 21000.0], &[50.0, 50.0]));
+        let b = limited(runs(&[36400.0, 36300.0], &[100.0, 100.0]));
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let s = &r.comparisons[0].sentence;
+        assert!(s.contains("the tester limited both A and B"), "{s}");
+        // Within noise: no direction claimed, the bound named.
+        let a = runs(&[10.0, 10.2, 9.9, 10.1, 9.8], &[50.0; 5]);
+        let b = limited(runs(&[10.1, 9.9, 10.0, 10.2, 9.8], &[50.0; 5]));
+        let r = compare(&[input("A", a), input("B", b)]).unwrap();
+        let s = &r.comparisons[0].sentence;
+        assert!(
+            s.starts_with(
+                "B: no significant change in throughput (+0.0%, p = 1.00); the tester limited B"
+            ),
+            "{s}"
         );
     }
 

@@ -415,7 +415,8 @@ pub enum PointStatus {
     /// Every run completed.
     Ok,
     /// linerate itself was the limit in at least one run (diagnosis `tester_limited`): the
-    /// figure measures the tester, so the point is not picked as best.
+    /// figure is a bound of the system's (it does at least that well), and the point takes
+    /// part in the best pick as one.
     TesterLimited,
     /// A command before it failed, or the test could not run.
     Failed,
@@ -504,6 +505,21 @@ pub fn status_of(set: &RunSetRecord) -> PointStatus {
     }
 }
 
+/// How the best point was decided among the points that take part (completed or
+/// tester-limited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PickRule {
+    /// Every point had repeats: the best mean, and Welch's t-test against every other
+    /// point (none beats it significantly; those it cannot separate are `indistinguishable`).
+    Welch,
+    /// A point had one run: the better measured figure, since nothing can show the
+    /// difference is noise.
+    HigherFigure,
+    /// No other point measured the metric.
+    OnlyPoint,
+}
+
 /// The best point and how it compares with the baseline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BestRecord {
@@ -527,6 +543,20 @@ pub struct BestRecord {
     pub p_value: Option<f64>,
     /// `significant`, `not_significant` or `too_few_trials`.
     pub verdict: String,
+    /// Which rule decided the pick (absent in records of linerate before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<PickRule>,
+    /// The tester limited the best point: its mean is a bound, the system does at least
+    /// that well (at least that much when more is better, at most when less is).
+    #[serde(default)]
+    pub tester_limited: bool,
+    /// Every point that took part was tester-limited: the sweep measured linerate more
+    /// than the system.
+    #[serde(default)]
+    pub all_tester_limited: bool,
+    /// The other points that Welch's t-test cannot tell from the best (p >= 0.05).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indistinguishable: Vec<u32>,
     /// The finding in words.
     pub sentence: String,
 }
@@ -574,8 +604,38 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Picks the best point by `metric` among the points that completed (`ok`), and compares
-/// it with the point numbered `baseline`.
+/// "at least" when more is better, "at most" when less is: what a tester-limited figure
+/// says of the system.
+pub fn bound_word(higher_is_better: bool) -> &'static str {
+    if higher_is_better {
+        "at least"
+    } else {
+        "at most"
+    }
+}
+
+/// What to change so that a sweep measures the system rather than linerate.
+pub const TESTER_ADVICE: &str =
+    "more streams (-P), linerate's threads pinned apart (-A), or a faster client host";
+
+fn listed(indices: &[u32]) -> String {
+    let n: Vec<String> = indices.iter().map(u32::to_string).collect();
+    match n.as_slice() {
+        [] => String::new(),
+        [one] => format!("point {one}"),
+        [init @ .., last] => format!("points {} and {last}", init.join(", ")),
+    }
+}
+
+/// Picks the best point by `metric` and compares it with the point numbered `baseline`.
+///
+/// The points that take part are those that completed and those the tester limited: a
+/// tester-limited figure still proves the system does at least that well, so it takes part
+/// as a bound (and the words say so) rather than leaving the pick to a worse point. Failed
+/// and interrupted points stay out. The pick is the best mean, so no other point beats it;
+/// with repeats, Welch's t-test against every other point names those it cannot separate
+/// from it ([`PickRule::Welch`]); with one run on a side nothing can show a difference is
+/// noise, so the better measured figure decides ([`PickRule::HigherFigure`]).
 pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<BestRecord> {
     let def = metric_def(points, metric)?;
     let better = |a: f64, b: f64| {
@@ -585,33 +645,74 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
             a < b
         }
     };
-    let mut best: Option<(&PointRecord, f64)> = None;
-    for p in points.iter().filter(|p| p.status == PointStatus::Ok) {
-        let Some(m) = mean(&p.values_of(metric)) else {
-            continue;
-        };
-        if best.is_none_or(|(_, b)| better(m, b)) {
-            best = Some((p, m));
+    let valid: Vec<(&PointRecord, Vec<f64>, f64)> = points
+        .iter()
+        .filter(|p| matches!(p.status, PointStatus::Ok | PointStatus::TesterLimited))
+        .filter_map(|p| {
+            let v = p.values_of(metric);
+            let m = mean(&v)?;
+            Some((p, v, m))
+        })
+        .collect();
+    let mut best: Option<&(&PointRecord, Vec<f64>, f64)> = None;
+    for c in &valid {
+        if best.is_none_or(|b| better(c.2, b.2)) {
+            best = Some(c);
         }
     }
-    let (bp, bm) = best?;
+    let (bp, bvals, bm) = best?;
+    let (bp, bm) = (*bp, *bm);
+    // Against every other point that took part.
+    let mut rule = PickRule::OnlyPoint;
+    let mut indistinguishable = Vec::new();
+    let mut single = false;
+    for (p, vals, _) in valid.iter().filter(|(p, _, _)| p.index != bp.index) {
+        let Some(c) = MetricComparison::new(metric, vals, bvals) else {
+            continue;
+        };
+        match c.verdict {
+            Verdict::TooFewRuns => single = true,
+            Verdict::NotSignificant => indistinguishable.push(p.index),
+            Verdict::Significant => {}
+        }
+        rule = PickRule::Welch;
+    }
+    if single {
+        rule = PickRule::HigherFigure;
+    }
+    let all_limited = valid
+        .iter()
+        .all(|(p, _, _)| p.status == PointStatus::TesterLimited);
     let base = points.iter().find(|p| p.index == baseline)?;
     let base_vals = base.values_of(metric);
     let base_mean = mean(&base_vals)?;
-    let cmp = MetricComparison::new(metric, &base_vals, &bp.values_of(metric))?;
+    let cmp = MetricComparison::new(metric, &base_vals, bvals)?;
     let verdict = match cmp.verdict {
         Verdict::Significant => "significant",
         Verdict::NotSignificant => "not_significant",
         Verdict::TooFewRuns => "too_few_trials",
     };
     let change = cmp.change_percent();
-    let sentence = if bp.index == baseline {
+    let bound = bound_word(def.higher_is_better);
+    let figure = |p: &PointRecord, m: f64| {
+        if p.status == PointStatus::TesterLimited {
+            format!("{bound} {}", format_metric(metric, m))
+        } else {
+            format_metric(metric, m)
+        }
+    };
+    let limited_note = if bp.status == PointStatus::TesterLimited {
+        "; the tester limited this point: use -P"
+    } else {
+        ""
+    };
+    let mut sentence = if bp.index == baseline {
         format!(
-            "The baseline, point {} ({}), is the best by {}: {}.",
+            "The baseline, point {} ({}), is the best by {}: {}{limited_note}.",
             bp.index,
             bp.label(),
             def.label,
-            format_metric(metric, bm)
+            figure(bp, bm)
         )
     } else {
         let how = match change {
@@ -623,28 +724,68 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         };
         let sig = match cmp.verdict {
             Verdict::Significant => format!(
-                "the difference is significant (Welch's t-test, p = {:.3})",
+                "; the difference is significant (Welch's t-test, p = {:.3})",
                 cmp.p_value.unwrap_or(0.0)
             ),
             Verdict::NotSignificant => format!(
-                "the difference is not significant (Welch's t-test, p = {:.2}): the points may be equal",
+                "; the difference is not significant (Welch's t-test, p = {:.2}): the points may be equal",
                 cmp.p_value.unwrap_or(1.0)
             ),
-            Verdict::TooFewRuns => {
-                "whether it is significant cannot be said with one run per point: use --repeat 5 or more".to_string()
-            }
+            // The rule's words below say why.
+            Verdict::TooFewRuns => String::new(),
         };
         format!(
-            "Best by {}: point {} ({}) at {}, {how} the baseline point {} ({}, {}); {sig}.",
+            "Best by {}: point {} ({}) {}{limited_note}. That is {how} the baseline point {} ({}, {}){sig}.",
             def.label,
             bp.index,
             bp.label(),
-            format_metric(metric, bm),
+            if bp.status == PointStatus::TesterLimited {
+                figure(bp, bm)
+            } else {
+                format!("at {}", figure(bp, bm))
+            },
             base.index,
             base.label(),
-            format_metric(metric, base_mean),
+            figure(base, base_mean),
         )
     };
+    match rule {
+        PickRule::OnlyPoint => sentence.push_str(" No other point measured it."),
+        PickRule::HigherFigure => sentence.push_str(&format!(
+            " Picked by the {} measured figure: with single runs nothing can show the difference \
+             is noise (use --repeat 5 or more).",
+            if def.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        )),
+        PickRule::Welch if indistinguishable.is_empty() => {
+            sentence.push_str(" Welch's t-test separates it from every other point (p < 0.05).")
+        }
+        // The baseline's comparison above already said it may be equal.
+        PickRule::Welch if indistinguishable == [baseline] && bp.index != baseline => sentence
+            .push_str(
+                " Welch's t-test separates it from every other point but the baseline \
+                 (p < 0.05); it is picked by its mean.",
+            ),
+        PickRule::Welch => sentence.push_str(&format!(
+            " Welch's t-test cannot tell it from {} (p >= 0.05): they are indistinguishable, \
+             and it is picked only by its {} mean.",
+            listed(&indistinguishable),
+            if def.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+        )),
+    }
+    if all_limited {
+        sentence.push_str(&format!(
+            " The tester limited every point: the sweep measured linerate more than the \
+             system, which does {bound} that well; to measure the system use {TESTER_ADVICE}."
+        ));
+    }
     Some(BestRecord {
         metric: metric.to_string(),
         higher_is_better: def.higher_is_better,
@@ -655,12 +796,16 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         change_percent: change,
         p_value: cmp.p_value,
         verdict: verdict.to_string(),
+        rule: Some(rule),
+        tester_limited: bp.status == PointStatus::TesterLimited,
+        all_tester_limited: all_limited,
+        indistinguishable,
         sentence,
     })
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::model::fixtures;
     use crate::model::repeat::{RepeatRecord, TRIALS_SCHEMA_VERSION};
@@ -788,7 +933,7 @@ mod tests {
         assert!(split_words("  ").is_err());
     }
 
-    fn point(index: u32, status: PointStatus, bps: &[f64]) -> PointRecord {
+    pub(crate) fn point(index: u32, status: PointStatus, bps: &[f64]) -> PointRecord {
         let runs = bps
             .iter()
             .map(|b| {
@@ -824,19 +969,36 @@ mod tests {
         }
     }
 
+    /// A point of a one-dimension sweep `name=value`, with one run per figure.
+    pub(crate) fn labelled(
+        index: u32,
+        name: &str,
+        value: &str,
+        status: PointStatus,
+        bps: &[f64],
+    ) -> PointRecord {
+        let mut p = point(index, status, bps);
+        p.values = [(name.to_string(), value.to_string())].into();
+        p
+    }
+
     #[test]
     fn the_best_point_is_picked_among_completed_ones_with_its_significance() {
         let pts = vec![
             point(1, PointStatus::Ok, &[100e6, 101e6, 99e6, 100e6, 100.5e6]),
             point(2, PointStatus::Ok, &[200e6, 201e6, 199e6, 200e6, 199.5e6]),
-            // Higher, but the tester limited it: never picked.
-            point(3, PointStatus::TesterLimited, &[900e6; 5]),
-            point(4, PointStatus::Failed, &[]),
+            // Higher, but it failed: never picked.
+            point(3, PointStatus::Failed, &[900e6; 5]),
+            point(4, PointStatus::Interrupted, &[800e6; 5]),
+            point(5, PointStatus::Failed, &[]),
         ];
         let b = pick_best(&pts, "throughput_bps", 1).unwrap();
         assert_eq!(b.point, 2);
         assert_eq!(b.baseline, 1);
         assert_eq!(b.verdict, "significant");
+        assert_eq!(b.rule, Some(PickRule::Welch));
+        assert!(b.indistinguishable.is_empty());
+        assert!(!b.tester_limited && !b.all_tester_limited);
         let c = b.change_percent.unwrap();
         assert!((c - 99.9).abs() < 0.5, "{c}");
         assert!(
@@ -844,15 +1006,26 @@ mod tests {
             "{}",
             b.sentence
         );
+        assert!(
+            b.sentence.contains("separates it from every other point"),
+            "{}",
+            b.sentence
+        );
 
-        // One run each: no verdict, and the words say so.
+        // One run each: no verdict, and the words say which rule decided.
         let one = vec![
             point(1, PointStatus::Ok, &[1e6]),
             point(2, PointStatus::Ok, &[2e6]),
         ];
         let b = pick_best(&one, "throughput_bps", 1).unwrap();
         assert_eq!(b.verdict, "too_few_trials");
+        assert_eq!(b.rule, Some(PickRule::HigherFigure));
         assert!(b.sentence.contains("--repeat 5"), "{}", b.sentence);
+        assert!(
+            b.sentence.contains("Picked by the higher measured figure"),
+            "{}",
+            b.sentence
+        );
 
         // Lower is better for CPU per unit of work.
         let mut lo = vec![
@@ -867,6 +1040,173 @@ mod tests {
         let b = pick_best(&lo, "client_cpu_percent", 1).unwrap();
         assert_eq!(b.point, 2);
         assert!(!b.higher_is_better);
+        assert!(
+            b.sentence.contains("the lower measured figure"),
+            "{}",
+            b.sentence
+        );
         assert!(pick_best(&lo, "no_such_metric", 1).is_none());
+    }
+
+    /// Issue 29: `sweep --vary rate=2G,100G -- tcp 127.0.0.1 -t 2` measured 1.99 and
+    /// 31.56 Gbit/s, the second tester-limited; the old pick named the first.
+    #[test]
+    fn a_tester_limited_point_that_measured_more_is_picked_as_a_lower_bound() {
+        let pts = vec![
+            labelled(1, "rate", "2G", PointStatus::Ok, &[1.992e9]),
+            labelled(2, "rate", "100G", PointStatus::TesterLimited, &[31.56e9]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!(b.point, 2, "{}", b.sentence);
+        assert!(b.tester_limited && !b.all_tester_limited);
+        assert_eq!(b.rule, Some(PickRule::HigherFigure));
+        assert!(
+            b.sentence.starts_with(
+                "Best by throughput: point 2 (rate=100G) at least 31.56 Gbit/s; the tester limited this point: use -P."
+            ),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence
+                .contains("baseline point 1 (rate=2G, 1.992 Gbit/s)"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence.contains("higher measured figure"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            !b.sentence.contains("The tester limited every point"),
+            "{}",
+            b.sentence
+        );
+    }
+
+    /// Issue 29: `--vary len=16K,64K,256K` measured 20.9, 23.2 and 36.4 Gbit/s with the
+    /// second and third tester-limited; the old pick named the slowest.
+    #[test]
+    fn the_fastest_of_several_tester_limited_points_is_picked() {
+        let pts = vec![
+            labelled(1, "len", "16K", PointStatus::Ok, &[20.9e9]),
+            labelled(2, "len", "64K", PointStatus::TesterLimited, &[23.2e9]),
+            labelled(3, "len", "256K", PointStatus::TesterLimited, &[36.4e9]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!(b.point, 3, "{}", b.sentence);
+        assert!(b.tester_limited);
+        assert!(
+            b.sentence
+                .contains("at least 36.40 Gbit/s; the tester limited this point: use -P"),
+            "{}",
+            b.sentence
+        );
+        // No point the pick leaves out measured more.
+        for p in &pts {
+            let m = mean(&p.values_of("throughput_bps")).unwrap();
+            assert!(m <= b.mean, "point {} measured {m} above the pick", p.index);
+        }
+    }
+
+    #[test]
+    fn when_every_point_is_tester_limited_the_sweep_says_it_measured_linerate() {
+        let pts = vec![
+            labelled(1, "len", "16K", PointStatus::TesterLimited, &[20.9e9]),
+            labelled(2, "len", "64K", PointStatus::TesterLimited, &[23.2e9]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!(b.point, 2);
+        assert!(b.tester_limited && b.all_tester_limited);
+        assert!(
+            b.sentence.contains("at least 23.20 Gbit/s"),
+            "{}",
+            b.sentence
+        );
+        // The baseline is a bound too.
+        assert!(
+            b.sentence.contains("at least 20.90 Gbit/s"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence.contains(
+                "The tester limited every point: the sweep measured linerate more than the system"
+            ),
+            "{}",
+            b.sentence
+        );
+        for how in ["-P", "-A", "a faster client host"] {
+            assert!(b.sentence.contains(how), "{how}: {}", b.sentence);
+        }
+    }
+
+    #[test]
+    fn a_failed_point_that_measured_more_is_never_picked() {
+        let pts = vec![
+            labelled(1, "len", "16K", PointStatus::Ok, &[20.9e9]),
+            labelled(2, "len", "64K", PointStatus::Failed, &[90e9]),
+            labelled(3, "len", "256K", PointStatus::Interrupted, &[80e9]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!(b.point, 1);
+        assert_eq!(b.rule, Some(PickRule::OnlyPoint));
+        assert!(
+            b.sentence.contains("No other point measured it"),
+            "{}",
+            b.sentence
+        );
+    }
+
+    #[test]
+    fn repeats_within_noise_are_named_indistinguishable() {
+        // Means 100.2 and 100.6 Mbit/s with a spread of about 1 Mbit/s: Welch cannot
+        // separate them; point 3 is well below both.
+        let pts = vec![
+            point(1, PointStatus::Ok, &[99e6, 101e6, 100e6, 102e6, 99e6]),
+            point(
+                2,
+                PointStatus::TesterLimited,
+                &[101e6, 99.5e6, 101.5e6, 100e6, 101e6],
+            ),
+            point(3, PointStatus::Ok, &[50e6, 51e6, 49e6, 50e6, 50.5e6]),
+        ];
+        let b = pick_best(&pts, "throughput_bps", 3).unwrap();
+        // The higher mean is picked (nothing beats it), and the words say it is a tie.
+        assert_eq!(b.point, 2);
+        assert_eq!(b.rule, Some(PickRule::Welch));
+        assert_eq!(b.indistinguishable, vec![1]);
+        assert_eq!(b.verdict, "significant");
+        assert!(
+            b.sentence
+                .contains("Welch's t-test cannot tell it from point 1 (p >= 0.05): they are indistinguishable"),
+            "{}",
+            b.sentence
+        );
+        // Against the baseline point 1 the tie is said once, with its p-value.
+        let b = pick_best(&pts, "throughput_bps", 1).unwrap();
+        assert_eq!((b.point, b.verdict.as_str()), (2, "not_significant"));
+        assert_eq!(b.indistinguishable, vec![1]);
+        assert!(
+            b.sentence.contains("the points may be equal"),
+            "{}",
+            b.sentence
+        );
+        assert!(
+            b.sentence
+                .contains("separates it from every other point but the baseline"),
+            "{}",
+            b.sentence
+        );
+        // Never a point another point beats significantly: the pick is not below any.
+        let c = MetricComparison::new(
+            "throughput_bps",
+            &pts[1].values_of("throughput_bps"),
+            &pts[0].values_of("throughput_bps"),
+        )
+        .unwrap();
+        assert!(c.verdict != Verdict::Significant || c.diff < 0.0);
+        assert_eq!(listed(&[1, 3, 4]), "points 1, 3 and 4");
     }
 }

@@ -172,15 +172,24 @@ impl CpuText {
 fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
     if c.util_percent >= CPU_ALL_BUSY_PERCENT {
         let t = CpuText::new(ctx, e, c, Branch::AllBusy);
-        let message = format!(
-            "All CPUs of {} were busy: {} of {} CPUs (busiest CPU {} at {}).{}",
-            t.who,
-            pct(c.util_percent),
-            c.cpu_count,
-            c.busiest_cpu,
-            pct(c.busiest_cpu_util_percent),
-            t.own_text
-        );
+        let message = if c.cpu_count <= 1 {
+            format!(
+                "The only CPU of {} was busy: {}.{}{ONE_CPU}",
+                t.who,
+                pct(c.util_percent),
+                t.own_text
+            )
+        } else {
+            format!(
+                "All CPUs of {} were busy: {} of {} CPUs (busiest CPU {} at {}).{}",
+                t.who,
+                pct(c.util_percent),
+                c.cpu_count,
+                c.busiest_cpu,
+                pct(c.busiest_cpu_util_percent),
+                t.own_text
+            )
+        };
         let suggestion = format!(
             "The CPUs are the limit: fewer cycles per byte help (larger writes -l, offloads \
              on: `ethtool -K IF tso on gso on gro on`, jumbo frames), or a faster host.{}",
@@ -228,6 +237,8 @@ fn cpu_end(ctx: &Ctx<'_>, e: &End<'_>, c: &CpuReport, out: &mut Vec<Verdict>) {
         out.extend(saturated.into_iter().map(|s| tester_threads(s, c)));
         return;
     }
+    // (A one-CPU host whose only CPU is saturated took the all-busy branch above, unless
+    // its figures disagree; `tester_threads` judges that case too.)
     let t = CpuText::new(ctx, e, c, Branch::OneCpu);
     let message = format!(
         "One CPU of {} was saturated: CPU {} at {} while all CPUs together were {} busy.{}",
@@ -259,9 +270,55 @@ pub(super) fn threads_saturated(e: &End<'_>) -> Option<f64> {
     Some((tool / threads).min(100.0)).filter(|t| *t >= THREAD_SATURATED_PERCENT)
 }
 
+/// Said of a host with one CPU: there is no other CPU for the tester, so its load is part of
+/// what was measured.
+const ONE_CPU: &str = " This host has one CPU: the CPU that ran linerate is the system under \
+    test, so the figure is this host's with the test's own work counted in it, not a tester \
+    limit.";
+
+/// The end's host has one CPU.
+fn one_cpu(e: &End<'_>) -> bool {
+    e.cpu().is_some_and(|c| c.cpu_count <= 1)
+}
+
 fn tester_threads(e: &End<'_>, c: &linerate_wire::report::CpuReport) -> Verdict {
     let per = threads_saturated(e).unwrap_or(0.0);
     let n = e.report.streams.len().max(1);
+    if one_cpu(e) {
+        // No other CPU had idle time: the one CPU that ran linerate is the system.
+        return Verdict {
+            kind: VerdictKind::CpuBound,
+            side: Some(e.role),
+            flow: None,
+            confidence: Confidence::Medium,
+            evidence: vec![
+                ev(
+                    "tool_cpu_percent_per_thread",
+                    per,
+                    "percent_of_one_cpu",
+                    Some(">= 90"),
+                ),
+                ev("data_threads", n as f64, "count", None),
+                ev("cpu_count", 1.0, "count", Some("<= 1")),
+                ev(
+                    "busiest_cpu_util_percent",
+                    c.busiest_cpu_util_percent,
+                    "percent",
+                    Some(">= 95"),
+                ),
+            ],
+            message: format!(
+                "linerate's {n} data thread(s) on the {} used {} of its only CPU (system \
+                 calls included).{ONE_CPU}",
+                role_name(e.role),
+                pct(per)
+            ),
+            suggestion: "Fewer cycles per byte help (larger writes -l, offloads on); to \
+                measure the network path without this host's CPU in it, run linerate on a \
+                host with more CPUs."
+                .to_string(),
+        };
+    }
     Verdict {
         kind: VerdictKind::TesterLimited,
         side: Some(e.role),
@@ -406,6 +463,52 @@ pub(super) fn missed_pace(ctx: &Ctx<'_>, out: &mut Vec<Verdict>) {
             continue;
         };
         out.retain(|v| !(v.kind == VerdictKind::TesterLimited && v.side == Some(end.role)));
+        if one_cpu(end) {
+            // The sender's only CPU is the system under test: the pace it missed is the
+            // host's limit. Said with the CPU verdict of that end, or as one.
+            let pace = format!(
+                " Paced at {}, the {} sent only {} ({:.0}%) with its thread(s) at {} of its \
+                 only CPU.",
+                format_bps(rate as f64),
+                role_name(end.role),
+                format_bps(sent),
+                reached * 100.0,
+                pct(per)
+            );
+            let evidence = [
+                ev("paced_rate_bps", rate as f64, "bps", None),
+                ev("sender_bps", sent, "bps", None),
+                ev("pace_reached", reached, "ratio", Some("< 0.9")),
+                ev(
+                    "tool_cpu_percent_per_thread",
+                    per,
+                    "percent_of_one_cpu",
+                    Some(">= 90"),
+                ),
+                ev("cpu_count", 1.0, "count", Some("<= 1")),
+            ];
+            match out
+                .iter_mut()
+                .find(|v| v.kind == VerdictKind::CpuBound && v.side.is_none_or(|s| s == end.role))
+            {
+                Some(v) => {
+                    v.message.push_str(&pace);
+                    v.evidence.extend(evidence);
+                }
+                None => out.push(Verdict {
+                    kind: VerdictKind::CpuBound,
+                    side: Some(end.role),
+                    flow: Some(f.direction()),
+                    confidence: Confidence::High,
+                    evidence: evidence.into_iter().collect(),
+                    message: format!("{}{ONE_CPU}", pace.trim_start()),
+                    suggestion: "Fewer cycles per byte help (larger writes or datagrams -l, \
+                        GSO on for UDP), or a lower rate (-b)."
+                        .to_string(),
+                }),
+            }
+            continue;
+        }
         out.push(Verdict {
             kind: VerdictKind::TesterLimited,
             side: Some(end.role),

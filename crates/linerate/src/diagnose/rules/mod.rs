@@ -13,7 +13,7 @@
 //! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
 //! | `interrupt_bound` | ≥ [`IRQS_PER_1000_PACKETS`] interrupts per 1000 packets and ≥ [`IRQ_CPUS`] CPUs in irq+softirq | host counters, /proc/stat |
 //! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
-//! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed | rusage |
+//! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed; never on a one-CPU host, where the CPU that ran linerate is the system under test (`cpu_bound`) | rusage |
 //! | `cpu_bound` | all CPUs ≥ [`CPU_ALL_BUSY_PERCENT`], or one ≥ [`CPU_ONE_BUSY_PERCENT`] | /proc/stat |
 //!
 //! With `--profile`, `cpu_bound` and `softirq_bound` also name the category and function that

@@ -354,7 +354,10 @@ pub fn sweep_metric(id_prefix: &str, rec: &SweepRecord, metric: &str) -> Option<
         ));
     }
     if limited {
-        notes.push("hollow marker: tester-limited (the tester, not the system, set it)".into());
+        notes.push(
+            "hollow marker: tester-limited (the tester set it: the system does at least as well)"
+                .into(),
+        );
     }
     let vary: Vec<&str> = rec.vary.iter().map(|v| v.name.as_str()).collect();
     Some(Chart {
