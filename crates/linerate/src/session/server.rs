@@ -14,10 +14,14 @@
 //!
 //! What one peer can hold is bounded: connections per address
 //! (`--max-connections-per-address`), sessions still in their handshake per address
-//! (`--max-handshakes-per-address`), the handshake time as a total from the accept, the
+//! (`--max-handshakes-per-address`, counted from a control connection's magic or an iperf3
+//! cookie), the frames before `hello`/`auth` (4 KiB, read on the connection's one thread),
+//! the handshake time as a total from the accept, the
 //! streams and buffers of all tests together ([`limits::Budget`]), failed
 //! authentications per address and user ([`limits::AuthLimiter`]), and log lines per
-//! address. A connection over a limit gets a `busy` error where it can be told.
+//! address. A connection over a limit gets a `busy` error where it can be told. The caps
+//! are fitted to the open-file limit ([`fit_open_files`]), raised to the hard limit at
+//! start.
 
 use std::collections::HashMap;
 use std::io::{self, Read};

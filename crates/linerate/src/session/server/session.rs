@@ -61,7 +61,7 @@ pub(super) fn handle_control(
 ) {
     let (tx, rx) = mpsc::channel();
     let cfg = &ctx.cfg;
-    let (Ok(mut reader), Ok(w)) = (
+    let (Ok(reader), Ok(w)) = (
         stream.try_clone(),
         ControlWriter::new(stream, "server", cfg.debug),
     ) else {
@@ -94,7 +94,7 @@ pub(super) fn handle_control(
         restores: Vec::new(),
         crr_listener: None,
     };
-    s.greet(&mut reader);
+    s.greet(&reader);
     if !s.machine.is_over() {
         let _ = reader.set_read_timeout(None);
         match conn::spawn_reader(
@@ -134,6 +134,22 @@ fn settings(ctx: &Ctx, peer: SocketAddr, id: &str) -> ServerSettings {
             None => Err("no authentication".into()),
         },
         refuse: None,
+    }
+}
+
+/// Reads that all end by the deadline: each waits only for the time left, so a peer that
+/// sends a byte now and then cannot stretch a frame past it.
+struct ReadBy<'a>(&'a TcpStream, Instant);
+
+impl std::io::Read for ReadBy<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.1.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.0.set_read_timeout(Some(left))?;
+        let mut s: &TcpStream = self.0;
+        std::io::Read::read(&mut s, buf)
     }
 }
 
@@ -180,7 +196,7 @@ impl Session<'_> {
     /// Reads `hello` (and `auth`) on this thread, frames capped at
     /// [`control::MAX_HANDSHAKE_FRAME`], each within the machine's deadline, until the
     /// machine waits for something else or the session is over.
-    fn greet(&mut self, r: &mut TcpStream) {
+    fn greet(&mut self, r: &TcpStream) {
         let cap = self.ctx.cfg.max_frame.min(control::MAX_HANDSHAKE_FRAME);
         loop {
             self.pump();
@@ -199,12 +215,7 @@ impl Session<'_> {
                 _ => return,
             }
             let deadline = self.machine.poll_timeout().unwrap_or(now);
-            let left = deadline.saturating_duration_since(now);
-            if left.is_zero() || r.set_read_timeout(Some(left)).is_err() {
-                self.machine.handle_timeout(now.max(deadline));
-                continue;
-            }
-            let i = match conn::read_frame(r, cap) {
+            let i = match conn::read_frame(&mut ReadBy(r, deadline), cap) {
                 Ok(Some(m)) => {
                     if self.ctx.cfg.debug.0 {
                         eprintln!(
