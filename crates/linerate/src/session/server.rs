@@ -348,18 +348,23 @@ pub struct Server {
     limits_note: Option<String>,
 }
 
-/// Raises this process's soft limit of open files to its hard limit; returns the soft
-/// limit now in force (`u64::MAX` if none, or unknown).
+/// Raises this process's soft limit of open files to its hard limit (an unlimited hard
+/// limit: to the kernel's `fs.nr_open`); returns the soft limit now in force (`u64::MAX`
+/// if unknown).
 fn raise_open_files() -> u64 {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    match getrlimit(Resource::RLIMIT_NOFILE) {
-        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
-            Ok(()) => hard,
-            Err(_) => soft,
-        },
-        Ok((soft, _)) => soft,
-        Err(_) => u64::MAX,
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return u64::MAX;
+    };
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    let want = hard.min(nr_open);
+    if soft < want && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+        return want;
     }
+    soft
 }
 
 /// Fits the connection caps and the streams of all tests to `open_files` descriptors:
