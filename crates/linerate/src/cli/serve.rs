@@ -30,7 +30,8 @@ pub struct ServeArgs {
     #[arg(long, value_parser = units::parse_size)]
     pub max_total_buffer: Option<u64>,
     /// Most connections one client address may hold open besides the data connections of
-    /// its running tests (control sessions, connections not yet identified).
+    /// its running tests (control sessions, connections not yet identified). Lowered at
+    /// start, and said so, when the open-file limit cannot hold it.
     #[arg(long, default_value_t = crate::session::server::DEFAULT_CONNECTIONS_PER_ADDRESS,
           value_parser = parse_count)]
     pub max_connections_per_address: usize,
