@@ -78,6 +78,9 @@ pub mod ierrno {
     pub const CTRL_CLOSE: i32 = 107;
     /// "test duration on the server expired".
     pub const SERVER_TEST_DURATION_EXPIRED: i32 = 160;
+    /// "test authorization failed" (iperf3's IEAUTHTEST): the server requires
+    /// authentication that the client did not give.
+    pub const AUTH_TEST: i32 = 142;
 
     /// iperf3's message for the codes above and a few more a server sends, or a general one.
     pub fn describe(i_errno: i32) -> &'static str {
@@ -93,6 +96,7 @@ pub mod ierrno {
             ACCEPT_STREAM => "it could not accept a stream",
             CTRL_CLOSE => "its control connection closed",
             SERVER_TEST_DURATION_EXPIRED => "the test ran past the server's maximum duration",
+            AUTH_TEST => "the test is not authorized: the server requires authentication",
             _ => "an iperf3 error (see iperf3's iperf_api.h for the code)",
         }
     }

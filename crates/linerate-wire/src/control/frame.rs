@@ -22,6 +22,10 @@ pub const FRAME_VERSION: u8 = 1;
 pub const FRAME_HEADER_LEN: usize = 8;
 /// Largest body accepted, in bytes (4 MiB). Results of a long test with many intervals fit.
 pub const MAX_CONTROL_FRAME: u32 = 4 * 1024 * 1024;
+/// Largest body a server reads before the peer has said who it is (`hello`, and `auth`
+/// when the server requires it), in bytes (4 KiB): a hello with every feature and an auth
+/// with the longest user name take a few hundred.
+pub const MAX_HANDSHAKE_FRAME: u32 = 4 * 1024;
 
 const LAYER: &str = "control frame";
 
@@ -128,6 +132,25 @@ pub fn decode_body(body: &[u8]) -> Result<Message, WireError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_real_hello_and_auth_fit_the_handshake_cap_four_times_over() {
+        use crate::control::{AuthResponse, Hello, Message, ProtocolVersion, FEATURES};
+        let hello = Message::Hello(Hello {
+            protocol: ProtocolVersion::CURRENT,
+            software: format!("linerate {}", "9".repeat(40)),
+            features: FEATURES.iter().map(|f| f.to_string()).collect(),
+        });
+        let auth = Message::Auth(AuthResponse {
+            user: "u".repeat(64),
+            nonce: "a".repeat(64),
+            mac: "b".repeat(64),
+        });
+        for m in [hello, auth] {
+            let body = encode(&m).unwrap().len() - FRAME_HEADER_LEN;
+            assert!(body * 4 <= MAX_HANDSHAKE_FRAME as usize, "{body}");
+        }
+    }
+
     use super::*;
 
     const HEADER: [u8; 8] = [b'L', b'R', 1, 0, 0, 0, 0x01, 0x02];

@@ -9,7 +9,9 @@ pub mod frame;
 pub mod message;
 pub mod version;
 
-pub use frame::{decode_body, encode, FrameHeader, FRAME_HEADER_LEN, MAX_CONTROL_FRAME};
+pub use frame::{
+    decode_body, encode, FrameHeader, FRAME_HEADER_LEN, MAX_CONTROL_FRAME, MAX_HANDSHAKE_FRAME,
+};
 pub use message::*;
 pub use version::{
     negotiate, Feature, Features, ProtocolVersion, FEATURES, PROTOCOL_MAJOR, PROTOCOL_MINOR,

@@ -38,6 +38,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             Some(p) => Some(Arc::new(auth::Users::load(p).map_err(UsageError)?)),
             None => None,
         },
+        allow_iperf3_unauthenticated: a.allow_iperf3_unauthenticated,
         hooks: match &a.hooks {
             Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
             None => None,
@@ -75,11 +76,24 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             ""
         }
     );
+    if let Some(note) = server.limits_note() {
+        eprintln!("linerate serve: {note}");
+    }
+    if a.allow_iperf3_unauthenticated {
+        eprintln!(
+            "linerate serve: warning: iperf3 clients test without authentication (--allow-iperf3-unauthenticated)"
+        );
+    }
     if let Some(h) = &cfg_hooks {
         eprintln!(
             "linerate serve: hooks clients may run: {}",
             h.names().join(", ")
         );
+        if a.auth_users.is_none() {
+            eprintln!(
+                "linerate serve: warning: --hooks without --auth-users: anyone who reaches this port may run these hooks (each run is logged)"
+            );
+        }
     }
     if let (Some(addr), Some(m)) = (a.metrics, metrics) {
         let bound = super::metrics::spawn(addr, m)?;

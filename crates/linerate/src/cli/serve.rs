@@ -30,7 +30,8 @@ pub struct ServeArgs {
     #[arg(long, value_parser = units::parse_size)]
     pub max_total_buffer: Option<u64>,
     /// Most connections one client address may hold open besides the data connections of
-    /// its running tests (control sessions, connections not yet identified).
+    /// its running tests (control sessions, connections not yet identified). Lowered at
+    /// start, and said so, when the open-file limit cannot hold it.
     #[arg(long, default_value_t = crate::session::server::DEFAULT_CONNECTIONS_PER_ADDRESS,
           value_parser = parse_count)]
     pub max_connections_per_address: usize,
@@ -63,6 +64,11 @@ pub struct ServeArgs {
     /// must not be readable by group or others. Clients pass --auth-user.
     #[arg(long, value_name = "FILE")]
     pub auth_users: Option<std::path::PathBuf>,
+    /// With --auth-users, let iperf3 clients (iperf3 -c, linerate tcp|udp --iperf3) test
+    /// without credentials: iperf3's protocol carries none, so by default they are refused
+    /// with iperf3's "test authorization failed".
+    #[arg(long, requires = "auth_users")]
+    pub allow_iperf3_unauthenticated: bool,
     /// Capture a test's packets here too when its client asks (linerate tcp|udp|rr
     /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
     #[arg(long)]

@@ -278,18 +278,27 @@ fn server_ended(ctl: &mut TcpStream, b: u8) -> String {
             "the iperf3 server is busy with another test (iperf3 serves one at a time): try again later".into()
         }
         Ok(State::ServerError) => {
-            let mut e = [0u8; 8];
-            match read_by(ctl, &mut e, Instant::now() + Duration::from_secs(1)) {
-                Ok(()) => {
-                    let i_errno = i32::from_be_bytes([e[0], e[1], e[2], e[3]]);
-                    let errno = i32::from_be_bytes([e[4], e[5], e[6], e[7]]);
-                    format!(
-                        "the iperf3 server refused the test: {} (iperf3 error {i_errno}, errno {errno})",
-                        iperf3::ierrno::describe(i_errno)
-                    )
-                }
-                Err(_) => "the iperf3 server reported an error".into(),
+            // `i_errno`, then `errno`; iperf3's own server sends no `errno` after a failed
+            // authentication (IEAUTHTEST) and closes.
+            let by = Instant::now() + Duration::from_secs(1);
+            let mut e = [0u8; 4];
+            if read_by(ctl, &mut e, by).is_err() {
+                return "the iperf3 server reported an error".into();
             }
+            let i_errno = i32::from_be_bytes(e);
+            let errno = match read_by(ctl, &mut e, by) {
+                Ok(()) => format!(", errno {}", i32::from_be_bytes(e)),
+                Err(_) => String::new(),
+            };
+            let hint = if i_errno == iperf3::ierrno::AUTH_TEST {
+                ": if it is a linerate server, test without --iperf3 and with --auth-user"
+            } else {
+                ""
+            };
+            format!(
+                "the iperf3 server refused the test: {} (iperf3 error {i_errno}{errno}){hint}",
+                iperf3::ierrno::describe(i_errno)
+            )
         }
         Ok(State::ServerTerminate) => "the iperf3 server ended the test (SERVER_TERMINATE)".into(),
         Ok(s) => format!("the iperf3 server sent {s:?} out of order"),

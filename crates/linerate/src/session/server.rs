@@ -14,15 +14,19 @@
 //!
 //! What one peer can hold is bounded: connections per address
 //! (`--max-connections-per-address`), sessions still in their handshake per address
-//! (`--max-handshakes-per-address`), the handshake time as a total from the accept, the
+//! (`--max-handshakes-per-address`, counted from a control connection's magic or an iperf3
+//! cookie), the frames before `hello`/`auth` (4 KiB, read on the connection's one thread),
+//! the handshake time as a total from the accept, the
 //! streams and buffers of all tests together ([`limits::Budget`]), failed
 //! authentications per address and user ([`limits::AuthLimiter`]), and log lines per
-//! address. A connection over a limit gets a `busy` error where it can be told.
+//! address. A connection over a limit gets a `busy` error where it can be told. The caps
+//! are fitted to the open-file limit ([`fit_open_files`]), raised to the hard limit at
+//! start.
 
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
@@ -65,6 +69,10 @@ pub struct ServerConfig {
     pub log: bool,
     /// Users allowed to run tests (`--auth-users`); `None` lets anyone in.
     pub users: Option<Arc<super::auth::Users>>,
+    /// Lets iperf3 clients (which carry no linerate credentials) test while `users` is set
+    /// (`serve --allow-iperf3-unauthenticated`); otherwise they are refused with iperf3's
+    /// "test authorization failed".
+    pub allow_iperf3_unauthenticated: bool,
     /// Longest control frame body read or written, bytes: [`control::MAX_CONTROL_FRAME`].
     /// Tests lower it to show that no result depends on the test's length fitting one frame.
     pub max_frame: u32,
@@ -123,6 +131,7 @@ impl Default for ServerConfig {
             hooks: None,
             metrics: None,
             users: None,
+            allow_iperf3_unauthenticated: false,
             max_frame: control::MAX_CONTROL_FRAME,
             max_connections_per_address: DEFAULT_CONNECTIONS_PER_ADDRESS,
             max_handshakes_per_address: DEFAULT_HANDSHAKES_PER_ADDRESS,
@@ -135,8 +144,15 @@ impl Default for ServerConfig {
 }
 
 /// Most connections waiting for their first bytes or running; beyond this new ones are
-/// refused as busy.
+/// refused as busy. Lowered when the open-file limit cannot hold it ([`fit_open_files`]).
 const MAX_CONNECTIONS: usize = 4096;
+/// File descriptors kept for what is not a connection or a test's data socket: stdio, the
+/// listener and the UDP port, /proc and sysfs reads, a capture, a profile's perf events,
+/// hook commands' pipes, TCP_CRR tests' own listeners.
+const FD_RESERVE: u64 = 128;
+/// Accept failures (EMFILE and the like) logged at most once per this time, with the
+/// number not logged.
+const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
 /// Default of `--max-connections-per-address`: a test of 128 streams each way opens 257
 /// connections at once; twice that leaves room for a second test.
 pub const DEFAULT_CONNECTIONS_PER_ADDRESS: usize = 512;
@@ -173,6 +189,11 @@ struct Ctx {
     udp_peers: Mutex<HashMap<SocketAddr, [u8; 16]>>,
     active_tests: AtomicUsize,
     connections: AtomicUsize,
+    /// Most connections at once: [`MAX_CONNECTIONS`], or fewer if the open-file limit
+    /// holds fewer.
+    max_connections: usize,
+    /// The open-file limit (soft, raised to the hard limit at start).
+    open_files: u64,
     shutdown: Arc<AtomicBool>,
     sessions: AtomicUsize,
     /// Connections and sessions in their handshake, per client address.
@@ -200,10 +221,11 @@ struct AddressUse {
 impl Ctx {
     /// Counts a new connection from `ip`, or says why it is refused.
     fn open_connection(&self, ip: IpAddr) -> Result<(), String> {
-        if self.connections.fetch_add(1, SeqCst) >= MAX_CONNECTIONS {
+        let most = self.max_connections;
+        if self.connections.fetch_add(1, SeqCst) >= most {
             self.connections.fetch_sub(1, SeqCst);
             return Err(format!(
-                "the server has its maximum of {MAX_CONNECTIONS} connections open: retry later"
+                "the server has its maximum of {most} connections open: retry later"
             ));
         }
         let max = self.cfg.max_connections_per_address;
@@ -322,12 +344,89 @@ pub struct Server {
     listener: TcpListener,
     udp: UdpSocket,
     ctx: Arc<Ctx>,
+    /// What the open-file limit made lower than configured, if anything.
+    limits_note: Option<String>,
+}
+
+/// Raises this process's soft limit of open files to its hard limit (an unlimited hard
+/// limit: to the kernel's `fs.nr_open`); returns the soft limit now in force (`u64::MAX`
+/// if unknown).
+fn raise_open_files() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return u64::MAX;
+    };
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(u64::MAX);
+    let want = hard.min(nr_open);
+    if soft < want && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
+        return want;
+    }
+    soft
+}
+
+/// Fits the connection caps and the streams of all tests to `open_files` descriptors:
+/// connections (at most [`MAX_CONNECTIONS`]), the data sockets of running tests (the
+/// budget's streams), [`MAX_BUSY_ANSWERS`] and [`FD_RESERVE`] must all fit, and one address
+/// may hold at most a quarter of the connections. Returns the most connections and, when
+/// something configured was lowered, a line that says what.
+fn fit_open_files(open_files: u64, cfg: &mut ServerConfig) -> (usize, Option<String>) {
+    let room = open_files.saturating_sub(FD_RESERVE + MAX_BUSY_ANSWERS as u64);
+    let room = usize::try_from(room).unwrap_or(usize::MAX).max(8);
+    let streams = usize::try_from(cfg.budget.streams).unwrap_or(usize::MAX);
+    let (connections, streams) = if MAX_CONNECTIONS.saturating_add(streams) <= room {
+        (MAX_CONNECTIONS, streams)
+    } else {
+        // Half each at least, what one does not need to the other.
+        let streams = streams.min(room / 2);
+        ((room - streams).min(MAX_CONNECTIONS), streams)
+    };
+    let per_address = cfg
+        .max_connections_per_address
+        .min((connections / 4).max(1));
+    let handshakes = cfg.max_handshakes_per_address.min(per_address);
+    let mut lowered = Vec::new();
+    if connections < MAX_CONNECTIONS {
+        lowered.push(format!("{connections} connections (of {MAX_CONNECTIONS})"));
+    }
+    if per_address < cfg.max_connections_per_address {
+        lowered.push(format!(
+            "--max-connections-per-address {per_address} (of {})",
+            cfg.max_connections_per_address
+        ));
+    }
+    if handshakes < cfg.max_handshakes_per_address {
+        lowered.push(format!(
+            "--max-handshakes-per-address {handshakes} (of {})",
+            cfg.max_handshakes_per_address
+        ));
+    }
+    if streams < cfg.budget.streams as usize {
+        lowered.push(format!(
+            "--max-total-streams {streams} (of {})",
+            cfg.budget.streams
+        ));
+    }
+    cfg.max_connections_per_address = per_address;
+    cfg.max_handshakes_per_address = handshakes;
+    cfg.budget.streams = u32::try_from(streams).unwrap_or(u32::MAX);
+    let note = (!lowered.is_empty()).then(|| {
+        format!(
+            "the open-file limit of {open_files} (its hard limit) holds {}: raise it (ulimit -Hn, systemd's LimitNOFILE) for more",
+            lowered.join(", ")
+        )
+    });
+    (connections, note)
 }
 
 impl Server {
     /// Binds the TCP listener and the UDP port. `[::]` listens on IPv4 too (dual stack); if
     /// IPv6 is unavailable it falls back to `0.0.0.0`.
-    pub fn bind(cfg: ServerConfig) -> anyhow::Result<Server> {
+    pub fn bind(mut cfg: ServerConfig) -> anyhow::Result<Server> {
+        let open_files = raise_open_files();
+        let (max_connections, limits_note) = fit_open_files(open_files, &mut cfg);
         let listener = bind_tcp(cfg.listen)
             .or_else(|e| {
                 if cfg.listen.ip().is_unspecified() && cfg.listen.is_ipv6() {
@@ -349,7 +448,10 @@ impl Server {
         Ok(Server {
             listener,
             udp,
+            limits_note,
             ctx: Arc::new(Ctx {
+                max_connections,
+                open_files,
                 port: local.port(),
                 registry: Mutex::new(HashMap::new()),
                 udp_peers: Mutex::new(HashMap::new()),
@@ -379,6 +481,12 @@ impl Server {
         self.listener.local_addr()
     }
 
+    /// What the open-file limit made lower than configured (connections, per address,
+    /// streams of all tests), as a line for the log; `None` when it holds them all.
+    pub fn limits_note(&self) -> Option<&str> {
+        self.limits_note.as_deref()
+    }
+
     /// A flag that stops the server when set (SIGINT/SIGTERM set it).
     pub fn shutdown_handle(&self) -> Arc<AtomicBool> {
         self.ctx.shutdown.clone()
@@ -397,6 +505,7 @@ impl Server {
             .spawn(move || iperf3::udp_dispatch(ctx, udp))
             .context("starting the UDP port's reader")?;
         let mut waiting: Vec<Waiting> = Vec::new();
+        let mut accept_errors = AcceptErrors::default();
         while !self.ctx.shutdown.load(SeqCst) {
             // The listener and the connections still waiting for their first bytes, for at
             // most 100 ms or until the first of their handshake time-outs.
@@ -438,8 +547,8 @@ impl Server {
                     Ok((stream, peer)) => self.dispatch(stream, peer, &mut waiting),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                     Err(e) => {
-                        // EMFILE and friends: log, back off, keep serving others.
-                        eprintln!("linerate serve: accept failed: {e}");
+                        // EMFILE and friends: log (rarely), back off, keep serving others.
+                        accept_errors.failed(&self.ctx, &e, Instant::now());
                         std::thread::sleep(Duration::from_millis(50));
                         break;
                     }
@@ -468,6 +577,16 @@ impl Server {
             return;
         };
         let ip = sockets::canonical(peer.ip());
+        // Descriptors are the lowest free: a number this high means nearly all are open.
+        let fd = stream.as_raw_fd() as u64;
+        let keep = FD_RESERVE + MAX_BUSY_ANSWERS as u64;
+        if fd >= self.ctx.open_files.saturating_sub(keep) {
+            let why = format!(
+                "the server has nearly all of its {} file descriptors open: retry later",
+                self.ctx.open_files
+            );
+            return answer_busy(&self.ctx, stream, peer, why);
+        }
         if let Err(why) = self.ctx.open_connection(ip) {
             return answer_busy(&self.ctx, stream, peer, why);
         }
@@ -508,6 +627,35 @@ impl Server {
         if spawned.is_err() {
             self.ctx.close_connection(ip);
         }
+    }
+}
+
+/// Failed accepts: the first is logged, then at most one line per
+/// [`ACCEPT_ERROR_LOG_EVERY`] with the number of failures since the last line.
+#[derive(Debug, Default)]
+struct AcceptErrors {
+    last_logged: Option<Instant>,
+    not_logged: u64,
+}
+
+impl AcceptErrors {
+    fn failed(&mut self, ctx: &Ctx, e: &io::Error, now: Instant) {
+        let due = self
+            .last_logged
+            .is_none_or(|t| now.saturating_duration_since(t) >= ACCEPT_ERROR_LOG_EVERY);
+        if !due {
+            self.not_logged += 1;
+            return;
+        }
+        if ctx.cfg.log {
+            let more = match self.not_logged {
+                0 => String::new(),
+                n => format!(" ({n} more failures since the last line)"),
+            };
+            eprintln!("linerate serve: accept failed: {e}{more}");
+        }
+        self.last_logged = Some(now);
+        self.not_logged = 0;
     }
 }
 
@@ -558,7 +706,7 @@ fn tell_busy(mut stream: TcpStream, why: String) {
     {
         return;
     }
-    // Read the hello (small; a longer frame is not one), so that closing sends a FIN and
+    // Read the hello (capped as every frame before it), so that closing sends a FIN and
     // not a reset that could discard the answer.
     let left = deadline.saturating_duration_since(Instant::now());
     if stream
@@ -567,7 +715,7 @@ fn tell_busy(mut stream: TcpStream, why: String) {
     {
         return;
     }
-    if super::conn::read_frame(&mut stream, 64 << 10).is_err() {
+    if super::conn::read_frame(&mut stream, control::MAX_HANDSHAKE_FRAME).is_err() {
         return;
     }
     let m = Message::Error(ErrorMsg {
@@ -604,7 +752,6 @@ pub(crate) fn peek_exact(
 ) -> io::Result<usize> {
     use nix::errno::Errno;
     use nix::sys::socket::{recv, MsgFlags};
-    use std::os::fd::AsRawFd;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let flags = if left.is_zero() {
@@ -681,6 +828,16 @@ fn log(ctx: &Ctx, peer: SocketAddr, line: &str) {
     }
 }
 
+/// Logs one line on stderr whatever the log throttle says: the commands a server runs for
+/// a client (hooks and their restores) are each on record. Escaped and cut as [`log`].
+fn log_always(ctx: &Ctx, line: &str) {
+    if !ctx.cfg.log {
+        return;
+    }
+    let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
+    eprintln!("{now} {}", linerate_wire::text::clip(line, MAX_LOG_LINE));
+}
+
 /// Reads the first bytes within the handshake time-out (counted from the accept) and
 /// routes the connection.
 fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant, seq: u64) {
@@ -703,6 +860,16 @@ fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: In
     } else if linerate_wire::iperf3::Cookie::could_start(&head) {
         handle_iperf3(ctx, stream, peer, accepted, seq);
     } else if head[..2] == control::frame::MAGIC {
+        // Counted from its first bytes until its test request: over the limit, the peer
+        // is told busy within a second, or closed (MAX_BUSY_ANSWERS at once).
+        if let Err(why) = ctx.enter_handshake(sockets::canonical(peer.ip())) {
+            log(ctx, peer, &format!("{peer}: refused: {why}"));
+            if ctx.busy_answers.fetch_add(1, SeqCst) < MAX_BUSY_ANSWERS {
+                tell_busy(stream, why);
+            }
+            ctx.busy_answers.fetch_sub(1, SeqCst);
+            return;
+        }
         // Control messages are small and answered at once. Data connections keep the
         // options the test asks for (-N): forcing TCP_NODELAY on them would make a server
         // that sends (-R) measure something else than a client that sends.
@@ -772,7 +939,6 @@ fn handle_iperf3(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: 
 /// slow peer cannot stall the accept loop.
 fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
     use nix::sys::socket::{recv, MsgFlags};
-    use std::os::fd::AsRawFd;
     let mut b = [0u8; stream_hello::LEN];
     let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
     let ready = matches!(recv(stream.as_raw_fd(), &mut b, flags), Ok(n) if n == b.len())
@@ -838,5 +1004,70 @@ fn route_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr, b: &[u8; stream_he
             peer,
             &format!("{peer}: data connection with an unknown token; closed"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_caps_fit_the_open_file_limit() {
+        // A common hard limit of 1M holds everything as configured.
+        let mut cfg = ServerConfig::default();
+        let (most, note) = fit_open_files(1 << 20, &mut cfg);
+        assert_eq!(most, MAX_CONNECTIONS);
+        assert_eq!(note, None);
+        assert_eq!(
+            cfg.max_connections_per_address,
+            DEFAULT_CONNECTIONS_PER_ADDRESS
+        );
+        assert_eq!(cfg.budget.streams, limits::DEFAULT_TOTAL_STREAMS);
+        // 1,024: connections and streams share what the reserve leaves, one address holds a
+        // quarter of the connections, and the line says so.
+        let mut cfg = ServerConfig::default();
+        let (most, note) = fit_open_files(1024, &mut cfg);
+        let room = 1024 - FD_RESERVE as usize - MAX_BUSY_ANSWERS;
+        assert_eq!(most + cfg.budget.streams as usize, room);
+        assert!(most >= room / 2);
+        assert_eq!(cfg.max_connections_per_address, most / 4);
+        assert!(cfg.max_handshakes_per_address <= cfg.max_connections_per_address);
+        let note = note.expect("a note");
+        assert!(
+            note.contains("1024") && note.contains(&format!("{most} connections")),
+            "{note}"
+        );
+        assert!(note.contains("--max-connections-per-address"), "{note}");
+        // Too few to speak of still leaves a connection per address.
+        let mut cfg = ServerConfig::default();
+        let (most, _) = fit_open_files(16, &mut cfg);
+        assert!(most >= 1 && cfg.max_connections_per_address >= 1);
+    }
+
+    #[test]
+    fn accept_failures_are_counted_between_lines() {
+        let mut a = AcceptErrors::default();
+        let ctx_cfg = ServerConfig {
+            log: false,
+            ..ServerConfig::default()
+        };
+        let t0 = Instant::now();
+        let e = io::Error::from_raw_os_error(24);
+        // The line itself is off (log: false); what is counted is what matters.
+        let server = Server::bind(ServerConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            ..ctx_cfg
+        })
+        .unwrap();
+        for k in 0..100 {
+            a.failed(&server.ctx, &e, t0 + Duration::from_millis(k * 10));
+        }
+        assert_eq!(a.not_logged, 99);
+        a.failed(
+            &server.ctx,
+            &e,
+            t0 + ACCEPT_ERROR_LOG_EVERY + Duration::from_secs(1),
+        );
+        assert_eq!(a.not_logged, 0);
     }
 }

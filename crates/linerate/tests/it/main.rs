@@ -23,6 +23,7 @@ mod results;
 mod rfc2544;
 mod robustness;
 mod rr;
+mod server_security;
 mod store;
 mod stream;
 mod sweep;

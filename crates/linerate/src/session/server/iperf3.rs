@@ -139,6 +139,22 @@ pub(super) fn handle_control(
 ) {
     let _ = ctl.set_nodelay(true);
     let ip = sockets::canonical(peer.ip());
+    if ctx.cfg.users.is_some() && !ctx.cfg.allow_iperf3_unauthenticated {
+        // iperf3's protocol carries no linerate credentials: while users are configured an
+        // iperf3 client is refused before anything else is read, with iperf3's own
+        // "test authorization failed" (IEAUTHTEST, as iperf3's server sends it after a
+        // failed RSA authentication).
+        log(
+            ctx,
+            peer,
+            &format!(
+                "{peer}: iperf3 client refused: this server requires authentication (linerate serve --allow-iperf3-unauthenticated lets iperf3 clients in)"
+            ),
+        );
+        let _ = ctl.set_write_timeout(Some(Duration::from_secs(1)));
+        let _ = ctl.write_all(&iperf3::server_error(ierrno::AUTH_TEST, 0));
+        return;
+    }
     if let Err(why) = ctx.enter_handshake(ip) {
         log(ctx, peer, &format!("{peer}: iperf3 client refused: {why}"));
         let _ = ctl.write_all(&[State::AccessDenied.byte()]);

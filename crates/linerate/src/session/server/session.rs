@@ -19,7 +19,7 @@ use linerate_wire::report::{IntervalReport, Role};
 
 use super::capture::{self, ServerCapture};
 use super::streams::{self, Ends};
-use super::{log, Ctx, Route};
+use super::{log, log_always, Ctx, Route};
 use crate::engine::{DataSocket, StreamSetup};
 use crate::session::conn::{self, Backlog, ControlWriter, Incoming};
 use crate::session::engine_select::{Running, StartLinks};
@@ -30,6 +30,7 @@ use crate::session::machine::server::{
 };
 use crate::session::{auth, hooks};
 use crate::sys::{self, sockets};
+use linerate_wire::control;
 
 /// What a session's thread waits on.
 pub(super) enum Event {
@@ -44,8 +45,14 @@ pub(super) enum Event {
 /// How often a session looks at its engine and at the shutdown flag.
 const TICK: Duration = Duration::from_millis(50);
 
-/// Runs the control session on `stream` from `peer` (accepted at `accepted`) to its end,
-/// then frees what the test held and logs one line.
+/// Runs the control session on `stream` from `peer` (accepted at `accepted`, counted
+/// against `--max-handshakes-per-address` by the caller) to its end, then frees what the
+/// test held and logs one line.
+///
+/// Until the peer has said who it is (`hello`, and `auth` when the server has users), the
+/// session reads its frames on this thread, each capped at
+/// [`control::MAX_HANDSHAKE_FRAME`]; the reader thread, with the full frame cap, starts
+/// only after that.
 pub(super) fn handle_control(
     ctx: &Arc<Ctx>,
     stream: TcpStream,
@@ -53,36 +60,18 @@ pub(super) fn handle_control(
     accepted: Instant,
 ) {
     let (tx, rx) = mpsc::channel();
-    let Ok(reader) = stream.try_clone() else {
-        return;
-    };
-    let _ = reader.set_read_timeout(None);
     let cfg = &ctx.cfg;
-    let Ok(backlog) = conn::spawn_reader(
-        reader,
-        cfg.max_frame,
-        cfg.debug,
-        "server",
-        tx.clone(),
-        Event::Ctl,
+    let (Ok(reader), Ok(w)) = (
+        stream.try_clone(),
+        ControlWriter::new(stream, "server", cfg.debug),
     ) else {
-        return;
-    };
-    let Ok(w) = ControlWriter::new(stream, "server", cfg.debug) else {
+        ctx.leave_handshake(sockets::canonical(peer.ip()));
         return;
     };
     let mut id = [0u8; 4];
     let _ = getrandom::getrandom(&mut id);
     let id = linerate_wire::hex::encode(&id);
-    let mut settings = settings(ctx, peer, &id);
-    let ip = sockets::canonical(peer.ip());
-    let in_handshake = match ctx.enter_handshake(ip) {
-        Ok(()) => true,
-        Err(why) => {
-            settings.refuse = Some((ErrorCode::Busy, why));
-            false
-        }
-    };
+    let settings = settings(ctx, peer, &id);
     let mut s = Session {
         ctx,
         peer,
@@ -90,8 +79,8 @@ pub(super) fn handle_control(
         w: w.with_max_frame(cfg.max_frame),
         rx,
         tx,
-        backlog,
-        in_handshake,
+        backlog: None,
+        in_handshake: true,
         cost: None,
         machine: ServerMachine::new(settings, accepted),
         arrived: None,
@@ -105,6 +94,24 @@ pub(super) fn handle_control(
         restores: Vec::new(),
         crr_listener: None,
     };
+    s.greet(&reader);
+    if !s.machine.is_over() {
+        let _ = reader.set_read_timeout(None);
+        match conn::spawn_reader(
+            reader,
+            cfg.max_frame,
+            cfg.debug,
+            "server",
+            s.tx.clone(),
+            Event::Ctl,
+        ) {
+            Ok(b) => s.backlog = Some(b),
+            Err(e) => s.machine.fail(
+                ErrorCode::Internal,
+                format!("cannot start the control reader: {e}"),
+            ),
+        }
+    }
     s.run();
     s.end();
 }
@@ -130,6 +137,22 @@ fn settings(ctx: &Ctx, peer: SocketAddr, id: &str) -> ServerSettings {
     }
 }
 
+/// Reads that all end by the deadline: each waits only for the time left, so a peer that
+/// sends a byte now and then cannot stretch a frame past it.
+struct ReadBy<'a>(&'a TcpStream, Instant);
+
+impl std::io::Read for ReadBy<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.1.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.0.set_read_timeout(Some(left))?;
+        let mut s: &TcpStream = self.0;
+        std::io::Read::read(&mut s, buf)
+    }
+}
+
 struct Session<'a> {
     ctx: &'a Arc<Ctx>,
     peer: SocketAddr,
@@ -137,8 +160,9 @@ struct Session<'a> {
     w: ControlWriter,
     rx: Receiver<Event>,
     tx: Sender<Event>,
-    /// What the control reader has queued for this session (bounded).
-    backlog: Backlog,
+    /// What the control reader has queued for this session (bounded); none before the
+    /// reader starts, after the peer said who it is.
+    backlog: Option<Backlog>,
     /// The session counts against `--max-handshakes-per-address`.
     in_handshake: bool,
     /// What the test holds of the server's budget.
@@ -162,6 +186,57 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// The session took a control event off the channel.
+    fn took(&self) {
+        if let Some(b) = &self.backlog {
+            b.took();
+        }
+    }
+
+    /// Reads `hello` (and `auth`) on this thread, frames capped at
+    /// [`control::MAX_HANDSHAKE_FRAME`], each within the machine's deadline, until the
+    /// machine waits for something else or the session is over.
+    fn greet(&mut self, r: &TcpStream) {
+        let cap = self.ctx.cfg.max_frame.min(control::MAX_HANDSHAKE_FRAME);
+        loop {
+            self.pump();
+            if self.machine.is_over() {
+                return;
+            }
+            let now = Instant::now();
+            match *self.machine.phase() {
+                Phase::AwaitHello { .. } | Phase::AwaitAuth { .. } => {}
+                // A failed authentication is answered after a delay.
+                Phase::AuthFailing { until, .. } => {
+                    std::thread::sleep(until.saturating_duration_since(now));
+                    self.machine.handle_timeout(Instant::now().max(until));
+                    continue;
+                }
+                _ => return,
+            }
+            let deadline = self.machine.poll_timeout().unwrap_or(now);
+            let i = match conn::read_frame(&mut ReadBy(r, deadline), cap) {
+                Ok(Some(m)) => {
+                    if self.ctx.cfg.debug.0 {
+                        eprintln!(
+                            "[protocol] server <- {}",
+                            serde_json::to_string(&m).unwrap_or_default()
+                        );
+                    }
+                    Incoming::Msg(m)
+                }
+                Ok(None) => Incoming::Closed,
+                // The read timed out: the deadline (a frame half sent by then is late too).
+                Err(_) if Instant::now() + Duration::from_millis(20) >= deadline => {
+                    self.machine.handle_timeout(Instant::now().max(deadline));
+                    continue;
+                }
+                Err(e) => Incoming::Broken(e),
+            };
+            self.feed(Input::Received(i));
+        }
+    }
+
     fn run(&mut self) {
         loop {
             self.pump();
@@ -282,7 +357,7 @@ impl Session<'_> {
     fn on_event(&mut self, ev: Event) {
         match ev {
             Event::Ctl(i) => {
-                self.backlog.took();
+                self.took();
                 self.feed(Input::Received(i))
             }
             Event::Data(i, st) => {
@@ -525,7 +600,7 @@ impl Session<'_> {
             match ev {
                 Event::Interval(iv) => self.interval(iv),
                 Event::Ctl(i) => {
-                    self.backlog.took();
+                    self.took();
                     if !matches!(i, Incoming::Msg(_)) {
                         gone = Some(i);
                     }
@@ -561,9 +636,8 @@ impl Session<'_> {
             (Some(c), _) => format!("exit {c}"),
             (None, _) => "did not run".to_string(),
         };
-        log(
+        log_always(
             self.ctx,
-            peer,
             &format!(
                 "[{id}] {peer} hook {}: {} ({status})",
                 inv.name,
@@ -592,9 +666,8 @@ impl Session<'_> {
                 (Some(c), _) => format!("exit {c}: {}", o.stderr.lines().next().unwrap_or("")),
                 (None, _) => format!("did not run: {}", o.stderr.lines().next().unwrap_or("")),
             };
-            log(
+            log_always(
                 self.ctx,
-                peer,
                 &format!(
                     "[{id}] {peer} restore {name}: {} ({status})",
                     argv.join(" ")
