@@ -207,3 +207,4 @@ proptest::proptest! {
         let _ = super::analyze_reader(&f[..], "fuzz", &AnalyzeOptions::default());
     }
 }
+

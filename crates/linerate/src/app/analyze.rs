@@ -18,6 +18,7 @@ pub(crate) fn command(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         link_rate_bps: a.link_rate,
         mtu: a.mtu,
         graphs: a.graph.is_some(),
+        top: (a.top > 0).then_some(a.top),
     };
     let (rec, graphs) = analyze_path(&a.file, &opts)?;
     if let Some(dir) = &a.graph {
