@@ -335,7 +335,11 @@ impl Cx {
 
     /// PPP: the protocol field, after the HDLC address and control bytes if present.
     fn ppp(self, data: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
-        let skip = if data.starts_with(&[0xff, 0x03]) { 2 } else { 0 };
+        let skip = if data.starts_with(&[0xff, 0x03]) {
+            2
+        } else {
+            0
+        };
         let rest = &data[skip..];
         let Some(&first) = rest.first() else {
             return Err(truncated("PPP header", base, skip + 2, data.len()));
@@ -396,7 +400,12 @@ fn truncated(layer: &'static str, offset: usize, need: usize, have: usize) -> Wi
 }
 
 /// Decodes an IP packet that starts `base` bytes into the frame.
-fn l3(ether_type: EtherType, ip: &[u8], base: usize, wire: usize) -> Result<Option<Packet>, WireError> {
+fn l3(
+    ether_type: EtherType,
+    ip: &[u8],
+    base: usize,
+    wire: usize,
+) -> Result<Option<Packet>, WireError> {
     // The IP packet's bytes on the wire: the frame's from `base` on (what was captured
     // when the frame's length is unknown).
     let wire_ip = if wire == usize::MAX {

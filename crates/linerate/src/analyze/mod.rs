@@ -194,7 +194,11 @@ pub fn analyze_reader<R: std::io::Read + Send>(
 ) -> anyhow::Result<(AnalysisRecord, Vec<DirectionGraph>)> {
     let mut an = Analyzer::new(opts.clone());
     let summary: read::ReadSummary = read::read_capture(input, |frame| {
-        match linerate_wire::capture::decode_frame(frame.link_type, frame.data, Some(frame.orig_len)) {
+        match linerate_wire::capture::decode_frame(
+            frame.link_type,
+            frame.data,
+            Some(frame.orig_len),
+        ) {
             Ok(Some(p)) => an.packet(frame.ts_ns, &p),
             Ok(None) => an.other(frame.ts_ns),
             Err(e) => an.undecodable(frame.ts_ns, &e.to_string()),
@@ -548,7 +552,10 @@ impl Analyzer {
         if let Some(top) = self.opts.top.map(|t| t.max(1)) {
             if udp_states.len() > top {
                 udp_states.sort_by(|x, y| {
-                    bigger(((x.bytes, x.packets), x.index), ((y.bytes, y.packets), y.index))
+                    bigger(
+                        ((x.bytes, x.packets), x.index),
+                        ((y.bytes, y.packets), y.index),
+                    )
                 });
                 for u in udp_states.drain(top..) {
                     self.others.udp_flows += 1;

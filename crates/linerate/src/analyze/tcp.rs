@@ -220,8 +220,6 @@ pub(crate) struct Dir {
     win_max: u64,
     win_changes: Vec<(u64, u64)>,
     large_segments: u64,
-    pub(crate) graph: Vec<GraphEvent>,
-    graph_full: bool,
     data: Option<Box<Data>>,
 }
 
@@ -267,6 +265,8 @@ struct Data {
     last_event_ns: Option<u64>,
     rwnd_open: Option<u64>,
     mss: u64,
+    graph: Vec<GraphEvent>,
+    graph_full: bool,
     /// The smallest RTT sample so far (any segment's, the handshake's too), ms.
     rtt_min_ms: f64,
     periods: Vec<Period>,
@@ -349,7 +349,12 @@ impl Conn {
     }
 
     /// A SYN (without ACK) that opens a new connection on the same ports.
-    pub(crate) fn is_new_syn(&mut self, from_a: bool, seg: &TcpSegment, budget: &mut usize) -> bool {
+    pub(crate) fn is_new_syn(
+        &mut self,
+        from_a: bool,
+        seg: &TcpSegment,
+        budget: &mut usize,
+    ) -> bool {
         seg.has(F::SYN) && !seg.has(F::ACK) && self.state(budget).is_new_syn(from_a, seg)
     }
 
@@ -584,16 +589,19 @@ impl ConnState {
         if self.graph {
             let d = &mut self.dirs[f];
             if len > 0 {
-                d.graph_push(budget, GraphEvent {
-                    t_ns: t,
-                    kind: if retrans {
-                        GraphKind::Retransmission
-                    } else {
-                        GraphKind::Data
+                d.graph_push(
+                    budget,
+                    GraphEvent {
+                        t_ns: t,
+                        kind: if retrans {
+                            GraphKind::Retransmission
+                        } else {
+                            GraphKind::Data
+                        },
+                        a: start,
+                        b: start + u64::from(len),
                     },
-                    a: start,
-                    b: start + u64::from(len),
-                });
+                );
             }
             if let (true, Some(rdata)) = (ack, self.dirs[r].data.as_ref()) {
                 let rd_edge = rdata.right_edge.unwrap_or(0);
@@ -603,21 +611,27 @@ impl ConnState {
                 } else {
                     GraphKind::Ack
                 };
-                self.dirs[r].graph_push(budget, GraphEvent {
-                    t_ns: t,
-                    kind,
-                    a: una,
-                    b: rd_edge,
-                });
+                self.dirs[r].graph_push(
+                    budget,
+                    GraphEvent {
+                        t_ns: t,
+                        kind,
+                        a: una,
+                        b: rd_edge,
+                    },
+                );
                 for &(l, rr) in s.options.sack_blocks() {
                     let rd = &mut self.dirs[r];
                     let (l, rr) = (rd.seq.rel(l), rd.seq.rel(rr));
-                    rd.graph_push(budget, GraphEvent {
-                        t_ns: t,
-                        kind: GraphKind::Sack,
-                        a: l,
-                        b: rr,
-                    });
+                    rd.graph_push(
+                        budget,
+                        GraphEvent {
+                            t_ns: t,
+                            kind: GraphKind::Sack,
+                            a: l,
+                            b: rr,
+                        },
+                    );
                 }
             }
         }
@@ -840,20 +854,28 @@ impl ConnState {
 }
 
 impl Dir {
+    /// Draws an event on this direction's graph (only a direction that carried data has
+    /// one).
     fn graph_push(&mut self, budget: &mut usize, e: GraphEvent) {
-        if self.graph.len() < GRAPH_EVENTS_CAP && *budget > 0 {
+        let Some(d) = self.data.as_mut() else {
+            return;
+        };
+        if d.graph.len() < GRAPH_EVENTS_CAP && *budget > 0 {
             *budget -= 1;
-            self.graph.push(e);
+            d.graph.push(e);
         } else {
-            self.graph_full = true;
+            d.graph_full = true;
         }
     }
 
     fn into_graph(self) -> DirGraph {
-        DirGraph {
-            events: self.graph,
-            periods: self.data.map(|d| d.periods).unwrap_or_default(),
-            truncated: self.graph_full,
+        match self.data {
+            Some(d) => DirGraph {
+                events: d.graph,
+                periods: d.periods,
+                truncated: d.graph_full,
+            },
+            None => DirGraph::default(),
         }
     }
 
@@ -1014,8 +1036,8 @@ impl Dir {
                 break;
             }
         }
-        if self.segs.is_empty() && self.segs.capacity() > 4 {
-            // A transfer that ended: give back what its window needed.
+        if self.segs.is_empty() && (self.segs.capacity() > 4 || self.segs.capacity() == 1) {
+            // A handshake or a transfer that ended: give back what it needed.
             self.segs = std::collections::VecDeque::new();
         }
         self.acked_high = self.acked_high.max(ack);
@@ -1301,12 +1323,20 @@ impl Data {
     }
 
     /// Fills the data figures of `o` at the end of the capture.
-    fn fill(&mut self, o: &mut TcpDirection, conn_ns: u64, mss: u64, opts: &AnalyzeOptions, v6: bool) {
+    fn fill(
+        &mut self,
+        o: &mut TcpDirection,
+        conn_ns: u64,
+        mss: u64,
+        opts: &AnalyzeOptions,
+        v6: bool,
+    ) {
         o.unique_bytes = self.seen_bytes;
         o.sequence_span_bytes = self.data_high.saturating_sub(self.data_low);
         o.max_in_flight_bytes = self.max_in_flight_bytes;
         if o.data_packets > 0 {
-            o.data_duration_s = Some(self.last_data_ns.saturating_sub(self.first_data_ns) as f64 / 1e9);
+            o.data_duration_s =
+                Some(self.last_data_ns.saturating_sub(self.first_data_ns) as f64 / 1e9);
         }
         if conn_ns > 0 && o.unique_bytes > 0 {
             o.throughput_bps = Some(o.unique_bytes as f64 * 8.0 / (conn_ns as f64 / 1e9));
@@ -1494,11 +1524,7 @@ impl Data {
                 share_percent: time.loss_recovery_percent,
                 evidence: vec![
                     ev("retransmissions", o.retransmissions as f64, "count"),
-                    ev(
-                        "retransmitted_bytes",
-                        o.retransmitted_bytes as f64,
-                        "bytes",
-                    ),
+                    ev("retransmitted_bytes", o.retransmitted_bytes as f64, "bytes"),
                     ev("threshold", LOSS_RECOVERY_MIN_SHARE, "%"),
                 ],
             });

@@ -207,4 +207,3 @@ proptest::proptest! {
         let _ = super::analyze_reader(&f[..], "fuzz", &AnalyzeOptions::default());
     }
 }
-

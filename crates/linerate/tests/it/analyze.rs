@@ -166,7 +166,11 @@ fn tshark_count(file: &Path, filter: &str, sport: u16, dport: u16) -> Option<u64
         .args(["-Y", &f, "-T", "fields", "-e", "frame.number"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(
         String::from_utf8_lossy(&out.stdout)
             .lines()
@@ -381,7 +385,11 @@ fn analyze_decodes_ppp_pppoe_mpls_fddi_nflog_and_fcs_flagged_link_types() {
         let file = p.write(dir.path(), &format!("{name}.pcap"));
         let rec = analyze_json(&file, &[]);
         assert_eq!(rec["packets_undecodable"], 0, "{name}: {rec}");
-        assert_eq!(rec["tcp"].as_array().map(Vec::len), Some(1), "{name}: {rec}");
+        assert_eq!(
+            rec["tcp"].as_array().map(Vec::len),
+            Some(1),
+            "{name}: {rec}"
+        );
         assert_eq!(rec["tcp"][0]["a"]["port"], 40004, "{name}");
         assert_eq!(rec["tcp"][0]["a_to_b"]["mss"], 1460, "{name}");
         if let Some(n) = tshark_count(&file, "tcp.flags.syn == 1", 40004, 5301) {
@@ -458,7 +466,10 @@ fn analyze_a_capture_of_200000_single_syns_stays_within_its_per_flow_memory_budg
     let mut p = Pcap::new(1);
     for i in 0..FLOWS {
         let s = Seg {
-            src: ([198, 18, (i / 60000) as u8 + 1, 1], (i % 60000) as u16 + 1024),
+            src: (
+                [198, 18, (i / 60000) as u8 + 1, 1],
+                (i % 60000) as u16 + 1024,
+            ),
             dst: (B, 80),
             seq: i,
             ack: 0,
@@ -484,7 +495,11 @@ fn analyze_a_capture_of_200000_single_syns_stays_within_its_per_flow_memory_budg
         .args(["--json", "--top", &TOP.to_string(), "--graph"])
         .arg(&graphs);
     let (out, peak_kib) = run_measuring_peak(cmd);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The budget: the binary and its buffers (the reader's 1 MiB, the allocator's arenas)
     // in 64 MiB, and each single-packet connection in 1 KiB (its index entry and its
     // first packet; linerate 0.x took 3.9 KiB).
@@ -502,12 +517,22 @@ fn analyze_a_capture_of_200000_single_syns_stays_within_its_per_flow_memory_budg
         Some(u64::from(FLOWS) + 200 - TOP as u64),
         "{others}"
     );
-    assert_eq!(others["tcp_packets"].as_u64(), Some(u64::from(FLOWS) + 4 * 200 - 4 * TOP as u64));
+    assert_eq!(
+        others["tcp_packets"].as_u64(),
+        Some(u64::from(FLOWS) + 4 * 200 - 4 * TOP as u64)
+    );
     // The largest are the connections with the most data: the last ones built.
     for c in rec["tcp"].as_array().unwrap() {
-        assert!(c["a"]["port"].as_u64().unwrap() >= 30000 + 200 - TOP as u64, "{c}");
+        assert!(
+            c["a"]["port"].as_u64().unwrap() >= 30000 + 200 - TOP as u64,
+            "{c}"
+        );
     }
-    assert!(out.stdout.len() < 200_000, "{} bytes of JSON", out.stdout.len());
+    assert!(
+        out.stdout.len() < 200_000,
+        "{} bytes of JSON",
+        out.stdout.len()
+    );
     let warnings = rec["warnings"].to_string();
     assert!(warnings.contains("--top"), "{warnings}");
     let files = std::fs::read_dir(&graphs).unwrap().count();
