@@ -408,11 +408,7 @@ fn l3(
 ) -> Result<Option<Packet>, WireError> {
     // The IP packet's bytes on the wire: the frame's from `base` on (what was captured
     // when the frame's length is unknown).
-    let wire_ip = if wire == usize::MAX {
-        ip.len()
-    } else {
-        wire.saturating_sub(base).max(ip.len())
-    };
+    let wire_ip = (wire != usize::MAX).then(|| wire.saturating_sub(base).max(ip.len()));
     if ether_type != EtherType::IPV4 && ether_type != EtherType::IPV6 {
         return Ok(None);
     }
@@ -428,7 +424,11 @@ fn l3(
             let stated = usize::from(h.total_len());
             // A total length of 0 (or below the header) is what TSO/BIG TCP captures show:
             // the length is then the frame's.
-            let ip_len = if stated < hlen { wire_ip } else { stated };
+            let ip_len = if stated < hlen {
+                wire_ip.unwrap_or(ip.len())
+            } else {
+                stated
+            };
             (
                 IpAddr::V4(h.source_addr()),
                 IpAddr::V4(h.destination_addr()),
@@ -441,7 +441,11 @@ fn l3(
             let h = v6.header();
             let ext = v6.extensions().slice().len();
             let stated = usize::from(h.payload_length());
-            let ip_len = if stated == 0 { wire_ip } else { 40 + stated };
+            let ip_len = if stated == 0 {
+                wire_ip.unwrap_or(ip.len())
+            } else {
+                40 + stated
+            };
             (
                 IpAddr::V6(h.source_addr()),
                 IpAddr::V6(h.destination_addr()),
@@ -456,8 +460,8 @@ fn l3(
         return Ok(None);
     }
     // tshark takes no more than the frame held on the wire.
-    let beyond = ip_len > wire_ip;
-    let ip_len = ip_len.min(wire_ip);
+    let beyond = wire_ip.is_some_and(|w| ip_len > w);
+    let ip_len = ip_len.min(wire_ip.unwrap_or(usize::MAX));
     let ip_payload_len = ip_len.saturating_sub(headers_len);
     let ip_len_u32 = u32::try_from(ip_len).unwrap_or(u32::MAX);
     match &sliced.transport {
@@ -723,6 +727,67 @@ mod tests {
         assert!(decode(147, &[0u8; 40]).is_err());
         assert!(decode(LINKTYPE_ETHERNET, &[]).is_err());
         assert!(decode(LINKTYPE_LINUX_SLL2, &[0u8; 5]).is_err());
+    }
+
+    #[test]
+    fn fcs_flagged_ppp_pppoe_mpls_and_fddi_frames_reach_the_same_packet() {
+        let f = syn_frame();
+        let ip = &f[14..];
+        let want = decode(LINKTYPE_ETHERNET, &f).unwrap();
+        assert!(want.is_some());
+        // The FCS-length bits of the link-type field are not part of the link type.
+        assert_eq!(decode(0x3000_0001, &f).unwrap(), want);
+        let mut ppp = vec![0xff, 0x03, 0x00, 0x21];
+        ppp.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_PPP, &ppp).unwrap(), want);
+        assert_eq!(decode(LINKTYPE_PPP, &ppp[2..]).unwrap(), want);
+        let mut pppoe = vec![0x11, 0, 0, 1, 0, 0, 0x00, 0x21];
+        pppoe.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_PPP_ETHER, &pppoe).unwrap(), want);
+        let mut eth = f[..12].to_vec();
+        eth.extend_from_slice(&[0x88, 0x64]);
+        eth.extend_from_slice(&pppoe);
+        assert_eq!(decode(LINKTYPE_ETHERNET, &eth).unwrap(), want);
+        let mut mpls = f[..12].to_vec();
+        mpls.extend_from_slice(&[0x88, 0x47, 0, 1, 0, 64, 0, 2, 1, 64]);
+        mpls.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_ETHERNET, &mpls).unwrap(), want);
+        let mut fddi = vec![0x50, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6];
+        fddi.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+        fddi.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_FDDI, &fddi).unwrap(), want);
+        // Cut short: an error naming the layer, never a panic.
+        assert_eq!(
+            decode(LINKTYPE_ETHERNET, &mpls[..16]).unwrap_err().layer,
+            "MPLS label"
+        );
+    }
+
+    #[test]
+    fn an_ip_length_beyond_the_frame_on_the_wire_is_capped_at_it() {
+        let mut f = syn_frame();
+        let total = 20 + 40 + 1000;
+        f[16] = (total >> 8) as u8;
+        f[17] = total as u8;
+        f.resize(f.len() + 100, 0);
+        // 100 bytes of payload on the wire, 1000 claimed.
+        let p = decode_frame(LINKTYPE_ETHERNET, &f, Some(f.len() as u32))
+            .unwrap()
+            .unwrap();
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!(t.payload_len, 100);
+        assert!(p.ip_len_beyond_frame);
+        // Headers only, the frame 1074 bytes on the wire: the header's 1000 stand.
+        let p = decode_frame(LINKTYPE_ETHERNET, &f[..74], Some(14 + total as u32))
+            .unwrap()
+            .unwrap();
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!(t.payload_len, 1000);
+        assert!(!p.ip_len_beyond_frame);
     }
 
     #[test]
