@@ -36,13 +36,26 @@ pub const LINKTYPE_IPV4: u32 = 228;
 pub const LINKTYPE_IPV6: u32 = 229;
 /// LINKTYPE_LINUX_SLL2: Linux cooked capture v2.
 pub const LINKTYPE_LINUX_SLL2: u32 = 276;
+/// LINKTYPE_PPP: PPP (protocol field, optionally after the HDLC address and control bytes).
+pub const LINKTYPE_PPP: u32 = 9;
+/// LINKTYPE_FDDI: FDDI with an 802.2 LLC/SNAP header.
+pub const LINKTYPE_FDDI: u32 = 10;
+/// LINKTYPE_PPP_HDLC: PPP in HDLC-like framing.
+pub const LINKTYPE_PPP_HDLC: u32 = 50;
+/// LINKTYPE_PPP_ETHER: PPPoE session frames without the Ethernet header.
+pub const LINKTYPE_PPP_ETHER: u32 = 51;
+/// LINKTYPE_NFLOG: Linux netfilter NFLOG messages.
+pub const LINKTYPE_NFLOG: u32 = 239;
+/// The bits of a pcap file's link-type field that hold the link type; the others say
+/// whether frames carry an FCS, and how long (libpcap's LT_LINKTYPE).
+pub const LINKTYPE_MASK: u32 = 0x03FF_FFFF;
 /// DLT_RAW as some systems write it in files (12 on most BSDs, 14 on OpenBSD).
 const DLT_RAW_ALIASES: [u32; 2] = [12, 14];
 
 /// Whether [`decode`] understands this link type.
 pub fn link_type_supported(link_type: u32) -> bool {
     matches!(
-        link_type,
+        link_type & LINKTYPE_MASK,
         LINKTYPE_NULL
             | LINKTYPE_ETHERNET
             | LINKTYPE_RAW
@@ -51,7 +64,12 @@ pub fn link_type_supported(link_type: u32) -> bool {
             | LINKTYPE_IPV4
             | LINKTYPE_IPV6
             | LINKTYPE_LINUX_SLL2
-    ) || DLT_RAW_ALIASES.contains(&link_type)
+            | LINKTYPE_PPP
+            | LINKTYPE_FDDI
+            | LINKTYPE_PPP_HDLC
+            | LINKTYPE_PPP_ETHER
+            | LINKTYPE_NFLOG
+    ) || DLT_RAW_ALIASES.contains(&(link_type & LINKTYPE_MASK))
 }
 
 /// TCP flag bits as they sit in the header's 13th byte.
@@ -153,8 +171,12 @@ pub struct Packet {
     pub src: IpAddr,
     /// Destination address.
     pub dst: IpAddr,
-    /// Length of the IP packet as its header states it (header included).
+    /// Length of the IP packet (header included): as its header states it, but no more
+    /// than the frame held on the wire when that is known (as tshark takes it).
     pub ip_len: u32,
+    /// The IP header claimed more bytes than the frame held on the wire: lengths were
+    /// taken from the frame.
+    pub ip_len_beyond_frame: bool,
     /// TCP or UDP.
     pub transport: Transport,
 }
@@ -165,6 +187,18 @@ pub struct Packet {
 /// fragment, another protocol). `Err` is a frame that claims to be IP/TCP/UDP but whose
 /// headers are cut short or invalid, or a link type that is not supported.
 pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError> {
+    decode_frame(link_type, frame, None)
+}
+
+/// [`decode`] of a frame that was `wire_len` bytes long on the wire (the record's original
+/// length): an IP header that claims more than the frame held is capped at the frame, as
+/// tshark does.
+pub fn decode_frame(
+    link_type: u32,
+    frame: &[u8],
+    wire_len: Option<u32>,
+) -> Result<Option<Packet>, WireError> {
+    let link_type = link_type & LINKTYPE_MASK;
     let lt = if DLT_RAW_ALIASES.contains(&link_type) {
         LINKTYPE_RAW
     } else {
@@ -175,9 +209,28 @@ pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError>
             "capture",
             0,
             WireErrorKind::BadBody(format!(
-                "link type {link_type} is not supported (Ethernet, Linux SLL/SLL2, null/loopback and raw IP are)"
+                "link type {link_type} is not supported (Ethernet, Linux SLL/SLL2, null/loopback, raw IP, PPP, PPPoE, FDDI and NFLOG are)"
             )),
         ));
+    }
+    // Bytes of the frame on the wire (at least what was captured).
+    let wire = wire_len.map_or(usize::MAX, |w| (w as usize).max(frame.len()));
+    let cx = Cx { wire };
+    match lt {
+        LINKTYPE_PPP | LINKTYPE_PPP_HDLC => return cx.ppp(frame, 0),
+        LINKTYPE_PPP_ETHER => return cx.pppoe(frame, 0),
+        LINKTYPE_FDDI => {
+            // Frame control, destination and source (13 bytes), then 802.2 LLC/SNAP.
+            if frame.len() < 21 {
+                return Err(truncated("FDDI header", 0, 21, frame.len()));
+            }
+            if frame[13..16] != [0xaa, 0xaa, 0x03] {
+                return Ok(None);
+            }
+            let et = u16::from_be_bytes([frame[19], frame[20]]);
+            return cx.by_ether_type(et, &frame[21..], 21);
+        }
+        _ => {}
     }
     if lt == LINKTYPE_LOOP {
         // Like NULL but in network byte order; pcap-parser only knows NULL.
@@ -186,8 +239,8 @@ pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError>
         }
         let af = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         return match af {
-            2 => l3(EtherType::IPV4, &frame[4..], 4),
-            24 | 28 | 30 => l3(EtherType::IPV6, &frame[4..], 4),
+            2 => cx.l3(EtherType::IPV4, &frame[4..], 4),
+            24 | 28 | 30 => cx.l3(EtherType::IPV6, &frame[4..], 4),
             _ => Ok(None),
         };
     }
@@ -198,8 +251,8 @@ pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError>
         let be = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]);
         let af = if le < 256 { le } else { be };
         return match af {
-            2 => l3(EtherType::IPV4, &frame[4..], 4),
-            24 | 28 | 30 => l3(EtherType::IPV6, &frame[4..], 4),
+            2 => cx.l3(EtherType::IPV4, &frame[4..], 4),
+            24 | 28 | 30 => cx.l3(EtherType::IPV6, &frame[4..], 4),
             _ => Ok(None),
         };
     }
@@ -219,12 +272,126 @@ pub fn decode(link_type: u32, frame: &[u8]) -> Result<Option<Packet>, WireError>
         return Err(truncated("IP header", 0, 20, 0));
     }
     match pcap_parser::data::get_packetdata(frame, Linktype(lt as i32), frame.len()) {
-        Some(PacketData::L2(eth)) => ethernet(eth),
+        Some(PacketData::L2(eth)) => cx.ethernet(eth),
         Some(PacketData::L3(ethertype, data)) => {
-            let off = frame.len() - data.len();
-            l3(EtherType(ethertype), data, off)
+            // Where the data starts in the frame (NFLOG's payload need not end it).
+            let off = (data.as_ptr() as usize)
+                .checked_sub(frame.as_ptr() as usize)
+                .filter(|o| *o <= frame.len())
+                .unwrap_or(frame.len() - data.len());
+            cx.by_ether_type(ethertype, data, off)
         }
         Some(PacketData::L4(..)) | Some(PacketData::Unsupported(_)) | None => Ok(None),
+    }
+}
+
+/// PPP protocol numbers of IPv4 and IPv6.
+const PPP_IPV4: u16 = 0x0021;
+const PPP_IPV6: u16 = 0x0057;
+/// Ether types of PPPoE sessions and MPLS.
+const ETHERTYPE_PPPOE: u16 = 0x8864;
+const ETHERTYPE_MPLS: [u16; 2] = [0x8847, 0x8848];
+/// Most MPLS labels read before giving up.
+const MPLS_MAX_LABELS: usize = 16;
+
+/// What every layer of one frame's decoding needs to know.
+#[derive(Clone, Copy)]
+struct Cx {
+    /// The frame's length on the wire (usize::MAX: unknown).
+    wire: usize,
+}
+
+impl Cx {
+    fn l3(self, et: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+        l3(et, ip, base, self.wire)
+    }
+
+    /// A payload of ether type `et` that starts `base` bytes into the frame.
+    fn by_ether_type(self, et: u16, data: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+        match et {
+            0x0800 => self.l3(EtherType::IPV4, data, base),
+            0x86dd => self.l3(EtherType::IPV6, data, base),
+            ETHERTYPE_PPPOE => self.pppoe(data, base),
+            _ if ETHERTYPE_MPLS.contains(&et) => self.mpls(data, base),
+            _ => Ok(None),
+        }
+    }
+
+    fn ethernet(self, frame: &[u8]) -> Result<Option<Packet>, WireError> {
+        let sliced = LaxSlicedPacket::from_ethernet(frame).map_err(|e| {
+            truncated(
+                "Ethernet header",
+                e.layer_start_offset,
+                e.required_len,
+                e.len,
+            )
+        })?;
+        let Some(payload) = sliced.ether_payload() else {
+            return Ok(None);
+        };
+        let off = frame.len() - payload.payload.len();
+        self.by_ether_type(payload.ether_type.0, payload.payload, off)
+    }
+
+    /// PPP: the protocol field, after the HDLC address and control bytes if present.
+    fn ppp(self, data: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+        let skip = if data.starts_with(&[0xff, 0x03]) {
+            2
+        } else {
+            0
+        };
+        let rest = &data[skip..];
+        let Some(&first) = rest.first() else {
+            return Err(truncated("PPP header", base, skip + 2, data.len()));
+        };
+        // An odd first byte is a compressed (one-byte) protocol field.
+        let (proto, n) = if first & 1 == 1 {
+            (u16::from(first), 1)
+        } else if rest.len() >= 2 {
+            (u16::from_be_bytes([rest[0], rest[1]]), 2)
+        } else {
+            return Err(truncated("PPP header", base, skip + 2, data.len()));
+        };
+        let at = skip + n;
+        match proto {
+            PPP_IPV4 => self.l3(EtherType::IPV4, &data[at..], base + at),
+            PPP_IPV6 => self.l3(EtherType::IPV6, &data[at..], base + at),
+            _ => Ok(None),
+        }
+    }
+
+    /// A PPPoE session header (6 bytes), then PPP's protocol field.
+    fn pppoe(self, data: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+        if data.len() < 8 {
+            return Err(truncated("PPPoE header", base, 8, data.len()));
+        }
+        let proto = u16::from_be_bytes([data[6], data[7]]);
+        match proto {
+            PPP_IPV4 => self.l3(EtherType::IPV4, &data[8..], base + 8),
+            PPP_IPV6 => self.l3(EtherType::IPV6, &data[8..], base + 8),
+            _ => Ok(None),
+        }
+    }
+
+    /// MPLS labels down to the bottom of the stack, then IP by its version nibble.
+    fn mpls(self, data: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+        let mut at = 0;
+        for _ in 0..MPLS_MAX_LABELS {
+            if data.len() < at + 4 {
+                return Err(truncated("MPLS label", base + at, at + 4, data.len()));
+            }
+            let bottom = data[at + 2] & 1 == 1;
+            at += 4;
+            if bottom {
+                return match data.get(at).map(|b| b >> 4) {
+                    Some(4) => self.l3(EtherType::IPV4, &data[at..], base + at),
+                    Some(6) => self.l3(EtherType::IPV6, &data[at..], base + at),
+                    // A pseudowire (Ethernet, with or without a control word) or nothing.
+                    _ => Ok(None),
+                };
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -232,27 +399,16 @@ fn truncated(layer: &'static str, offset: usize, need: usize, have: usize) -> Wi
     WireError::new(layer, offset, WireErrorKind::Truncated { need, have })
 }
 
-fn ethernet(frame: &[u8]) -> Result<Option<Packet>, WireError> {
-    let sliced = LaxSlicedPacket::from_ethernet(frame).map_err(|e| {
-        truncated(
-            "Ethernet header",
-            e.layer_start_offset,
-            e.required_len,
-            e.len,
-        )
-    })?;
-    let Some(payload) = sliced.ether_payload() else {
-        return Ok(None);
-    };
-    let off = frame.len() - payload.payload.len();
-    if payload.ether_type != EtherType::IPV4 && payload.ether_type != EtherType::IPV6 {
-        return Ok(None);
-    }
-    l3(payload.ether_type, payload.payload, off)
-}
-
 /// Decodes an IP packet that starts `base` bytes into the frame.
-fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, WireError> {
+fn l3(
+    ether_type: EtherType,
+    ip: &[u8],
+    base: usize,
+    wire: usize,
+) -> Result<Option<Packet>, WireError> {
+    // The IP packet's bytes on the wire: the frame's from `base` on (what was captured
+    // when the frame's length is unknown).
+    let wire_ip = (wire != usize::MAX).then(|| wire.saturating_sub(base).max(ip.len()));
     if ether_type != EtherType::IPV4 && ether_type != EtherType::IPV6 {
         return Ok(None);
     }
@@ -267,8 +423,12 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
             let ext = v4.extensions().auth.map_or(0, |a| a.slice().len());
             let stated = usize::from(h.total_len());
             // A total length of 0 (or below the header) is what TSO/BIG TCP captures show:
-            // the length is then what was captured.
-            let ip_len = if stated < hlen { ip.len() } else { stated };
+            // the length is then the frame's.
+            let ip_len = if stated < hlen {
+                wire_ip.unwrap_or(ip.len())
+            } else {
+                stated
+            };
             (
                 IpAddr::V4(h.source_addr()),
                 IpAddr::V4(h.destination_addr()),
@@ -281,7 +441,11 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
             let h = v6.header();
             let ext = v6.extensions().slice().len();
             let stated = usize::from(h.payload_length());
-            let ip_len = if stated == 0 { ip.len() } else { 40 + stated };
+            let ip_len = if stated == 0 {
+                wire_ip.unwrap_or(ip.len())
+            } else {
+                40 + stated
+            };
             (
                 IpAddr::V6(h.source_addr()),
                 IpAddr::V6(h.destination_addr()),
@@ -295,6 +459,9 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
     if fragment_tail {
         return Ok(None);
     }
+    // tshark takes no more than the frame held on the wire.
+    let beyond = wire_ip.is_some_and(|w| ip_len > w);
+    let ip_len = ip_len.min(wire_ip.unwrap_or(usize::MAX));
     let ip_payload_len = ip_len.saturating_sub(headers_len);
     let ip_len_u32 = u32::try_from(ip_len).unwrap_or(u32::MAX);
     match &sliced.transport {
@@ -331,6 +498,7 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
                 src,
                 dst,
                 ip_len: ip_len_u32,
+                ip_len_beyond_frame: beyond,
                 transport: Transport::Tcp(TcpSegment {
                     src_port: tcp.source_port(),
                     dst_port: tcp.destination_port(),
@@ -350,6 +518,7 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
                 src,
                 dst,
                 ip_len: ip_len_u32,
+                ip_len_beyond_frame: beyond,
                 transport: Transport::Udp(UdpDatagram {
                     src_port: udp.source_port(),
                     dst_port: udp.destination_port(),
@@ -359,11 +528,37 @@ fn l3(ether_type: EtherType, ip: &[u8], base: usize) -> Result<Option<Packet>, W
         }
         Some(_) => Ok(None),
         None => {
-            let proto = match net {
-                LaxNetSlice::Ipv4(v4) => v4.payload().ip_number,
-                LaxNetSlice::Ipv6(v6) => v6.payload().ip_number,
+            let (proto, fragmented, payload) = match net {
+                LaxNetSlice::Ipv4(v4) => {
+                    let p = v4.payload();
+                    (p.ip_number, p.fragmented, p.payload)
+                }
+                LaxNetSlice::Ipv6(v6) => {
+                    let p = v6.payload();
+                    (p.ip_number, p.fragmented, p.payload)
+                }
                 LaxNetSlice::Arp(_) => return Ok(None),
             };
+            if fragmented {
+                // The first fragment of a datagram (the others were left out above). UDP's
+                // header states the whole datagram's length; TCP has no such field and
+                // linerate does not reassemble, so a fragmented TCP segment is "other".
+                if proto == etherparse::IpNumber::UDP && payload.len() >= 8 {
+                    let stated = usize::from(u16::from_be_bytes([payload[4], payload[5]]));
+                    return Ok(Some(Packet {
+                        src,
+                        dst,
+                        ip_len: ip_len_u32,
+                        ip_len_beyond_frame: beyond,
+                        transport: Transport::Udp(UdpDatagram {
+                            src_port: u16::from_be_bytes([payload[0], payload[1]]),
+                            dst_port: u16::from_be_bytes([payload[2], payload[3]]),
+                            payload_len: u32::try_from(stated.saturating_sub(8)).unwrap_or(0),
+                        }),
+                    }));
+                }
+                return Ok(None);
+            }
             if proto == etherparse::IpNumber::TCP || proto == etherparse::IpNumber::UDP {
                 let name = if proto == etherparse::IpNumber::TCP {
                     "TCP header"
@@ -532,6 +727,67 @@ mod tests {
         assert!(decode(147, &[0u8; 40]).is_err());
         assert!(decode(LINKTYPE_ETHERNET, &[]).is_err());
         assert!(decode(LINKTYPE_LINUX_SLL2, &[0u8; 5]).is_err());
+    }
+
+    #[test]
+    fn fcs_flagged_ppp_pppoe_mpls_and_fddi_frames_reach_the_same_packet() {
+        let f = syn_frame();
+        let ip = &f[14..];
+        let want = decode(LINKTYPE_ETHERNET, &f).unwrap();
+        assert!(want.is_some());
+        // The FCS-length bits of the link-type field are not part of the link type.
+        assert_eq!(decode(0x3000_0001, &f).unwrap(), want);
+        let mut ppp = vec![0xff, 0x03, 0x00, 0x21];
+        ppp.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_PPP, &ppp).unwrap(), want);
+        assert_eq!(decode(LINKTYPE_PPP, &ppp[2..]).unwrap(), want);
+        let mut pppoe = vec![0x11, 0, 0, 1, 0, 0, 0x00, 0x21];
+        pppoe.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_PPP_ETHER, &pppoe).unwrap(), want);
+        let mut eth = f[..12].to_vec();
+        eth.extend_from_slice(&[0x88, 0x64]);
+        eth.extend_from_slice(&pppoe);
+        assert_eq!(decode(LINKTYPE_ETHERNET, &eth).unwrap(), want);
+        let mut mpls = f[..12].to_vec();
+        mpls.extend_from_slice(&[0x88, 0x47, 0, 1, 0, 64, 0, 2, 1, 64]);
+        mpls.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_ETHERNET, &mpls).unwrap(), want);
+        let mut fddi = vec![0x50, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6];
+        fddi.extend_from_slice(&[0xaa, 0xaa, 0x03, 0, 0, 0, 0x08, 0x00]);
+        fddi.extend_from_slice(ip);
+        assert_eq!(decode(LINKTYPE_FDDI, &fddi).unwrap(), want);
+        // Cut short: an error naming the layer, never a panic.
+        assert_eq!(
+            decode(LINKTYPE_ETHERNET, &mpls[..16]).unwrap_err().layer,
+            "MPLS label"
+        );
+    }
+
+    #[test]
+    fn an_ip_length_beyond_the_frame_on_the_wire_is_capped_at_it() {
+        let mut f = syn_frame();
+        let total = 20 + 40 + 1000;
+        f[16] = (total >> 8) as u8;
+        f[17] = total as u8;
+        f.resize(f.len() + 100, 0);
+        // 100 bytes of payload on the wire, 1000 claimed.
+        let p = decode_frame(LINKTYPE_ETHERNET, &f, Some(f.len() as u32))
+            .unwrap()
+            .unwrap();
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!(t.payload_len, 100);
+        assert!(p.ip_len_beyond_frame);
+        // Headers only, the frame 1074 bytes on the wire: the header's 1000 stand.
+        let p = decode_frame(LINKTYPE_ETHERNET, &f[..74], Some(14 + total as u32))
+            .unwrap()
+            .unwrap();
+        let Transport::Tcp(t) = p.transport else {
+            panic!("not TCP")
+        };
+        assert_eq!(t.payload_len, 1000);
+        assert!(!p.ip_len_beyond_frame);
     }
 
     #[test]

@@ -17,12 +17,15 @@ mod tcp;
 #[cfg(test)]
 mod tests;
 
-use crate::model::trace::{self, AnalysisRecord, Endpoint, UdpFlow};
+use crate::model::trace::{self, AnalysisRecord, Endpoint, OtherFlows, TcpConnection, UdpFlow};
 
 /// Most connections and flows tracked at once; packets of further ones are counted as
 /// other and a warning says so (a hostile file cannot make the analysis allocate without
 /// bound).
 pub const MAX_FLOWS: usize = 1_000_000;
+/// Most graph events kept for the whole capture (32 bytes each): the graphs of the largest
+/// connections are drawn from them; beyond it graphs are cut and a warning says so.
+pub const GRAPH_EVENTS_TOTAL_CAP: usize = 4_000_000;
 /// A UDP flow that pauses longer than this counts a gap, ns.
 const UDP_GAP_NS: u64 = 10_000_000;
 
@@ -35,6 +38,9 @@ pub struct AnalyzeOptions {
     pub mtu: Option<u32>,
     /// Keep what the time-sequence graphs need.
     pub graphs: bool,
+    /// Show the N largest connections and the N largest UDP flows in full, the rest summed
+    /// (None: all).
+    pub top: Option<usize>,
 }
 
 /// One thing drawn on a time-sequence graph, in a direction's relative sequence space.
@@ -119,15 +125,20 @@ pub struct Analyzer {
     analysed: u64,
     other: u64,
     undecodable: u64,
-    tcp_index: HashMap<FlowKey, usize>,
+    tcp_index: HashMap<FlowKey, u32>,
     tcp: Vec<tcp::Conn>,
-    finished_tcp: Vec<(trace::TcpConnection, Option<[DirectionGraph; 2]>)>,
-    udp_index: HashMap<(IpAddr, u16, IpAddr, u16), usize>,
+    finished_tcp: Vec<Finished>,
+    /// Connections counted in `tcp` and `finished_tcp` and before.
+    tcp_seen: u32,
+    udp_index: HashMap<(IpAddr, u16, IpAddr, u16), u32>,
     udp: Vec<UdpState>,
+    others: OtherFlows,
+    graph_budget: usize,
     flows_capped: bool,
     large_segments: u64,
     undecodable_example: Option<String>,
     time_went_back: u64,
+    ip_len_beyond_frame: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,10 +157,33 @@ impl FlowKey {
 
 #[derive(Debug)]
 struct UdpState {
-    flow: UdpFlow,
+    src: (IpAddr, u16),
+    dst: (IpAddr, u16),
+    index: u32,
+    packets: u64,
+    bytes: u64,
+    gaps: u64,
     first_ns: u64,
     last_ns: u64,
     max_gap_ns: u64,
+}
+
+/// A connection that ended (its ports were reused) or the capture did.
+struct Finished {
+    rec: TcpConnection,
+    graph: Option<[DirectionGraph; 2]>,
+}
+
+impl Finished {
+    fn size(&self) -> (u64, u64) {
+        let (a, b) = (&self.rec.a_to_b, &self.rec.b_to_a);
+        (a.bytes + b.bytes, a.packets + b.packets)
+    }
+}
+
+/// Larger first: more bytes, then more packets, then the earlier one.
+fn bigger(x: ((u64, u64), u32), y: ((u64, u64), u32)) -> std::cmp::Ordering {
+    y.0.cmp(&x.0).then(x.1.cmp(&y.1))
 }
 
 /// Analyses a capture read from `input`.
@@ -160,7 +194,11 @@ pub fn analyze_reader<R: std::io::Read + Send>(
 ) -> anyhow::Result<(AnalysisRecord, Vec<DirectionGraph>)> {
     let mut an = Analyzer::new(opts.clone());
     let summary: read::ReadSummary = read::read_capture(input, |frame| {
-        match linerate_wire::capture::decode(frame.link_type, frame.data) {
+        match linerate_wire::capture::decode_frame(
+            frame.link_type,
+            frame.data,
+            Some(frame.orig_len),
+        ) {
             Ok(Some(p)) => an.packet(frame.ts_ns, &p),
             Ok(None) => an.other(frame.ts_ns),
             Err(e) => an.undecodable(frame.ts_ns, &e.to_string()),
@@ -194,12 +232,16 @@ impl Analyzer {
             tcp_index: HashMap::new(),
             tcp: Vec::new(),
             finished_tcp: Vec::new(),
+            tcp_seen: 0,
             udp_index: HashMap::new(),
             udp: Vec::new(),
+            others: OtherFlows::default(),
+            graph_budget: GRAPH_EVENTS_TOTAL_CAP,
             flows_capped: false,
             large_segments: 0,
             undecodable_example: None,
             time_went_back: 0,
+            ip_len_beyond_frame: 0,
         }
     }
 
@@ -232,19 +274,21 @@ impl Analyzer {
     /// One decoded packet captured at `t_ns`.
     pub fn packet(&mut self, t_ns: u64, p: &Packet) {
         self.tick(t_ns);
+        self.ip_len_beyond_frame += u64::from(p.ip_len_beyond_frame);
         match &p.transport {
             Transport::Tcp(seg) => {
                 let (key, src_lo) = FlowKey::of(p.src, seg.src_port, p.dst, seg.dst_port);
                 let i = match self.tcp_index.get(&key) {
                     Some(&i) => {
-                        let c = &self.tcp[i];
+                        let i = i as usize;
+                        let c = &mut self.tcp[i];
                         let from_a = c.a == (p.src, seg.src_port);
-                        if c.is_new_syn(from_a, seg) {
+                        if c.is_new_syn(from_a, seg, &mut self.graph_budget) {
                             // Ports reused by a new connection: the old one is complete.
                             let old = self.tcp.swap_remove(i);
                             if let Some(moved) = self.tcp.get(i) {
                                 let k = FlowKey::of(moved.a.0, moved.a.1, moved.b.0, moved.b.1).0;
-                                self.tcp_index.insert(k, i);
+                                self.tcp_index.insert(k, i as u32);
                             }
                             self.tcp_index.remove(&key);
                             self.finish_conn(old);
@@ -261,7 +305,7 @@ impl Analyzer {
                         self.analysed += 1;
                         let c = &mut self.tcp[i];
                         let from_a = c.a == (p.src, seg.src_port);
-                        c.packet(t_ns, from_a, seg);
+                        c.packet(t_ns, from_a, seg, &mut self.graph_budget);
                     }
                     None => self.other += 1,
                 }
@@ -269,21 +313,21 @@ impl Analyzer {
             Transport::Udp(d) => {
                 let key = (p.src, d.src_port, p.dst, d.dst_port);
                 let i = match self.udp_index.get(&key) {
-                    Some(&i) => Some(i),
+                    Some(&i) => Some(i as usize),
                     None if self.flow_count() < MAX_FLOWS => {
                         let index = self.udp.len() as u32 + 1;
                         self.udp.push(UdpState {
-                            flow: UdpFlow {
-                                index,
-                                src: endpoint((p.src, d.src_port)),
-                                dst: endpoint((p.dst, d.dst_port)),
-                                ..UdpFlow::default()
-                            },
+                            src: (p.src, d.src_port),
+                            dst: (p.dst, d.dst_port),
+                            index,
+                            packets: 0,
+                            bytes: 0,
+                            gaps: 0,
                             first_ns: t_ns,
                             last_ns: t_ns,
                             max_gap_ns: 0,
                         });
-                        self.udp_index.insert(key, self.udp.len() - 1);
+                        self.udp_index.insert(key, index - 1);
                         Some(self.udp.len() - 1)
                     }
                     None => {
@@ -297,15 +341,15 @@ impl Analyzer {
                         let u = &mut self.udp[i];
                         let t = t_ns.max(u.last_ns);
                         let gap = t - u.last_ns;
-                        if u.flow.packets > 0 {
+                        if u.packets > 0 {
                             u.max_gap_ns = u.max_gap_ns.max(gap);
                             if gap > UDP_GAP_NS {
-                                u.flow.gaps_over_10ms += 1;
+                                u.gaps += 1;
                             }
                         }
                         u.last_ns = t;
-                        u.flow.packets += 1;
-                        u.flow.bytes += u64::from(d.payload_len);
+                        u.packets += 1;
+                        u.bytes += u64::from(d.payload_len);
                     }
                     None => self.other += 1,
                 }
@@ -314,7 +358,7 @@ impl Analyzer {
     }
 
     fn flow_count(&self) -> usize {
-        self.tcp.len() + self.finished_tcp.len() + self.udp.len()
+        self.tcp_seen as usize + self.udp.len()
     }
 
     fn new_conn(
@@ -338,45 +382,112 @@ impl Analyzer {
         } else {
             (src, dst)
         };
-        let index = (self.tcp.len() + self.finished_tcp.len()) as u32 + 1;
+        self.tcp_seen += 1;
+        let index = self.tcp_seen;
         self.tcp
             .push(tcp::Conn::new(index, a, b, self.last_ns, self.opts.graphs));
-        self.tcp_index.insert(key, self.tcp.len() - 1);
+        self.tcp_index.insert(key, self.tcp.len() as u32 - 1);
         Some(self.tcp.len() - 1)
     }
 
     fn finish_conn(&mut self, c: tcp::Conn) {
-        self.large_segments += c.large_segments();
         let v6 = c.a.0.is_ipv6();
         let start = self.first_ns.unwrap_or(0);
         let title = format!("{} -> {}", endpoint(c.a), endpoint(c.b));
         let rtitle = format!("{} -> {}", endpoint(c.b), endpoint(c.a));
         let graphs = self.opts.graphs;
-        let (rec, dirs) = c.finish(start, &self.opts, v6);
+        let (rec, dirs, large) = c.finish(start, &self.opts, v6, &mut self.graph_budget);
+        self.large_segments += large;
         let g = graphs.then(|| {
             let [d0, d1] = dirs;
-            let mk = |d: tcp::Dir, direction: &'static str, title: String| DirectionGraph {
+            let mk = |d: tcp::DirGraph, direction: &'static str, title: String| DirectionGraph {
                 connection: rec.index,
                 direction,
                 title,
                 start_ns: start,
-                truncated: d.graph_truncated(),
-                events: d.graph,
+                truncated: d.truncated,
+                events: d.events,
                 periods: d.periods,
             };
             [mk(d0, "a_to_b", title), mk(d1, "b_to_a", rtitle)]
         });
-        self.finished_tcp.push((rec, g));
+        self.finished_tcp.push(Finished { rec, graph: g });
+        if let Some(top) = self.opts.top.map(|t| t.max(1)) {
+            if self.finished_tcp.len() >= 2 * top.max(64) {
+                self.prune_finished(top);
+            }
+        }
+    }
+
+    /// Keeps the `top` largest finished connections, sums the rest into `others`.
+    fn prune_finished(&mut self, top: usize) {
+        if self.finished_tcp.len() <= top {
+            return;
+        }
+        self.finished_tcp
+            .sort_by(|x, y| bigger((x.size(), x.rec.index), (y.size(), y.rec.index)));
+        for f in self.finished_tcp.drain(top..) {
+            self.others.add_tcp(&f.rec);
+            if let Some(g) = f.graph {
+                self.graph_budget += g.iter().map(|d| d.events.len()).sum::<usize>();
+            }
+        }
     }
 
     /// Ends the analysis: the record, and the graphs' data when asked for.
     pub fn finish(mut self, file: &str, format: &str) -> (AnalysisRecord, Vec<DirectionGraph>) {
-        let conns = std::mem::take(&mut self.tcp);
+        self.tcp_index = HashMap::new();
+        self.udp_index = HashMap::new();
+        let mut conns = std::mem::take(&mut self.tcp);
+        if let Some(top) = self.opts.top.map(|t| t.max(1)) {
+            // The connections still open that are not among the largest are summed one at
+            // a time, so that the end of a capture of many connections needs no more memory
+            // than its middle.
+            self.prune_finished(top);
+            // (size, connection number, position among the open ones or MAX: finished).
+            let mut sizes: Vec<((u64, u64), u32, u32)> = conns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (c.size(), c.index(), i as u32))
+                .chain(
+                    self.finished_tcp
+                        .iter()
+                        .map(|f| (f.size(), f.rec.index, u32::MAX)),
+                )
+                .collect();
+            if sizes.len() > top {
+                sizes.select_nth_unstable_by(top - 1, |x, y| bigger((x.0, x.1), (y.0, y.1)));
+                let mut keep = vec![false; conns.len()];
+                for &(_, _, i) in &sizes[..top] {
+                    if let Some(k) = keep.get_mut(i as usize) {
+                        *k = true;
+                    }
+                }
+                drop(sizes);
+                let opts = self.opts.clone();
+                let start = self.first_ns.unwrap_or(0);
+                let all = std::mem::take(&mut conns);
+                for (c, k) in all.into_iter().zip(keep) {
+                    if k {
+                        conns.push(c);
+                    } else {
+                        let v6 = c.a.0.is_ipv6();
+                        let mut no_graph = 0;
+                        let (rec, _, large) = c.finish(start, &opts, v6, &mut no_graph);
+                        self.large_segments += large;
+                        self.others.add_tcp(&rec);
+                    }
+                }
+            }
+        }
         for c in conns {
             self.finish_conn(c);
         }
+        if let Some(top) = self.opts.top.map(|t| t.max(1)) {
+            self.prune_finished(top);
+        }
         let mut finished = std::mem::take(&mut self.finished_tcp);
-        finished.sort_by_key(|(r, _)| r.index);
+        finished.sort_by_key(|f| f.rec.index);
         let start = self.first_ns.unwrap_or(0);
         let mut warnings = Vec::new();
         if self.packets == 0 {
@@ -396,8 +507,14 @@ impl Analyzer {
         }
         if self.time_went_back > 0 {
             warnings.push(format!(
-                "{} packets have an earlier time than the packet before them (merged or reordered capture); times were taken as equal",
+                "{} packets have an earlier time than the packet before them (merged or reordered capture): durations and the detectors take such a time as equal to the one before it; Wireshark's flags use the times as written, as tshark does (a segment from before its predecessor is a retransmission, not out of order)",
                 self.time_went_back
+            ));
+        }
+        if self.ip_len_beyond_frame > 0 {
+            warnings.push(format!(
+                "{} packets have an IP total length larger than their frame on the wire: their payload was taken as what the frame held (as tshark does), not as the header claims",
+                self.ip_len_beyond_frame
             ));
         }
         if self.large_segments > 0 {
@@ -408,8 +525,9 @@ impl Analyzer {
         }
         let lost: u64 = finished
             .iter()
-            .map(|(r, _)| r.a_to_b.lost_segments + r.b_to_a.lost_segments)
-            .sum();
+            .map(|f| f.rec.a_to_b.lost_segments + f.rec.b_to_a.lost_segments)
+            .sum::<u64>()
+            + self.others.tcp_lost_segments;
         if lost > 0 {
             warnings.push(format!(
                 "the capture missed packets ({lost} segments came after data it never saw): counts and RTTs near those gaps are uncertain"
@@ -417,23 +535,48 @@ impl Analyzer {
         }
         let mut graphs = Vec::new();
         let mut tcp = Vec::new();
-        for (r, g) in finished {
-            tcp.push(r);
-            if let Some(g) = g {
+        for f in finished {
+            tcp.push(f.rec);
+            if let Some(g) = f.graph {
                 graphs.extend(g);
             }
         }
         if graphs.iter().any(|g| g.truncated) {
             warnings.push(format!(
-                "graphs show the first {} events of each direction",
-                tcp::GRAPH_EVENTS_CAP
+                "graphs show the first {} events of each direction ({} in all for the capture)",
+                tcp::GRAPH_EVENTS_CAP,
+                GRAPH_EVENTS_TOTAL_CAP
             ));
         }
-        let udp = self
-            .udp
+        let mut udp_states = std::mem::take(&mut self.udp);
+        if let Some(top) = self.opts.top.map(|t| t.max(1)) {
+            if udp_states.len() > top {
+                udp_states.sort_by(|x, y| {
+                    bigger(
+                        ((x.bytes, x.packets), x.index),
+                        ((y.bytes, y.packets), y.index),
+                    )
+                });
+                for u in udp_states.drain(top..) {
+                    self.others.udp_flows += 1;
+                    self.others.udp_packets += u.packets;
+                    self.others.udp_bytes += u.bytes;
+                }
+                udp_states.sort_by_key(|u| u.index);
+            }
+        }
+        let udp = udp_states
             .into_iter()
             .map(|u| {
-                let mut f = u.flow;
+                let mut f = UdpFlow {
+                    index: u.index,
+                    src: endpoint(u.src),
+                    dst: endpoint(u.dst),
+                    packets: u.packets,
+                    bytes: u.bytes,
+                    gaps_over_10ms: u.gaps,
+                    ..UdpFlow::default()
+                };
                 let dur = u.last_ns - u.first_ns;
                 f.start_s = u.first_ns.saturating_sub(start) as f64 / 1e9;
                 f.duration_s = dur as f64 / 1e9;
@@ -447,6 +590,15 @@ impl Analyzer {
                 f
             })
             .collect();
+        if self.others.tcp_connections > 0 || self.others.udp_flows > 0 {
+            warnings.push(format!(
+                "{} TCP connections and {} UDP flows are summed under \"others\": only the {} largest of each (by payload bytes, then packets) are shown{} (--top changes the number)",
+                self.others.tcp_connections,
+                self.others.udp_flows,
+                self.opts.top.unwrap_or(0),
+                if self.opts.graphs { " and graphed" } else { "" }
+            ));
+        }
         let rec = AnalysisRecord {
             schema_version: trace::SCHEMA_VERSION,
             software: crate::software(),
@@ -462,6 +614,8 @@ impl Analyzer {
             link_rate_bps: self.opts.link_rate_bps,
             tcp,
             udp,
+            top: self.opts.top.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+            others: (self.others != OtherFlows::default()).then_some(self.others),
             warnings,
         };
         (rec, graphs)

@@ -172,10 +172,34 @@ impl Welford {
     }
 }
 
-/// One direction of a connection.
+/// The counters of one direction (what [`TcpDirection`] reports without derivation).
+#[derive(Debug, Clone, Copy, Default)]
+struct Counters {
+    packets: u64,
+    data_packets: u64,
+    pure_acks: u64,
+    bytes: u64,
+    retransmissions: u64,
+    fast_retransmissions: u64,
+    spurious_retransmissions: u64,
+    retransmitted_bytes: u64,
+    out_of_order: u64,
+    lost_segments: u64,
+    duplicate_acks: u64,
+    sack_packets: u64,
+    sack_blocks: u64,
+    zero_windows: u64,
+    window_probes: u64,
+    mss: Option<u16>,
+    window_scale: Option<u8>,
+}
+
+/// One direction of a connection: what every direction needs (counters, Wireshark's and
+/// tcptrace's state, the window it advertised). What only a direction that sends data
+/// needs is [`Data`], allocated at its first payload byte.
 #[derive(Debug, Default)]
 pub(crate) struct Dir {
-    out: TcpDirection,
+    out: Counters,
     ws: WsState,
     seq: Unwrap,
     syn_seen: bool,
@@ -183,19 +207,45 @@ pub(crate) struct Dir {
     // tcptrace RTT
     segs: std::collections::VecDeque<TraceSeg>,
     acked_max_time: u64,
+    /// Highest acknowledgement of this direction's sequence space: a segment below it is
+    /// a retransmission of acknowledged data (Karn: no sample from it).
+    acked_high: u64,
     rtt: Welford,
     ambiguous: u64,
+    // window this direction advertised
+    win_last: Option<(u64, u64)>,
+    win_area: f64,
+    win_time: u64,
+    win_min: u64,
+    win_max: u64,
+    win_changes: Vec<(u64, u64)>,
+    large_segments: u64,
+    data: Option<Box<Data>>,
+}
+
+/// Most gaps in a direction's sequence space remembered (to count bytes that fill them
+/// later once); beyond it the lowest gap is forgotten and bytes that fill it later are not
+/// counted as seen.
+const HOLES_CAP: usize = 1024;
+
+/// The state of a direction that carried data: its sequence space, the detectors.
+#[derive(Debug, Default)]
+struct Data {
     rtt_data_min: Option<f64>,
     rtt_by_second: std::collections::BTreeMap<u64, (f64, u64)>,
     // data and ACK state in this direction's sequence space (relative)
-    data_low: Option<u64>,
+    data_low: u64,
     data_high: u64,
+    /// Distinct payload bytes seen (each sequence number once).
+    seen_bytes: u64,
+    /// Gaps below `data_high` no segment has covered yet, in order.
+    holes: Vec<(u64, u64)>,
     snd_una: u64,
     right_edge: Option<u64>,
-    first_data_ns: Option<u64>,
+    first_data_ns: u64,
     last_data_ns: u64,
     last_new_data_ns: u64,
-    large_segments: u64,
+    max_in_flight_bytes: u64,
     // detectors
     recovery: Option<(u64, u64)>,
     loss_episodes: u64,
@@ -215,21 +265,134 @@ pub(crate) struct Dir {
     last_event_ns: Option<u64>,
     rwnd_open: Option<u64>,
     mss: u64,
-    pub(crate) periods: Vec<Period>,
-    // window this direction advertised
-    win_last: Option<(u64, u64)>,
-    win_area: f64,
-    win_time: u64,
-    win_min: u64,
-    win_max: u64,
-    win_changes: Vec<(u64, u64)>,
-    pub(crate) graph: Vec<GraphEvent>,
+    graph: Vec<GraphEvent>,
     graph_full: bool,
+    /// The smallest RTT sample so far (any segment's, the handshake's too), ms.
+    rtt_min_ms: f64,
+    periods: Vec<Period>,
 }
 
-/// A TCP connection being analysed.
+/// What a direction's time-sequence graph needs, at the end.
+#[derive(Debug, Default)]
+pub(crate) struct DirGraph {
+    /// Events in capture order.
+    pub(crate) events: Vec<GraphEvent>,
+    /// Detector periods.
+    pub(crate) periods: Vec<Period>,
+    /// Events were dropped at a cap.
+    pub(crate) truncated: bool,
+}
+
+/// A TCP connection being analysed. Its first packet is kept as it came; the state is
+/// allocated at the second (or at the end), so that a capture of a million single SYNs
+/// costs a few hundred bytes per connection.
 #[derive(Debug)]
 pub(crate) struct Conn {
+    pub(crate) a: (std::net::IpAddr, u16),
+    pub(crate) b: (std::net::IpAddr, u16),
+    index: u32,
+    first_ns: u64,
+    graph: bool,
+    first: Option<(u64, bool, TcpSegment)>,
+    state: Option<Box<ConnState>>,
+}
+
+impl Conn {
+    pub(crate) fn new(
+        index: u32,
+        a: (std::net::IpAddr, u16),
+        b: (std::net::IpAddr, u16),
+        t: u64,
+        graph: bool,
+    ) -> Conn {
+        Conn {
+            a,
+            b,
+            index,
+            first_ns: t,
+            graph,
+            first: None,
+            state: None,
+        }
+    }
+
+    /// The full state, with the first packet fed to it.
+    fn take_state(&mut self, budget: &mut usize) -> Box<ConnState> {
+        let mut st = match self.state.take() {
+            Some(st) => st,
+            None => Box::new(ConnState::new(
+                self.index,
+                self.a,
+                self.b,
+                self.first_ns,
+                self.graph,
+            )),
+        };
+        if let Some((t, from_a, seg)) = self.first.take() {
+            st.packet(t, from_a, &seg, budget);
+        }
+        st
+    }
+
+    fn state(&mut self, budget: &mut usize) -> &mut ConnState {
+        let st = self.take_state(budget);
+        self.state.insert(st)
+    }
+
+    /// Feeds one segment; `from_a` says which way it went.
+    pub(crate) fn packet(&mut self, t: u64, from_a: bool, s: &TcpSegment, budget: &mut usize) {
+        if self.state.is_none() && self.first.is_none() {
+            self.first = Some((t, from_a, *s));
+            return;
+        }
+        self.state(budget).packet(t, from_a, s, budget);
+    }
+
+    /// A SYN (without ACK) that opens a new connection on the same ports.
+    pub(crate) fn is_new_syn(
+        &mut self,
+        from_a: bool,
+        seg: &TcpSegment,
+        budget: &mut usize,
+    ) -> bool {
+        seg.has(F::SYN) && !seg.has(F::ACK) && self.state(budget).is_new_syn(from_a, seg)
+    }
+
+    /// The connection's number.
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// What orders connections by size: payload bytes, then packets (both directions).
+    pub(crate) fn size(&self) -> (u64, u64) {
+        match (&self.state, &self.first) {
+            (Some(st), _) => (
+                st.dirs[0].out.bytes + st.dirs[1].out.bytes,
+                st.dirs[0].out.packets + st.dirs[1].out.packets,
+            ),
+            (None, Some((_, _, s))) => (u64::from(s.payload_len), 1),
+            (None, None) => (0, 0),
+        }
+    }
+
+    /// The connection's record, the graphs' data, and its segments larger than the MSS.
+    pub(crate) fn finish(
+        mut self,
+        capture_start_ns: u64,
+        opts: &AnalyzeOptions,
+        v6: bool,
+        budget: &mut usize,
+    ) -> (TcpConnection, [DirGraph; 2], u64) {
+        let st = self.take_state(budget);
+        let large = st.large_segments();
+        let (rec, g) = st.finish(capture_start_ns, opts, v6);
+        (rec, g, large)
+    }
+}
+
+/// The full state of a connection.
+#[derive(Debug)]
+pub(crate) struct ConnState {
     pub(crate) index: u32,
     pub(crate) a: (std::net::IpAddr, u16),
     pub(crate) b: (std::net::IpAddr, u16),
@@ -246,15 +409,15 @@ pub(crate) struct Conn {
     pub(crate) closed_at: Option<u64>,
 }
 
-impl Conn {
-    pub(crate) fn new(
+impl ConnState {
+    fn new(
         index: u32,
         a: (std::net::IpAddr, u16),
         b: (std::net::IpAddr, u16),
         t: u64,
         graph: bool,
-    ) -> Conn {
-        Conn {
+    ) -> ConnState {
+        ConnState {
             index,
             a,
             b,
@@ -297,9 +460,13 @@ impl Conn {
         }
     }
 
-    /// Feeds one segment; `from_a` says which way it went.
-    pub(crate) fn packet(&mut self, t: u64, from_a: bool, s: &TcpSegment) {
-        let t = t.max(self.last_ns);
+    /// Feeds one segment; `from_a` says which way it went. `budget` is what is left of the
+    /// capture's graph events.
+    pub(crate) fn packet(&mut self, raw_t: u64, from_a: bool, s: &TcpSegment, budget: &mut usize) {
+        // Wireshark's flags use the capture's own times, even when they go back (its time
+        // differences are unsigned: a segment from before the last one is then no
+        // out-of-order or fast retransmission); durations and detectors take them as equal.
+        let t = raw_t.max(self.last_ns);
         let f = usize::from(!from_a);
         let r = 1 - f;
         if t > self.last_ns {
@@ -345,7 +512,7 @@ impl Conn {
             self.dirs[f].out.window_scale = Some(sc as u8);
         }
 
-        let ta = self.wireshark(t, f, s, window);
+        let ta = self.wireshark(raw_t, f, s, window);
         let len = s.payload_len;
         let d = &mut self.dirs[f];
         d.out.packets += 1;
@@ -422,40 +589,49 @@ impl Conn {
         if self.graph {
             let d = &mut self.dirs[f];
             if len > 0 {
-                d.graph_push(GraphEvent {
-                    t_ns: t,
-                    kind: if retrans {
-                        GraphKind::Retransmission
-                    } else {
-                        GraphKind::Data
+                d.graph_push(
+                    budget,
+                    GraphEvent {
+                        t_ns: t,
+                        kind: if retrans {
+                            GraphKind::Retransmission
+                        } else {
+                            GraphKind::Data
+                        },
+                        a: start,
+                        b: start + u64::from(len),
                     },
-                    a: start,
-                    b: start + u64::from(len),
-                });
+                );
             }
-            if ack {
-                let rd_edge = self.dirs[r].right_edge.unwrap_or(0);
-                let una = self.dirs[r].snd_una;
+            if let (true, Some(rdata)) = (ack, self.dirs[r].data.as_ref()) {
+                let rd_edge = rdata.right_edge.unwrap_or(0);
+                let una = rdata.snd_una;
                 let kind = if ta & TA_DUP_ACK != 0 {
                     GraphKind::DupAck
                 } else {
                     GraphKind::Ack
                 };
-                self.dirs[r].graph_push(GraphEvent {
-                    t_ns: t,
-                    kind,
-                    a: una,
-                    b: rd_edge,
-                });
+                self.dirs[r].graph_push(
+                    budget,
+                    GraphEvent {
+                        t_ns: t,
+                        kind,
+                        a: una,
+                        b: rd_edge,
+                    },
+                );
                 for &(l, rr) in s.options.sack_blocks() {
                     let rd = &mut self.dirs[r];
                     let (l, rr) = (rd.seq.rel(l), rd.seq.rel(rr));
-                    rd.graph_push(GraphEvent {
-                        t_ns: t,
-                        kind: GraphKind::Sack,
-                        a: l,
-                        b: rr,
-                    });
+                    rd.graph_push(
+                        budget,
+                        GraphEvent {
+                            t_ns: t,
+                            kind: GraphKind::Sack,
+                            a: l,
+                            b: rr,
+                        },
+                    );
                 }
             }
         }
@@ -576,7 +752,9 @@ impl Conn {
                 ta |= TA_SPURIOUS;
                 break 'retrans;
             }
-            let since_ack = t.saturating_sub(rev.lastack_time);
+            // Wireshark's time differences are unsigned: a clock that went back makes them
+            // huge, never below a threshold.
+            let since_ack = t.wrapping_sub(rev.lastack_time);
             if not_advanced
                 && rev.dupacknum >= 2
                 && rev.lastack == seq
@@ -585,12 +763,16 @@ impl Conn {
                 ta |= TA_FAST_RETRANS;
                 break 'retrans;
             }
-            let since_next = t.saturating_sub(fw.nextseq_time);
+            let since_next = t.wrapping_sub(fw.nextseq_time);
             let thres = self
                 .first_rtt_ns
                 .filter(|&x| x > 0)
                 .unwrap_or(OOO_DEFAULT_NS);
-            if not_advanced && since_next < thres && fw.nextseq != seq.wrapping_add(seglen) {
+            // The next expected sequence number counts a SYN or FIN as one.
+            let next = seq
+                .wrapping_add(seglen)
+                .wrapping_add(u32::from(flags & (F::SYN | F::FIN) != 0));
+            if not_advanced && since_next < thres && fw.nextseq != next {
                 ta |= TA_OOO;
                 break 'retrans;
             }
@@ -625,7 +807,7 @@ impl Conn {
         capture_start_ns: u64,
         opts: &AnalyzeOptions,
         v6: bool,
-    ) -> (TcpConnection, [Dir; 2]) {
+    ) -> (TcpConnection, [DirGraph; 2]) {
         let end = self.last_ns;
         for d in &mut self.dirs {
             d.advance(end);
@@ -647,17 +829,21 @@ impl Conn {
         let duration_ns = self.last_ns - self.first_ns;
         let mut findings = Vec::new();
         let names = ["a_to_b", "b_to_a"];
+        let mut outs = [TcpDirection::default(), TcpDirection::default()];
         for (i, name) in names.iter().enumerate() {
             let mss = self.sender_mss(i);
             let d = &mut self.dirs[i];
-            d.fill(duration_ns, capture_start_ns, mss, opts, v6);
-            findings.extend(d.findings(name));
+            outs[i] = d.fill(duration_ns, capture_start_ns, mss, opts, v6);
+            if let Some(data) = &d.data {
+                findings.extend(data.findings(name, &outs[i], &d.rtt));
+            }
         }
-        let [d0, d1] = self.dirs;
-        conn.a_to_b = d0.out.clone();
-        conn.b_to_a = d1.out.clone();
+        let [o0, o1] = outs;
+        conn.a_to_b = o0;
+        conn.b_to_a = o1;
         conn.findings = findings;
-        (conn, [d0, d1])
+        let [d0, d1] = self.dirs;
+        (conn, [d0.into_graph(), d1.into_graph()])
     }
 
     /// Segments longer than the peer's MSS: the capture was taken above segmentation
@@ -668,16 +854,41 @@ impl Conn {
 }
 
 impl Dir {
-    fn graph_push(&mut self, e: GraphEvent) {
-        if self.graph.len() < GRAPH_EVENTS_CAP {
-            self.graph.push(e);
+    /// Draws an event on this direction's graph (only a direction that carried data has
+    /// one).
+    fn graph_push(&mut self, budget: &mut usize, e: GraphEvent) {
+        let Some(d) = self.data.as_mut() else {
+            return;
+        };
+        if d.graph.len() < GRAPH_EVENTS_CAP && *budget > 0 {
+            *budget -= 1;
+            d.graph.push(e);
         } else {
-            self.graph_full = true;
+            d.graph_full = true;
         }
     }
 
-    pub(crate) fn graph_truncated(&self) -> bool {
-        self.graph_full
+    fn into_graph(self) -> DirGraph {
+        match self.data {
+            Some(d) => DirGraph {
+                events: d.graph,
+                periods: d.periods,
+                truncated: d.graph_full,
+            },
+            None => DirGraph::default(),
+        }
+    }
+
+    fn advance(&mut self, t: u64) {
+        if let Some(d) = self.data.as_mut() {
+            d.advance(t);
+        }
+    }
+
+    fn close_state(&mut self, t: u64) {
+        if let Some(d) = self.data.as_mut() {
+            d.close_state(t);
+        }
     }
 
     fn window_sample(&mut self, t: u64, w: u64) {
@@ -692,6 +903,10 @@ impl Dir {
             self.win_max = w;
         }
         if self.win_last.map(|x| x.1) != Some(w) && self.win_changes.len() < WINDOW_CHANGES_CAP {
+            if self.win_changes.capacity() == 0 {
+                // Most connections change their window a few times: no room for more.
+                self.win_changes.reserve_exact(2);
+            }
             self.win_changes.push((t, w));
         }
         self.win_last = Some((t, w));
@@ -699,11 +914,28 @@ impl Dir {
 
     /// tcptrace's `rexmit`/`addseg`: record [start, end) sent at `t`.
     fn trace_segment(&mut self, t: u64, start: u64, end: u64, ctl: bool) {
+        if end <= self.acked_high {
+            // Everything in it was acknowledged already (a SYN or FIN sent again after its
+            // ACK): a retransmission, whose ACK gives no sample (Karn's rule).
+            self.acked_max_time = self.acked_max_time.max(t);
+            return;
+        }
+        let mut start = start;
+        let mut first = true;
+        if start < self.acked_high {
+            self.acked_max_time = self.acked_max_time.max(t);
+            start = self.acked_high;
+            first = false;
+        }
         let tail_end = self.segs.back().map_or(0, |s| s.end);
         if self.segs.is_empty() || start >= tail_end {
             if start < self.segs.front().map_or(u64::MAX, |s| s.start) && !self.segs.is_empty() {
                 // below everything kept: already acknowledged data sent again
                 self.acked_max_time = self.acked_max_time.max(t);
+            }
+            if self.segs.capacity() == 0 {
+                // A connection that never sends data holds one SYN or FIN here.
+                self.segs.reserve_exact(1);
             }
             self.segs.push_back(TraceSeg {
                 start,
@@ -715,7 +947,6 @@ impl Dir {
             });
             return;
         }
-        let mut first = true;
         let front = self.segs.front().map_or(start, |s| s.start);
         if start < front {
             // Retransmits data already acknowledged (and dropped from the list).
@@ -785,11 +1016,10 @@ impl Dir {
                 } else if s.retrans == 0 {
                     let rtt = (t.saturating_sub(s.time)) as f64 / MS;
                     self.rtt.add(rtt);
-                    if !s.ctl {
-                        self.rtt_data_min =
-                            Some(self.rtt_data_min.map_or(rtt, |m: f64| m.min(rtt)));
+                    if let (false, Some(d)) = (s.ctl, self.data.as_mut()) {
+                        d.rtt_data_min = Some(d.rtt_data_min.map_or(rtt, |m: f64| m.min(rtt)));
                         let sec = t / 1_000_000_000;
-                        let e = self.rtt_by_second.entry(sec).or_insert((0.0, 0));
+                        let e = d.rtt_by_second.entry(sec).or_insert((0.0, 0));
                         e.0 += rtt;
                         e.1 += 1;
                     }
@@ -806,23 +1036,117 @@ impl Dir {
                 break;
             }
         }
+        if self.segs.is_empty() && (self.segs.capacity() > 4 || self.segs.capacity() == 1) {
+            // A handshake or a transfer that ended: give back what it needed.
+            self.segs = std::collections::VecDeque::new();
+        }
+        self.acked_high = self.acked_high.max(ack);
     }
 
     fn data_sent(&mut self, t: u64, start: u64, end: u64, retrans: bool, spurious: bool) {
-        if self.data_low.is_none() {
-            self.data_low = Some(start);
-            self.first_data_ns = Some(t);
-            self.snd_una = self.snd_una.max(start);
-            self.data_high = self.data_high.max(start);
+        let d = self.data.get_or_insert_with(|| {
+            Box::new(Data {
+                data_low: start,
+                data_high: start,
+                snd_una: start,
+                first_data_ns: t,
+                last_event_ns: Some(t),
+                ..Data::default()
+            })
+        });
+        d.rtt_min_ms = if self.rtt.n > 0 { self.rtt.min } else { 0.0 };
+        d.data_sent(t, start, end, retrans, spurious);
+    }
+
+    fn ack_received(&mut self, t: u64, ack: u64, window: u64, pure: bool, mss: u64) {
+        let rtt_min = (self.rtt.n > 0).then_some(self.rtt.min);
+        if let Some(d) = self.data.as_mut() {
+            d.ack_received(t, ack, window, pure, mss, rtt_min);
         }
+    }
+
+    /// The record of this direction at the end of the capture.
+    fn fill(
+        &mut self,
+        conn_ns: u64,
+        capture_start_ns: u64,
+        mss: u64,
+        opts: &AnalyzeOptions,
+        v6: bool,
+    ) -> TcpDirection {
+        let c = &self.out;
+        let mut o = TcpDirection {
+            packets: c.packets,
+            data_packets: c.data_packets,
+            pure_acks: c.pure_acks,
+            bytes: c.bytes,
+            retransmissions: c.retransmissions,
+            fast_retransmissions: c.fast_retransmissions,
+            spurious_retransmissions: c.spurious_retransmissions,
+            retransmitted_bytes: c.retransmitted_bytes,
+            out_of_order: c.out_of_order,
+            lost_segments: c.lost_segments,
+            duplicate_acks: c.duplicate_acks,
+            sack_packets: c.sack_packets,
+            sack_blocks: c.sack_blocks,
+            zero_windows: c.zero_windows,
+            window_probes: c.window_probes,
+            mss: c.mss,
+            window_scale: c.window_scale,
+            ..TcpDirection::default()
+        };
+        if self.rtt.n > 0 {
+            o.rtt = Some(RttStats {
+                samples: self.rtt.n,
+                min_ms: self.rtt.min,
+                avg_ms: self.rtt.mean,
+                max_ms: self.rtt.max,
+                stddev_ms: (self.rtt.m2 / self.rtt.n as f64).sqrt(),
+                ambiguous_acks: self.ambiguous,
+            });
+        } else if self.ambiguous > 0 {
+            o.rtt = Some(RttStats {
+                ambiguous_acks: self.ambiguous,
+                ..RttStats::default()
+            });
+        }
+        if self.win_last.is_some() {
+            o.window = Some(WindowStats {
+                min_bytes: self.win_min,
+                max_bytes: self.win_max,
+                mean_bytes: if self.win_time > 0 {
+                    self.win_area / self.win_time as f64
+                } else {
+                    self.win_max as f64
+                },
+            });
+            let n = self.win_changes.len();
+            let step = n.div_ceil(256).max(1);
+            o.window_series = self
+                .win_changes
+                .iter()
+                .step_by(step)
+                .map(|&(t, w)| (t.saturating_sub(capture_start_ns) as f64 / 1e9, w))
+                .collect();
+        }
+        if let Some(d) = self.data.as_mut() {
+            d.fill(&mut o, conn_ns, mss, opts, v6);
+        }
+        o
+    }
+}
+
+impl Data {
+    fn data_sent(&mut self, t: u64, start: u64, end: u64, retrans: bool, spurious: bool) {
         self.last_data_ns = t;
+        self.count_seen(start, end);
         let new_data = end > self.data_high;
         if new_data {
             // Data resumed: the idle time before it was the application's.
             self.t_app += self.t_app_pending;
             self.t_app_pending = 0;
             if let Some((t_ack, _, excess)) = self.pending_stall.take() {
-                let min_rtt = if self.rtt.n > 0 { self.rtt.min } else { 0.0 };
+                let min_rtt = self.rtt_min_ms;
                 let window_ms = STALL_RESUME_MS + 2.0 * min_rtt;
                 if (t.saturating_sub(t_ack)) as f64 / MS <= window_ms {
                     self.stalls += 1;
@@ -839,17 +1163,73 @@ impl Dir {
             self.recovery = Some((t, self.data_high));
             self.loss_episodes += 1;
         }
-        self.out.max_in_flight_bytes = self
-            .out
+        self.max_in_flight_bytes = self
             .max_in_flight_bytes
             .max(self.data_high.saturating_sub(self.snd_una));
     }
 
-    fn ack_received(&mut self, t: u64, ack: u64, window: u64, pure: bool, mss: u64) {
+    /// Counts the bytes of [start, end) no earlier segment covered.
+    fn count_seen(&mut self, start: u64, end: u64) {
+        let start = start.max(self.data_low);
+        if end <= start {
+            return;
+        }
+        // Below the highest byte: only what fills a gap is new.
+        let below_end = end.min(self.data_high);
+        if start < below_end && !self.holes.is_empty() {
+            let mut i = self.holes.partition_point(|h| h.1 <= start);
+            while i < self.holes.len() {
+                let (hs, he) = self.holes[i];
+                if hs >= below_end {
+                    break;
+                }
+                let (os, oe) = (hs.max(start), he.min(below_end));
+                self.seen_bytes += oe - os;
+                match (hs < os, oe < he) {
+                    (false, false) => {
+                        self.holes.remove(i);
+                    }
+                    (true, false) => {
+                        self.holes[i].1 = os;
+                        i += 1;
+                    }
+                    (false, true) => {
+                        self.holes[i].0 = oe;
+                        i += 1;
+                    }
+                    (true, true) => {
+                        self.holes[i].1 = os;
+                        self.holes.insert(i + 1, (oe, he));
+                        i += 2;
+                    }
+                }
+            }
+        }
+        if end > self.data_high {
+            let from = start.max(self.data_high);
+            if from > self.data_high {
+                if self.holes.len() >= HOLES_CAP {
+                    self.holes.remove(0);
+                }
+                self.holes.push((self.data_high, from));
+            }
+            self.seen_bytes += end - from;
+        }
+    }
+
+    fn ack_received(
+        &mut self,
+        t: u64,
+        ack: u64,
+        window: u64,
+        pure: bool,
+        mss: u64,
+        rtt_min: Option<f64>,
+    ) {
         self.mss = mss;
+        self.rtt_min_ms = rtt_min.unwrap_or(0.0);
         let advanced = ack > self.snd_una;
         let covered = ack.saturating_sub(self.snd_una);
-        let had_data = self.data_low.is_some();
         if advanced {
             self.snd_una = ack;
         }
@@ -870,8 +1250,8 @@ impl Dir {
         }
         // A delayed ACK is the receiver holding the ACK of a lone segment (one that does not
         // complete two full ones): the ACK covers at most one MSS and everything outstanding.
-        if advanced && pure && had_data && self.snd_una >= self.data_high && covered <= mss {
-            let min_rtt = if self.rtt.n > 0 { self.rtt.min } else { 0.0 };
+        if advanced && pure && self.snd_una >= self.data_high && covered <= mss {
+            let min_rtt = self.rtt_min_ms;
             let delay = t.saturating_sub(self.last_data_ns) as f64 / MS;
             let excess = (delay - min_rtt).max(0.0);
             if self.ack_delays.len() < ACK_DELAYS_CAP {
@@ -883,20 +1263,17 @@ impl Dir {
     }
 
     /// What held this direction's data during the time since the last packet.
-    fn current_state(&self) -> Option<PeriodKind> {
-        self.data_low?;
+    fn current_state(&self) -> PeriodKind {
         let in_flight = self.data_high.saturating_sub(self.snd_una);
         if self.recovery.is_some() {
-            return Some(PeriodKind::LossRecovery);
+            return PeriodKind::LossRecovery;
         }
         if in_flight == 0 {
-            return Some(PeriodKind::ApplicationLimited);
+            return PeriodKind::ApplicationLimited;
         }
         match self.right_edge {
-            Some(edge) if edge < self.data_high + self.mss.max(1) => {
-                Some(PeriodKind::ReceiveWindow)
-            }
-            _ => Some(PeriodKind::Sending),
+            Some(edge) if edge < self.data_high + self.mss.max(1) => PeriodKind::ReceiveWindow,
+            _ => PeriodKind::Sending,
         }
     }
 
@@ -909,13 +1286,13 @@ impl Dir {
         let dt = t.saturating_sub(last);
         let k = self.current_state();
         match k {
-            Some(PeriodKind::LossRecovery) => self.t_loss += dt,
-            Some(PeriodKind::ReceiveWindow) => self.t_rwnd += dt,
-            Some(PeriodKind::ApplicationLimited) => self.t_app_pending += dt,
-            Some(PeriodKind::Sending) => self.t_send += dt,
-            Some(PeriodKind::DelayedAck) | None => {}
+            PeriodKind::LossRecovery => self.t_loss += dt,
+            PeriodKind::ReceiveWindow => self.t_rwnd += dt,
+            PeriodKind::ApplicationLimited => self.t_app_pending += dt,
+            PeriodKind::Sending => self.t_send += dt,
+            PeriodKind::DelayedAck => {}
         }
-        if k == Some(PeriodKind::ReceiveWindow) {
+        if k == PeriodKind::ReceiveWindow {
             self.rwnd_open.get_or_insert(last);
         } else if let Some(open) = self.rwnd_open.take() {
             self.push_period(PeriodKind::ReceiveWindow, open, last);
@@ -945,43 +1322,27 @@ impl Dir {
         }
     }
 
-    /// Fills the figures of `out` at the end of the capture.
+    /// Fills the data figures of `o` at the end of the capture.
     fn fill(
         &mut self,
+        o: &mut TcpDirection,
         conn_ns: u64,
-        capture_start_ns: u64,
         mss: u64,
         opts: &AnalyzeOptions,
         v6: bool,
     ) {
-        let o = &mut self.out;
-        if let Some(low) = self.data_low {
-            o.unique_bytes = self.data_high.saturating_sub(low);
+        o.unique_bytes = self.seen_bytes;
+        o.sequence_span_bytes = self.data_high.saturating_sub(self.data_low);
+        o.max_in_flight_bytes = self.max_in_flight_bytes;
+        if o.data_packets > 0 {
+            o.data_duration_s =
+                Some(self.last_data_ns.saturating_sub(self.first_data_ns) as f64 / 1e9);
         }
-        if let (Some(first), true) = (self.first_data_ns, self.out.data_packets > 0) {
-            self.out.data_duration_s = Some(self.last_data_ns.saturating_sub(first) as f64 / 1e9);
-        }
-        let o = &mut self.out;
         if conn_ns > 0 && o.unique_bytes > 0 {
             o.throughput_bps = Some(o.unique_bytes as f64 * 8.0 / (conn_ns as f64 / 1e9));
         }
-        if self.rtt.n > 0 {
-            o.rtt = Some(RttStats {
-                samples: self.rtt.n,
-                min_ms: self.rtt.min,
-                avg_ms: self.rtt.mean,
-                max_ms: self.rtt.max,
-                stddev_ms: (self.rtt.m2 / self.rtt.n as f64).sqrt(),
-                ambiguous_acks: self.ambiguous,
-            });
-        } else if self.ambiguous > 0 {
-            o.rtt = Some(RttStats {
-                ambiguous_acks: self.ambiguous,
-                ..RttStats::default()
-            });
-        }
         if !self.ack_delays.is_empty() {
-            let mut v = self.ack_delays.clone();
+            let mut v = std::mem::take(&mut self.ack_delays);
             v.sort_by(f64::total_cmp);
             let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
             let bounds = [
@@ -1026,25 +1387,6 @@ impl Dir {
                 sending_percent: pct(self.t_send),
             });
         }
-        if self.win_last.is_some() {
-            o.window = Some(WindowStats {
-                min_bytes: self.win_min,
-                max_bytes: self.win_max,
-                mean_bytes: if self.win_time > 0 {
-                    self.win_area / self.win_time as f64
-                } else {
-                    self.win_max as f64
-                },
-            });
-            let n = self.win_changes.len();
-            let step = n.div_ceil(256).max(1);
-            o.window_series = self
-                .win_changes
-                .iter()
-                .step_by(step)
-                .map(|&(t, w)| (t.saturating_sub(capture_start_ns) as f64 / 1e9, w))
-                .collect();
-        }
         if let Some(bb) = opts.link_rate_bps {
             if o.data_packets >= RFC6349_MIN_DATA_PACKETS && bb > 0 {
                 let overhead = if v6 { 60 } else { 40 };
@@ -1087,9 +1429,9 @@ impl Dir {
     }
 
     /// The detectors' verdicts for this direction's data.
-    fn findings(&self, dir: &str) -> Vec<Finding> {
+    fn findings(&self, dir: &str, o: &TcpDirection, rtt: &Welford) -> Vec<Finding> {
         let mut out = Vec::new();
-        let Some(time) = &self.out.time else {
+        let Some(time) = &o.time else {
             return out;
         };
         let total_ms = time.total_s * 1e3;
@@ -1123,13 +1465,13 @@ impl Dir {
                     ev("stalls", self.stalls as f64, "count"),
                     ev("median_ack_delay", median, "ms"),
                     ev("max_ack_delay", v[v.len() - 1], "ms"),
-                    ev("min_rtt", if self.rtt.n > 0 { self.rtt.min } else { 0.0 }, "ms"),
+                    ev("min_rtt", if rtt.n > 0 { rtt.min } else { 0.0 }, "ms"),
                     ev("threshold", DELAYED_ACK_MIN_MS, "ms"),
                 ],
             });
         }
         if time.receive_window_limited_percent >= RWND_LIMITED_MIN_SHARE {
-            let w = self.out.max_in_flight_bytes as f64;
+            let w = o.max_in_flight_bytes as f64;
             out.push(Finding {
                 kind: "receive_window_limited".into(),
                 direction: dir.into(),
@@ -1174,19 +1516,15 @@ impl Dir {
                     "{} loss recover{} ({} retransmitted segments) took {:.0}% of the transfer",
                     self.loss_episodes,
                     if self.loss_episodes == 1 { "y" } else { "ies" },
-                    self.out.retransmissions,
+                    o.retransmissions,
                     time.loss_recovery_percent
                 ),
                 count: self.loss_episodes,
                 time_ms: time.loss_recovery_percent * total_ms / 100.0,
                 share_percent: time.loss_recovery_percent,
                 evidence: vec![
-                    ev("retransmissions", self.out.retransmissions as f64, "count"),
-                    ev(
-                        "retransmitted_bytes",
-                        self.out.retransmitted_bytes as f64,
-                        "bytes",
-                    ),
+                    ev("retransmissions", o.retransmissions as f64, "count"),
+                    ev("retransmitted_bytes", o.retransmitted_bytes as f64, "bytes"),
                     ev("threshold", LOSS_RECOVERY_MIN_SHARE, "%"),
                 ],
             });

@@ -18,12 +18,19 @@ pub(crate) fn command(a: &AnalyzeArgs) -> anyhow::Result<ExitCode> {
         link_rate_bps: a.link_rate,
         mtu: a.mtu,
         graphs: a.graph.is_some(),
+        top: (a.top > 0).then_some(a.top),
     };
     let (rec, graphs) = analyze_path(&a.file, &opts)?;
     if let Some(dir) = &a.graph {
         let written = write_graphs(dir, &rec, &graphs)?;
+        let of = match (&rec.others, rec.top) {
+            (Some(o), Some(top)) if o.tcp_connections > 0 => {
+                format!(" (of the {top} largest connections; --top changes it)")
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "linerate analyze: {} time-sequence graph{} in {}",
+            "linerate analyze: {} time-sequence graph{} in {}{of}",
             written,
             if written == 1 { "" } else { "s" },
             dir.display()

@@ -17,9 +17,14 @@ pub struct AnalyzeArgs {
     /// Path MTU for RFC 6349's ideal rate (default: the MSS seen plus headers, else 1500).
     #[arg(long, value_parser = clap::value_parser!(u32).range(68..=65535))]
     pub mtu: Option<u32>,
-    /// Write a time-sequence graph (SVG) of every direction that carried data into DIR.
+    /// Write a time-sequence graph (SVG) of every direction that carried data into DIR (of
+    /// the connections shown: the --top largest).
     #[arg(long, value_name = "DIR")]
     pub graph: Option<std::path::PathBuf>,
+    /// Show the N largest TCP connections and the N largest UDP flows (by payload bytes,
+    /// then packets) in full and sum the rest under "others"; 0 shows every one.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub top: usize,
     /// One JSON record (its schema: `linerate schema analyze`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,

@@ -49,6 +49,25 @@ pub fn table(rec: &AnalysisRecord) -> String {
             );
         }
     }
+    if let Some(o) = &rec.others {
+        let _ = writeln!(
+            out,
+            "\nothers (beyond the {} largest): {} TCP connections ({} with a handshake, {} reset), {} packets, {} ({} seen once), {} retransmissions, {} out of order, {} duplicate ACKs; {} UDP flows, {} packets, {}",
+            rec.top.map_or_else(|| "-".to_string(), |t| t.to_string()),
+            o.tcp_connections,
+            o.tcp_handshakes,
+            o.tcp_reset,
+            o.tcp_packets,
+            format_bytes(o.tcp_bytes),
+            format_bytes(o.tcp_unique_bytes),
+            o.tcp_retransmissions,
+            o.tcp_out_of_order,
+            o.tcp_duplicate_acks,
+            o.udp_flows,
+            o.udp_packets,
+            format_bytes(o.udp_bytes)
+        );
+    }
     if !rec.warnings.is_empty() {
         out.push_str("\nwarnings:\n");
         for w in &rec.warnings {
@@ -139,6 +158,14 @@ fn connection(out: &mut String, c: &TcpConnection) {
 }
 
 fn direction_details(out: &mut String, name: &str, d: &TcpDirection) {
+    if d.sequence_span_bytes > d.unique_bytes {
+        let _ = writeln!(
+            out,
+            "  bytes {name}: {} seen of a {} sequence span (the capture missed the rest); \"unique\" and the throughput count the bytes seen",
+            format_bytes(d.unique_bytes),
+            format_bytes(d.sequence_span_bytes)
+        );
+    }
     if let Some(t) = &d.time {
         if d.unique_bytes > 0 {
             let _ = writeln!(
@@ -291,6 +318,33 @@ pub fn csv(rec: &AnalysisRecord) -> String {
         row[34] = f(u.packets_per_s);
         row[35] = f(u.max_gap_ms);
         let _ = w.write_record(&row);
+    }
+    // The connections and flows beyond --top, summed: "index" holds how many.
+    if let Some(o) = &rec.others {
+        if o.tcp_connections > 0 {
+            let mut row = vec![String::new(); header.len()];
+            row[0] = "tcp_others".into();
+            row[1] = o.tcp_connections.to_string();
+            row[2] = "both".into();
+            row[7] = o.tcp_packets.to_string();
+            row[9] = o.tcp_bytes.to_string();
+            row[10] = o.tcp_unique_bytes.to_string();
+            row[11] = o.tcp_retransmissions.to_string();
+            row[15] = o.tcp_out_of_order.to_string();
+            row[16] = o.tcp_lost_segments.to_string();
+            row[17] = o.tcp_duplicate_acks.to_string();
+            let _ = w.write_record(&row);
+        }
+        if o.udp_flows > 0 {
+            let mut row = vec![String::new(); header.len()];
+            row[0] = "udp_others".into();
+            row[1] = o.udp_flows.to_string();
+            row[2] = "a_to_b".into();
+            row[7] = o.udp_packets.to_string();
+            row[8] = o.udp_packets.to_string();
+            row[9] = o.udp_bytes.to_string();
+            let _ = w.write_record(&row);
+        }
     }
     let bytes = w.into_inner().unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()

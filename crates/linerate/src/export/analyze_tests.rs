@@ -84,7 +84,7 @@ proptest::proptest! {
             f[i % n] = v;
         }
         f.truncate(cut.max(1));
-        if let Ok((rec, g)) = analyze_reader(&f[..], "fuzz", &AnalyzeOptions { graphs: true, link_rate_bps: Some(1_000_000), mtu: None }) {
+        if let Ok((rec, g)) = analyze_reader(&f[..], "fuzz", &AnalyzeOptions { graphs: true, link_rate_bps: Some(1_000_000), mtu: None, top: Some(3) }) {
             let _ = super::analyze::table(&rec);
             let _ = super::analyze::csv(&rec);
             for x in &g { let _ = super::tsg::render_svg(x); }

@@ -31,12 +31,77 @@ pub struct AnalysisRecord {
     pub duration_s: Option<f64>,
     /// The bottleneck rate given with --link-rate, for RFC 6349's metrics.
     pub link_rate_bps: Option<u64>,
-    /// TCP connections, in order of their first packet.
+    /// TCP connections, in order of their first packet (with `--top N`, the N largest by
+    /// payload bytes, then packets; the rest are summed in `others`).
     pub tcp: Vec<TcpConnection>,
-    /// UDP flows (one per direction), in order of their first packet.
+    /// UDP flows (one per direction), in order of their first packet (with `--top N`, the
+    /// N largest).
     pub udp: Vec<UdpFlow>,
+    /// How many connections and flows each list shows at most (`--top`); absent: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top: Option<u32>,
+    /// The connections and flows beyond the `top` largest, summed; absent when none was
+    /// left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others: Option<OtherFlows>,
     /// Things the reader of the figures must know (offloads, gaps in the capture, caps).
     pub warnings: Vec<String>,
+}
+
+/// The connections and flows an analysis left out of its lists, summed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OtherFlows {
+    /// TCP connections left out.
+    pub tcp_connections: u64,
+    /// Of those, with both SYNs seen.
+    pub tcp_handshakes: u64,
+    /// Of those, reset.
+    pub tcp_reset: u64,
+    /// Their packets, both directions.
+    pub tcp_packets: u64,
+    /// Their payload bytes, retransmissions included.
+    pub tcp_bytes: u64,
+    /// Their distinct payload bytes seen.
+    pub tcp_unique_bytes: u64,
+    /// Their retransmissions (Wireshark's flag).
+    pub tcp_retransmissions: u64,
+    /// Their out-of-order segments.
+    pub tcp_out_of_order: u64,
+    /// Their duplicate ACKs.
+    pub tcp_duplicate_acks: u64,
+    /// Their segments after data the capture never saw.
+    pub tcp_lost_segments: u64,
+    /// UDP flows left out.
+    pub udp_flows: u64,
+    /// Their datagrams.
+    pub udp_packets: u64,
+    /// Their payload bytes.
+    pub udp_bytes: u64,
+}
+
+impl OtherFlows {
+    /// Adds a connection.
+    pub fn add_tcp(&mut self, c: &TcpConnection) {
+        self.tcp_connections += 1;
+        self.tcp_handshakes += u64::from(c.handshake_seen);
+        self.tcp_reset += u64::from(c.reset);
+        for d in [&c.a_to_b, &c.b_to_a] {
+            self.tcp_packets += d.packets;
+            self.tcp_bytes += d.bytes;
+            self.tcp_unique_bytes += d.unique_bytes;
+            self.tcp_retransmissions += d.retransmissions;
+            self.tcp_out_of_order += d.out_of_order;
+            self.tcp_duplicate_acks += d.duplicate_acks;
+            self.tcp_lost_segments += d.lost_segments;
+        }
+    }
+
+    /// Adds a UDP flow.
+    pub fn add_udp(&mut self, f: &UdpFlow) {
+        self.udp_flows += 1;
+        self.udp_packets += f.packets;
+        self.udp_bytes += f.bytes;
+    }
 }
 
 /// One end of a connection.
@@ -100,8 +165,13 @@ pub struct TcpDirection {
     pub pure_acks: u64,
     /// Payload bytes, retransmissions included.
     pub bytes: u64,
-    /// Distinct payload bytes (highest sequence number reached minus the first).
+    /// Distinct payload bytes seen: the sequence numbers the captured segments covered, each
+    /// counted once (a gap the capture missed counts nothing).
     pub unique_bytes: u64,
+    /// Highest sequence number reached minus the first: what the sender moved on by, gaps
+    /// in the capture included (more than `unique_bytes` when the capture missed data).
+    #[serde(default)]
+    pub sequence_span_bytes: u64,
     /// Retransmitted segments, as Wireshark flags `tcp.analysis.retransmission` (fast and
     /// spurious retransmissions included).
     pub retransmissions: u64,
@@ -143,7 +213,8 @@ pub struct TcpDirection {
     pub ack_delay: Option<AckDelayStats>,
     /// First to last payload byte, seconds.
     pub data_duration_s: Option<f64>,
-    /// Unique bytes over the connection's duration (tcptrace's throughput), bits/s.
+    /// `unique_bytes` (the bytes seen, not the sequence span) over the connection's
+    /// duration (tcptrace's throughput), bits/s.
     pub throughput_bps: Option<f64>,
     /// Where the time of this direction's transfer went (from its first data segment until
     /// its data was acknowledged).

@@ -2,6 +2,7 @@
 //! with port 0 and the CLI as a subprocess; nothing here needs root. The tests that do
 //! (network namespaces, packet capture) are in `tests/lab/`.
 
+mod analyze;
 mod auth;
 mod classic;
 mod cli;
