@@ -18,7 +18,7 @@ use crate::model::trace::{
 
 /// An ACK that finally covers a segment after this much more than the minimum RTT is a
 /// candidate delayed ACK (Linux delays at least 40 ms, `TCP_DELACK_MIN`; other stacks 100 to
-/// 200 ms; seed 002's receiver about 10 ms). 5 ms is far above scheduling noise on a LAN.
+/// 200 ms; the PowerBook ttcp report's receiver about 10 ms). 5 ms is far above scheduling noise on a LAN.
 pub const DELAYED_ACK_MIN_MS: f64 = 5.0;
 /// ... and this fraction of the minimum RTT, so that the jitter of a long path is not taken
 /// for a delayed ACK.

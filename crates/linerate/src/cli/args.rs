@@ -91,9 +91,9 @@ pub enum Command {
     )]
     History(history::HistoryArgs),
     /// Run the sweeps a campaign file (TOML) describes, and print each sweep's best point
-    /// and a best-case table (examples/seed004-temac.toml: seed 004's matrix).
+    /// and a best-case table (examples/xapp1127-temac.toml: Xilinx XAPP1127's matrix).
     #[command(
-        after_help = "Examples:\n  linerate campaign examples/seed004-temac.toml --host 192.168.0.2\n  linerate campaign c.toml --dry-run          # check it, print the sweeps\n  linerate campaign c.toml --resume           # continue an interrupted campaign"
+        after_help = "Examples:\n  linerate campaign examples/xapp1127-temac.toml --host 192.168.0.2\n  linerate campaign c.toml --dry-run          # check it, print the sweeps\n  linerate campaign c.toml --resume           # continue an interrupted campaign"
     )]
     Campaign(campaign::CampaignArgs),
     /// Write one self-contained HTML page of results (no network needed to view it): charts

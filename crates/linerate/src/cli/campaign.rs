@@ -351,7 +351,7 @@ mod tests {
             }
         }
         assert!(n >= 2, "examples/*.toml");
-        let seed = campaign_plan(&args(&dir.join("seed004-temac.toml"))).unwrap();
+        let seed = campaign_plan(&args(&dir.join("xapp1127-temac.toml"))).unwrap();
         // TCP and UDP, transmit and receive, MTU 1500 and 9000.
         assert_eq!(seed.sweeps.len(), 8);
         let first = &seed.sweeps[0].1;

@@ -540,7 +540,7 @@ bytes   bytes    secs            #      #   10^6bits/sec
 
     #[test]
     fn repeated_runs_print_one_table_of_means() {
-        // Two runs of seed 004's shape: 374,048,125 B and 380,000,000 B over 10.25 s =
+        // Two runs of XAPP1127's shape: 374,048,125 B and 380,000,000 B over 10.25 s =
         // 291.94 and 296.59 Mbit/s; mean 294.26. Client utilisation 24.81 % and 30.00 %:
         // mean 27.41 (27.405 rounds to even in binary: 27.40 or 27.41, both are the mean at
         // two decimals); the server's is unknown in the second run: -1.00.

@@ -13,7 +13,7 @@
 //!   verdict: "too few trials: use --repeat 5 or more" (the words the table has always
 //!   printed; the JSON's `too_few_trials` and `baseline_trials` keep their names too).
 //!
-//! Then one sentence per comparison in an engineer's words, after seed 001's "11.3 % lower
+//! Then one sentence per comparison in an engineer's words, after Bill Fink's GMAC and SUNGEM comparison's "11.3 % lower
 //! network performance while using 58.7 % more CPU": the primary metric's change, p99 latency
 //! for RR tests, and the largest change of CPU per unit of work (service demand).
 //!

@@ -236,7 +236,7 @@ fn record(
     }
 }
 
-/// TCP client→server (netperf TCP_STREAM -c -C), modelled on seed 004's row:
+/// TCP client→server (netperf TCP_STREAM -c -C), modelled on XAPP1127's row:
 /// 374,048,125 B in 10.25 s = 291.94 × 10^6 bit/s; client 24.81% of 4 CPUs, server 85.16%
 /// of 1 CPU; sndbuf 253952 (client), rcvbuf 208896 (server), 65535-byte writes.
 pub(crate) fn tcp_send() -> RunRecord {
@@ -445,7 +445,7 @@ pub(crate) fn no_server() -> RunRecord {
     rec
 }
 
-/// The ttcp run quoted in seed 002: 16,777,216 B in 2048 writes of 8192 B, 15.0954 s real
+/// The ttcp run quoted in the PowerBook ttcp report: 16,777,216 B in 2048 writes of 8192 B, 15.0954 s real
 /// (which prints as 15.10 and gives 135.67 calls/sec), 1.06 s system CPU.
 pub(crate) fn ttcp_seed() -> RunRecord {
     let ct = Totals {

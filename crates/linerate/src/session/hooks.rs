@@ -390,11 +390,11 @@ params.cc = { type = "choice", values = ["cubic", "bbr"] }
             .contains("declares none"));
     }
 
-    /// The shipped hooks file parses, and seed 004's campaign asks only for what it declares.
+    /// The shipped hooks file parses, and XAPP1127's campaign asks only for what it declares.
     #[test]
     fn the_example_hooks_file_is_valid() {
         let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
-        let h = HookSet::load(&dir.join("seed004-target-hooks.toml")).unwrap();
+        let h = HookSet::load(&dir.join("xapp1127-target-hooks.toml")).unwrap();
         assert_eq!(h.names(), vec!["coalesce_rx", "coalesce_tx", "mtu"]);
         assert!(h
             .invocation("coalesce_rx", &p(&[("rx_frames", "255")]))

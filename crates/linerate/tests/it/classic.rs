@@ -1,4 +1,4 @@
-//! The classic formats in scripts, as seed 004's scripts use netperf: run over rsh (stdout
+//! The classic formats in scripts, as XAPP1127's scripts use netperf: run over rsh (stdout
 //! and stderr merged), then cut with sed and awk. The classic block comes first, `-q`
 //! leaves it alone, and the columns hold the figures the awk lines pick.
 

@@ -72,7 +72,7 @@ fn lab_shaped_router_limits_tcp_and_drops_excess_udp() {
 #[ignore = "needs root: network namespaces"]
 fn lab_rate_shapes_both_directions_of_a_router() {
     // `linerate lab up --rate` shapes both ways: a shaper on r's egress towards b and one
-    // towards a, so sending and receiving cross the same shaped link (seed 002).
+    // towards a, so sending and receiving cross the same shaped link (the PowerBook ttcp report).
     let opts = LabOptions {
         rate_limit: Some(Shaping::tbf(20_000_000)),
         rate_ways: ShapedWays::Both,

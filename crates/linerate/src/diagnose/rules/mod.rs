@@ -81,7 +81,7 @@ pub const PACE_ACHIEVED_FRACTION: f64 = 0.90;
 
 /// Interrupts of the interface per 1000 of its packets at which interrupts are "many": an
 /// interrupt every second packet. NAPI with default coalescing batches tens of packets per
-/// interrupt under load (seed 001: "an abnormally large number of interrupts").
+/// interrupt under load (Bill Fink's GMAC and SUNGEM comparison: "an abnormally large number of interrupts").
 pub const IRQS_PER_1000_PACKETS: f64 = 500.0;
 
 /// CPUs' worth of time in irq + softirq (system-wide share × CPU count) at which interrupt
@@ -129,7 +129,7 @@ pub const KERNEL_MIN_SNDBUF_BYTES: u64 = 4608;
 pub const KERNEL_MIN_RCVBUF_BYTES: u64 = 2304;
 
 /// A requested buffer this many times the bandwidth-delay product is absurdly large
-/// (seed 001: 768 KB on a GigE LAN with a 0.12 ms RTT, ~50× its 15 KB BDP).
+/// (Bill Fink's GMAC and SUNGEM comparison: 768 KB on a GigE LAN with a 0.12 ms RTT, ~50× its 15 KB BDP).
 pub const WINDOW_OVERSIZED_FACTOR: f64 = 50.0;
 
 /// Buffers below this are never called oversized: they cost little memory and hold little
@@ -169,7 +169,7 @@ pub const OWN_CPU_MIN_PERCENT: f64 = 10.0;
 
 /// Delayed-ACK timer firings per received segment at which delayed ACKs stall the sender.
 /// In a bulk transfer the receiver ACKs every second segment at once; the timer fires only
-/// when a lone segment waits (seed 002: ~10 ms stalls).
+/// when a lone segment waits (a PowerBook's ttcp receiver, linuxppc 1999: ~10 ms stalls).
 pub const DELAYED_ACK_SHARE: f64 = 0.01;
 
 /// Fewer delayed ACKs than this are noise (connection set-up and tear-down).
