@@ -159,8 +159,12 @@ impl CrrHost {
     }
 
     /// The window's host counters (conntrack and the SYN retransmissions only), and the
-    /// warning when SYNs were sent again or conntrack was in the way, with its figures.
-    fn delta(&self, later: &CrrHost) -> (linerate_wire::host::HostCounters, Option<String>) {
+    /// warning of [`crr_warning`] (`failed`: the test's connections that failed).
+    fn delta(
+        &self,
+        later: &CrrHost,
+        failed: u64,
+    ) -> (linerate_wire::host::HostCounters, Option<String>) {
         let conntrack = self
             .conntrack
             .as_ref()
@@ -177,18 +181,23 @@ impl CrrHost {
             conntrack: conntrack.clone(),
             ..Default::default()
         };
-        (hc, crr_warning(syn, conntrack.as_ref()))
+        (hc, crr_warning(syn, conntrack.as_ref(), failed))
     }
 }
 
-/// The warning of a TCP_CRR window in which SYNs were retransmitted or conntrack was in
-/// the way, naming conntrack's figures (or saying the host does not track connections).
+/// The warning of a TCP_CRR window in which conntrack was in the way, or SYNs were sent
+/// again while some of the test's connections failed, naming conntrack's figures (or
+/// saying the host does not track connections). `TcpExt.TCPSynRetrans` counts the whole
+/// namespace's SYNs: without a failed connection of the test they may be anyone's, and
+/// only the record keeps them.
 fn crr_warning(
     syn_retrans: Option<u64>,
     conntrack: Option<&linerate_wire::host::ConntrackCounters>,
+    failed: u64,
 ) -> Option<String> {
-    let syn = syn_retrans.unwrap_or(0);
     let in_the_way = conntrack.is_some_and(sys::conntrack::in_the_way);
+    let syn = syn_retrans.unwrap_or(0);
+    let syn = if failed > 0 || in_the_way { syn } else { 0 };
     if syn == 0 && !in_the_way {
         return None;
     }
@@ -565,7 +574,7 @@ impl RrEngine {
         let base_host = sh.crr_base.as_ref().and_then(|m| m.lock().ok()?.clone());
         let host_counters = match (base_host, &self.crr_end) {
             (Some(b), Some(e)) => {
-                let (hc, w) = b.delta(e);
+                let (hc, w) = b.delta(e, total.errors);
                 warnings.extend(w);
                 Some(hc)
             }
@@ -700,21 +709,22 @@ mod tests {
             insert_failed: Some(0),
             early_drops: Some(0),
         };
-        let w = crr_warning(Some(12), Some(&full)).unwrap();
+        let w = crr_warning(Some(12), Some(&full), 0).unwrap();
         assert!(
             w.starts_with("TCP sent 12 SYNs again in the measured window"),
             "{w}"
         );
         assert!(w.contains("conntrack: 300 of 300 entries in use (nf_conntrack_max 300); 12 packets dropped for want of an entry and 0 failed inserts in the window"), "{w}");
         assert!(w.contains("nf_conntrack_max=N"), "{w}");
-        // SYNs again without conntrack: the warning says there is none.
-        let w = crr_warning(Some(3), None).unwrap();
+        // SYNs again without conntrack, connections of the test failed: the warning says
+        // the host tracks none.
+        let w = crr_warning(Some(3), None, 2).unwrap();
         assert!(
             w.ends_with("the host does not track connections (no nf_conntrack)"),
             "{w}"
         );
         // Drops without a SYN counted (another namespace's TCP): conntrack alone.
-        let w = crr_warning(Some(0), Some(&full)).unwrap();
+        let w = crr_warning(Some(0), Some(&full), 0).unwrap();
         assert!(w.starts_with("conntrack: 300 of 300"), "{w}");
         // Neither: no warning.
         let quiet = ConntrackCounters {
@@ -723,8 +733,13 @@ mod tests {
             insert_failed: Some(0),
             ..full
         };
-        assert_eq!(crr_warning(Some(0), Some(&quiet)), None);
-        assert_eq!(crr_warning(None, None), None);
+        assert_eq!(crr_warning(Some(0), Some(&quiet), 0), None);
+        assert_eq!(crr_warning(None, None, 0), None);
+        // SYNs again on a host whose test lost no connection: someone else's, no warning.
+        assert_eq!(crr_warning(Some(5), Some(&quiet), 0), None);
+        assert_eq!(crr_warning(Some(5), None, 0), None);
+        let w = crr_warning(Some(5), Some(&quiet), 1).unwrap();
+        assert!(w.ends_with("0 packets dropped and 0 failed inserts in the window (/proc/net/stat/nf_conntrack)"), "{w}");
     }
 
     /// `n` connected TCP sockets (the client ends; the listener's backlog holds the rest).
