@@ -4,8 +4,12 @@
 Subcommands:
   parse KIND FILE       print the figures bench/run.sh needs from one tool's output
   debian-mirror         print "URI<TAB>SUITES<TAB>SIGNED_BY" of the Debian mirror apt already uses
+  machine-facts LINERATE
+                        print this machine's facts (CPU, kernel, tool versions) as MACHINE_*=value
   report RESULTS META [--doc PATH]
-                        print the markdown table (and with --doc, write docs/PERFORMANCE.md)
+                        print the markdown table (and with --doc, write docs/PERFORMANCE.md);
+                        `report bench/doc-run/results.tsv bench/doc-run/meta --doc
+                        docs/PERFORMANCE.md` renders the page again from the last doc run
 
 RESULTS is a TSV written by run.sh: run, case, tool, metric, value ("NA" when a test failed).
 META is a small key=value file written by run.sh (RUNS, DURATION, LINERATE, loadavg, ...).
@@ -223,7 +227,7 @@ ROWS = [
     ("udp_unpaced", "rx_pps", "UDP 64 B, defaults, unpaced: received", 1e3, "kpps", True),
     ("udp_unpaced", "tx_pps", "UDP 64 B, defaults, unpaced: sent", 1e3, "kpps", True),
     ("udp_unpaced", "loss", "UDP 64 B, defaults, unpaced: loss", 1, "%", False),
-    ("udp_ndr", "rx_pps", "**UDP 64 B, defaults, received at <= 0.1 % loss**", 1e3, "kpps", True),
+    ("udp_ndr", "rx_pps", "UDP 64 B, defaults, received at <= 0.1 % loss", 1e3, "kpps", True),
     ("udp_ndr", "rate_pps", "UDP 64 B, defaults, offered rate found (-b)", 1e3, "kpps", False),
     (LIKE, "rx_pps", "UDP 64 B, like-for-like, unpaced: received", 1e3, "kpps", True),
     (LIKE, "loss", "UDP 64 B, like-for-like, unpaced: loss", 1, "%", False),
@@ -269,17 +273,29 @@ def read_results(path):
     return data, fails, rounds
 
 
-def paired(rounds, case, metric, combine):
-    """combine(linerate, netperf) of each round in which both tools measured `case`.
+def paired(rounds, case, metric, combine, peer="netperf"):
+    """combine(linerate, peer) of each round in which both tools measured `case` (a case
+    name, or a dict of each tool's case as in ROWS); a round whose combine gives None (a
+    ratio over a peer's 0) is left out.
 
     >>> r = {("rr00", "tps", "linerate"): {"1": 10.0, "2": 12.0, "10": 9.0},
     ...      ("rr00", "tps", "netperf"): {"1": 5.0, "10": 3.0}}
     >>> paired(r, "rr00", "tps", lambda a, b: a / b)
     [2.0, 3.0]
+    >>> r = {("udpno_ndr", "rx_pps", "linerate"): {"1": 300.0, "2": 280.0},
+    ...      ("udpw_ndr", "rx_pps", "iperf3"): {"1": 150.0, "2": 0.0}}
+    >>> paired(r, LIKE_NDR, "rx_pps", per, peer="iperf3")
+    [2.0]
     """
-    a = rounds.get((case, metric, "linerate"), {})
-    b = rounds.get((case, metric, "netperf"), {})
-    return [combine(a[r], b[r]) for r in sorted(a, key=int) if r in b]
+    a = rounds.get((case_for(case, "linerate"), metric, "linerate"), {})
+    b = rounds.get((case_for(case, peer), metric, peer), {})
+    out = (combine(a[r], b[r]) for r in sorted(a, key=int) if r in b)
+    return [v for v in out if v is not None]
+
+
+def per(a, b):
+    """a / b, None when b is 0 (no ratio)."""
+    return a / b if b else None
 
 
 def median_interval(xs, level=0.95):
@@ -308,6 +324,53 @@ def median_interval(xs, level=0.95):
     if k == 0:
         return None
     return xs[k - 1], xs[n - k]
+
+
+# Fewer paired rounds than this give no 95 % interval of their median (median_interval).
+MIN_PAIRED = 6
+
+
+def decide(iv, target, higher=True):
+    """A target judged by the 95 % interval of the median of the paired per-round figures:
+    "met" when the whole interval is on the target's side (lower end at or above the
+    target; for a figure that must stay low, upper end at or below it), "not met" when the
+    whole interval is on the other side, "indistinguishable" when the interval holds the
+    target or there is no interval (too few rounds).
+
+    Made-up rounds, linerate against netperf trans/s, target 1.0x:
+
+    >>> def rounds(lr, np):
+    ...     return {("crr", "tps", "linerate"): {str(i): v for i, v in enumerate(lr, 1)},
+    ...             ("crr", "tps", "netperf"): {str(i): v for i, v in enumerate(np, 1)}}
+    >>> def judge(lr, np, target=1.0):
+    ...     iv = median_interval(paired(rounds(lr, np), "crr", "tps", per))
+    ...     return iv, decide(iv, target)
+    >>> judge([11, 12, 11, 13, 12, 12], [10, 10, 10, 10, 10, 10])
+    ((1.1, 1.3), 'met')
+    >>> judge([10, 10, 10, 10, 10, 10], [11, 12, 11, 13, 12, 12])[1]
+    'not met'
+
+    The medians alone would call this one not met (0.95x); the paired rounds straddle 1:
+
+    >>> judge([9.5, 12, 8, 10.5, 9, 11], [10, 10, 10, 10, 10, 10])
+    ((0.8, 1.2), 'indistinguishable')
+    >>> judge([12, 12, 12, 12, 12], [10, 10, 10, 10, 10])
+    (None, 'indistinguishable')
+
+    A lower-is-better figure, p99 difference in us against 0 (the interval's upper end
+    at 0 meets it):
+
+    >>> decide((-12.0, 0.0), 0, higher=False), decide((1.0, 9.0), 0, higher=False)
+    ('met', 'not met')
+    >>> decide((-5.0, 4.0), 0, higher=False)
+    'indistinguishable'
+    """
+    if iv is None:
+        return "indistinguishable"
+    lo, hi = iv
+    if higher:
+        return "met" if lo >= target else "not met" if hi < target else "indistinguishable"
+    return "met" if hi <= target else "not met" if lo > target else "indistinguishable"
 
 
 def read_meta(path):
@@ -374,6 +437,9 @@ def table(data, fails):
 
 
 def targets(data, meta, rounds):
+    """The targets table. The comparisons with a peer (TCP, UDP, TCP_RR, TCP_CRR) are
+    decided by decide() on the paired per-round interval; the ratio of the medians is shown
+    beside it and decides nothing. RSS and size are limits on linerate alone."""
     out = []
 
     def med(case, metric, tool):
@@ -383,27 +449,69 @@ def targets(data, meta, rounds):
     def status(ok):
         return "**met**" if ok else "**not met**"
 
-    a, b = med("tcp1", "bps", "linerate"), med("tcp1", "bps", "iperf3")
-    if a is not None and b:
-        r = a / b
-        out.append(f"| TCP one stream >= 1.0x iperf3 | {r:.3f}x | {status(r >= 1.0)} |")
-    else:
-        out.append("| TCP one stream >= 1.0x iperf3 | not measured | **not met** |")
+    def judged(label, medians, pairs, target, higher, show):
+        """A row decided by the paired rounds: pairs are the per-round figures, show
+        formats one of them (a ratio or a difference)."""
+        iv = median_interval(pairs)
+        verdict = decide(iv, target, higher)
+        if iv:
+            interval = f"{len(pairs)} rounds: median {show(statistics.median(pairs))}, {show(iv[0])} to {show(iv[1])}"
+        elif pairs:
+            interval = f"{len(pairs)} rounds: too few for a 95 % interval ({MIN_PAIRED} needed)"
+        else:
+            interval = "no paired round"
+        out.append(f"| {label} | {medians} | {interval} | **{verdict}** |")
 
-    a, b = med("udp_ndr", "rx_pps", "linerate"), med("udp_ndr", "rx_pps", "iperf3")
-    if a is not None and b:
-        r = a / b
-        out.append(
-            f"| UDP 64 B received pps (<= 0.1 % loss) >= 1.5x iperf3 (both with their defaults) | {r:.3f}x | {status(r >= 1.5)} |"
+    def ratio_of_medians(a_key, b_key):
+        a, b = med(*a_key), med(*b_key)
+        return f"{a / b:.3f}x" if a is not None and b else "–"
+
+    def x(v):
+        return f"{v:.3f}x"
+
+    def us(v):
+        return f"{v:+.1f} us"
+
+    def missing(label):
+        out.append(f"| {label} | not measured | – | **not met** |")
+
+    label = "TCP one stream >= 1.0x iperf3"
+    if med("tcp1", "bps", "linerate") is not None and med("tcp1", "bps", "iperf3"):
+        judged(
+            label,
+            ratio_of_medians(("tcp1", "bps", "linerate"), ("tcp1", "bps", "iperf3")),
+            paired(rounds, "tcp1", "bps", per, peer="iperf3"),
+            1.0,
+            True,
+            x,
         )
     else:
-        out.append("| UDP 64 B received pps (<= 0.1 % loss) >= 1.5x iperf3 | not measured | **not met** |")
-    a, b = med("udpno_ndr", "rx_pps", "linerate"), med("udpw_ndr", "rx_pps", "iperf3")
+        missing(label)
+
+    iperf_w = meta.get("IPERF_UDP_WINDOW", "4M")
+    label = (
+        "UDP 64 B received pps (<= 0.1 % loss) >= 1.5x iperf3, one datagram per packet"
+        f" (linerate --no-offload vs iperf3 -w {iperf_w})"
+    )
+    if med("udpno_ndr", "rx_pps", "linerate") is not None and med("udpw_ndr", "rx_pps", "iperf3"):
+        judged(
+            label,
+            ratio_of_medians(("udpno_ndr", "rx_pps", "linerate"), ("udpw_ndr", "rx_pps", "iperf3")),
+            paired(rounds, LIKE_NDR, "rx_pps", per, peer="iperf3"),
+            1.5,
+            True,
+            x,
+        )
+    else:
+        missing(label)
+    a, b = med("udp_ndr", "rx_pps", "linerate"), med("udp_ndr", "rx_pps", "iperf3")
     if a is not None and b:
-        r = a / b
+        pairs = paired(rounds, "udp_ndr", "rx_pps", per, peer="iperf3")
+        iv = median_interval(pairs)
+        interval = f"{len(pairs)} rounds: {iv[0]:.1f}x to {iv[1]:.1f}x" if iv else "–"
         out.append(
-            "| same, like-for-like (linerate --no-offload vs iperf3 -w 4M; not the target's"
-            f" definition, shown for context) | {r:.3f}x | {status(r >= 1.5)} |"
+            "| context, not a target: the same with each tool's defaults (linerate's UDP GSO/GRO"
+            f" carries up to 64 datagrams per packet) | {a / b:.1f}x | {interval} | context |"
         )
 
     for metric, who in (("client_kib", "client"), ("server_kib", "server")):
@@ -411,43 +519,53 @@ def targets(data, meta, rounds):
         if v:
             worst = max(v) / 1024
             out.append(
-                f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | {worst:.1f} MiB (worst of {len(v)}) | {status(worst <= 32)} |"
+                f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | {worst:.1f} MiB (worst of {len(v)}) | – | {status(worst <= 32)} |"
             )
         else:
-            out.append(f"| Peak RSS of the {who} <= 32 MiB at TCP -P 8 | not measured | **not met** |")
+            missing(f"Peak RSS of the {who} <= 32 MiB at TCP -P 8")
 
     pin = meta.get("PIN", "0,1")
     for case, test, cpus in (("rr00", "TCP_RR", "0,0"), ("rr01", "TCP_RR", "0,1"), ("crr", "TCP_CRR", pin)):
-        a, b = med(case, "tps", "linerate"), med(case, "tps", "netperf")
-        if a is not None and b:
-            r = a / b
-            iv = median_interval(paired(rounds, case, "tps", lambda x, y: x / y))
-            note = f"; 95 % interval, paired rounds: {iv[0]:.3f}–{iv[1]:.3f}x" if iv else ""
-            out.append(f"| {test} trans/s >= 1.0x netperf, CPUs {cpus} | {r:.3f}x{note} | {status(r >= 1.0)} |")
-        else:
-            out.append(f"| {test} trans/s >= 1.0x netperf, CPUs {cpus} | not measured | **not met** |")
-        a, b = med(case, "p99_us", "linerate"), med(case, "p99_us", "netperf")
-        if a is not None and b is not None:
-            # netperf prints whole microseconds: linerate's p99 is compared at that
-            # resolution, rounded to the nearest one (see the method).
-            whole = math.floor(a + 0.5)
-            iv = median_interval(paired(rounds, case, "p99_us", lambda x, y: x - y))
-            note = f"; 95 % interval, paired rounds: {iv[0]:+.1f} to {iv[1]:+.1f} us" if iv else ""
-            out.append(
-                f"| {test} p99 latency <= netperf's, CPUs {cpus} | {a:.1f} us ({whole} at 1 us) vs {b:.1f} us{note} | {status(whole <= b)} |"
+        label = f"{test} trans/s >= 1.0x netperf, CPUs {cpus}"
+        if med(case, "tps", "linerate") is not None and med(case, "tps", "netperf"):
+            judged(
+                label,
+                ratio_of_medians((case, "tps", "linerate"), (case, "tps", "netperf")),
+                paired(rounds, case, "tps", per),
+                1.0,
+                True,
+                x,
             )
         else:
-            out.append(f"| {test} p99 latency <= netperf's, CPUs {cpus} | not measured | **not met** |")
+            missing(label)
+        label = f"{test} p99 latency <= netperf's, CPUs {cpus}"
+        a, b = med(case, "p99_us", "linerate"), med(case, "p99_us", "netperf")
+        if a is not None and b is not None:
+            # netperf prints whole microseconds: each round's linerate p99 is rounded to the
+            # nearest one before the difference is taken (see the method).
+            judged(
+                label,
+                f"{a:.1f} vs {b:.1f} us",
+                paired(rounds, case, "p99_us", lambda l, n: math.floor(l + 0.5) - n),
+                0.0,
+                False,
+                us,
+            )
+        else:
+            missing(label)
 
     v = data.get(("size", "bytes", "linerate"))
     if v:
         size = v[0]
         out.append(
-            f"| Release binary <= 8 MB (8,000,000 bytes) | {size / 1e6:.2f} MB ({int(size):,} bytes) | {status(size <= 8_000_000)} |"
+            f"| Release binary <= 8 MB (8,000,000 bytes) | {size / 1e6:.2f} MB ({int(size):,} bytes) | – | {status(size <= 8_000_000)} |"
         )
     else:
-        out.append("| Release binary <= 8 MB | not measured | **not met** |")
-    return "| Target | measured | status |\n| --- | --- | --- |\n" + "\n".join(out)
+        missing("Release binary <= 8 MB")
+    return (
+        "| Target | medians: linerate, or linerate / peer | paired rounds: median, 95 % interval | status |\n"
+        "| --- | --- | --- | --- |\n" + "\n".join(out)
+    )
 
 
 def _first_line(cmd):
@@ -459,7 +577,20 @@ def _first_line(cmd):
         return "not installed"
 
 
-def machine(meta):
+MACHINE_ROWS = [
+    ("CPUS", "CPUs (nproc)"),
+    ("CPU_MODEL", "CPU model"),
+    ("KERNEL", "kernel"),
+    ("DEBIAN", "Debian"),
+    ("LINERATE_VERSION", "linerate"),
+    ("IPERF3_VERSION", "iperf3"),
+    ("NETPERF_VERSION", "netperf"),
+]
+
+
+def machine_facts(linerate):
+    """This machine's facts as MACHINE_KEY=value lines: run.sh appends them to its meta
+    file, so a stored doc run renders with the machine it was measured on."""
     model = "unknown"
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -475,17 +606,28 @@ def machine(meta):
     except OSError:
         debian = "unknown"
     osr = _os_release().get("PRETTY_NAME", "")
-    linerate = meta.get("LINERATE", "linerate")
-    rows = [
-        ("CPUs (nproc)", str(os.cpu_count())),
-        ("CPU model", model),
-        ("kernel", platform.release()),
-        ("Debian", f"{debian} ({osr})" if osr else debian),
-        ("linerate", _first_line([linerate, "--version"])),
-        ("iperf3", _first_line(["iperf3", "--version"])),
-        ("netperf", _first_line(["netperf", "-V"])),
-        ("load average before / after", f"{meta.get('LOAD_BEFORE', '?')} / {meta.get('LOAD_AFTER', '?')}"),
-    ]
+    return {
+        "CPUS": str(os.cpu_count()),
+        "CPU_MODEL": model,
+        "KERNEL": platform.release(),
+        "DEBIAN": f"{debian} ({osr})" if osr else debian,
+        "LINERATE_VERSION": _first_line([linerate, "--version"]),
+        "IPERF3_VERSION": _first_line(["iperf3", "--version"]),
+        "NETPERF_VERSION": _first_line(["netperf", "-V"]),
+    }
+
+
+def machine(meta):
+    """The machine table: the facts stored in meta (MACHINE_*), else this machine's."""
+    live = None
+    rows = []
+    for key, label in MACHINE_ROWS:
+        v = meta.get(f"MACHINE_{key}")
+        if v is None:
+            live = live or machine_facts(meta.get("LINERATE", "linerate"))
+            v = live[key]
+        rows.append((label, v))
+    rows.append(("load average before / after", f"{meta.get('LOAD_BEFORE', '?')} / {meta.get('LOAD_AFTER', '?')}"))
     return "| | |\n| --- | --- |\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
@@ -573,6 +715,7 @@ def report(results, meta_path, doc=None):
         return
     runs, dur = meta.get("RUNS", "?"), meta.get("DURATION", "?")
     rr_runs = meta.get("RR_RUNS", runs)
+    min_paired = MIN_PAIRED
     steps = meta.get("UDP_STEPS", "6")
     pin = meta.get("PIN", "0,1")
     rmem_default = meta.get("RMEM_DEFAULT", "?")
@@ -627,11 +770,12 @@ one machine, client and server on the same host.
     (net.core.rmem_default = {rmem_default} bytes here). On loopback a GSO super-packet of
     up to 64 datagrams reaches a GRO-enabled receiving socket whole, never split, so
     linerate's default figure counts datagrams that the stack carried up to 64 at a time.
-    The UDP target is defined on this comparison.
+    It is shown for context; no target is judged on it.
   - *like-for-like*: linerate `--no-offload` (one datagram per packet through the stack,
     still batched system calls) against iperf3 `-w {iperf_w}` (the receive buffer linerate
-    asks for; net.core.rmem_max = {rmem_max} here, left unchanged). netperf has no column
-    in these rows.
+    asks for; net.core.rmem_max = {rmem_max} here, left unchanged): both tools put one
+    datagram in each packet and read with the same socket buffer. The UDP target is
+    defined on this comparison. netperf has no column in these rows.
 
   The "offered rate found" rows give the `-b` rate (in 64-byte datagrams per second) at which
   the received figure was measured; received can be lower than offered with no loss when the
@@ -646,19 +790,26 @@ one machine, client and server on the same host.
   `THROUGHPUT`) and p99 latency (linerate `.rr.latency.p99_ns` from its HDR histogram, 0.1 %
   resolution; netperf `P99_LATENCY`, from its own histogram of `gettimeofday` differences,
   which netperf prints in whole microseconds). For p99 a ratio below 1 means linerate's is
-  lower. The p99 targets compare at netperf's resolution: linerate's median p99 rounded to
-  the nearest whole microsecond against netperf's, so that a difference netperf cannot
-  show decides nothing either way.
-- **Paired rounds (TCP_RR, TCP_CRR).** linerate and netperf make the same system calls per
-  TCP_RR transaction (TCP_CRR: linerate's client fewer, no bind, setsockopt or getsockopt),
-  and both wait on the same wake-ups, so the ratios of these cases sit near 1, while this
+  lower. The p99 targets compare at netperf's resolution: each round's linerate p99 rounded
+  to the nearest whole microsecond against netperf's of the same round, so that a
+  difference netperf cannot show decides nothing either way.
+- **Targets: paired rounds.** Every target that compares linerate with a peer (TCP and UDP
+  with iperf3, TCP_RR and TCP_CRR with netperf) is decided by the rounds, not by the ratio
+  of the medians: each round gives one paired figure (linerate's run over the peer's run of
+  the same round; for p99, linerate's p99 rounded to netperf's whole microseconds minus
+  netperf's), and the table gives the median of these and a 95 % interval of that median
+  (distribution-free, from order statistics; {min_paired} rounds at least give one). A
+  target is **met** when the whole interval lies on its side (for a ratio, the lower end at
+  or above the target; for p99, the upper end at or below 0 us), **not met** when the whole
+  interval lies on the other side, and **indistinguishable** when the interval holds the
+  target: the two tools could not be told apart in this run, whichever side of the line the
+  medians fell. The ratio of the medians is shown beside it and decides nothing: this
   machine moves whole runs of either tool between a fast and a slow state (the [min–max]
-  ranges). So these cases get more rounds, and the targets table adds, beside the ratio of
-  the medians that decides the target, a 95 % interval of the median of the per-round
-  ratios (linerate's run over netperf's run of the same round) and of the per-round p99
-  differences (distribution-free, from order statistics). An interval that holds 1 (or
-  0 us) means the two tools could not be told apart in this run, whichever side of the line
-  the medians fell.
+  ranges), and pairing within a round cancels what the two runs of a round share. The TCP_RR
+  and TCP_CRR ratios sit near 1 (linerate and netperf make the same system calls per TCP_RR
+  transaction; per TCP_CRR one, linerate's client fewer: no bind, setsockopt or getsockopt,
+  and both wait on the same wake-ups), so these cases get more rounds. RSS and the binary's
+  size are limits on linerate alone, judged on the worst run and the one measurement.
 - **TCP_CRR.** The same with a new TCP connection per transaction (linerate `rr --connect`,
   netperf `-t TCP_CRR`), pinned to CPUs {pin}. Each transaction leaves a TIME_WAIT socket on the
   host (on the server's side with both tools); the interleaved runs give both tools the same
@@ -688,7 +839,10 @@ RUNS={runs} RR_RUNS={rr_runs} DURATION={dur} bench/run.sh --write-doc
 
 `bench/run.sh` installs iperf3, netperf (Debian non-free) and GNU time when missing, builds
 linerate in release mode (or uses `LINERATE=/path/to/linerate`), starts the three servers on
-127.0.0.1 and stops them at exit.
+127.0.0.1 and stops them at exit. `--write-doc` keeps the run's raw figures (every tool's
+value of every case in every round) and its facts in `bench/doc-run/`;
+`python3 bench/report.py report bench/doc-run/results.tsv bench/doc-run/meta --doc docs/PERFORMANCE.md`
+renders this page again from them.
 """
     # The generator section belongs to bench/generator.sh --write-doc: keep it.
     try:
@@ -711,6 +865,10 @@ def main(argv):
         except (ValueError, KeyError, IndexError, TypeError, json.JSONDecodeError, OSError) as e:
             print(f"parse {argv[1]} {argv[2]}: {type(e).__name__}: {e}", file=sys.stderr)
             return 1
+        return 0
+    if len(argv) == 2 and argv[0] == "machine-facts":
+        for k, v in machine_facts(argv[1]).items():
+            print(f"MACHINE_{k}={v}")
         return 0
     if argv and argv[0] == "debian-mirror":
         debian_mirror()

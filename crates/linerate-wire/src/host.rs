@@ -88,6 +88,7 @@ pub const INTERESTING_SNMP_COUNTERS: &[&str] = &[
     "TcpExt.TCPFastRetrans",
     "TcpExt.TCPSlowStartRetrans",
     "TcpExt.TCPTimeouts",
+    "TcpExt.TCPSynRetrans",
     "TcpExt.TCPSpuriousRTOs",
     "TcpExt.TCPRetransFail",
     "TcpExt.TCPBacklogDrop",
@@ -153,6 +154,10 @@ pub struct HostCounters {
     /// driver achieved (NAPI, coalescing). Absent when there was no such interrupt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packets_per_interrupt: Option<f64>,
+    /// Connection tracking (netfilter conntrack): the table's fill and its drops. Absent
+    /// when the host does not track connections (no `nf_conntrack` module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conntrack: Option<ConntrackCounters>,
     /// Rates over [`HostCounters::duration_ns`].
     #[serde(default)]
     pub rates: HostRates,
@@ -160,6 +165,32 @@ pub struct HostCounters {
     /// backwards, a CPU that went offline, a section missing from one snapshot).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+}
+
+/// Connection tracking over one end's window, in the end's network namespace: the table's
+/// fill at the end (`/proc/sys/net/netfilter/nf_conntrack_count` of
+/// `nf_conntrack_max`) and the changes of `/proc/net/stat/nf_conntrack`'s counters (summed
+/// over its per-CPU rows). A full table drops the first packet of every new connection
+/// (a SYN), which the peer never sees: the connect is retried and may time out while the
+/// server is fine.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ConntrackCounters {
+    /// Entries in the table at the end of the window (`nf_conntrack_count`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<u64>,
+    /// The table's size (`nf_conntrack_max`; one value for every namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_entries: Option<u64>,
+    /// Packets dropped because no entry could be made for them (`drop`: a full table,
+    /// "nf_conntrack: table full, dropping packet").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drops: Option<u64>,
+    /// Entries that could not be inserted (`insert_failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub insert_failed: Option<u64>,
+    /// Unconfirmed entries evicted to make room in a full table (`early_drop`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_drops: Option<u64>,
 }
 
 /// Rates derived from [`HostCounters`], per second of its `duration_ns`. Absent when the

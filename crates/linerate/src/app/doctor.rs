@@ -45,6 +45,7 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let target = checks::Target {
         buffer_bytes: a.window.unwrap_or(UDP_DEFAULT_RCVBUF),
         rtt_us,
+        crr_tps: a.crr_rate,
     };
     let (local, w) = local_report(peer, &target);
     warnings.extend(w);

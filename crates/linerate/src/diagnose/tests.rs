@@ -1503,3 +1503,94 @@ fn a_softirq_bound_verdict_reads_the_busiest_cpus_profile() {
         v.suggestion
     );
 }
+
+/// A TCP_CRR record (the netperf-like TCP_RR fixture made TCP_CRR: 55,426 connections a
+/// second over 10 s) whose client saw `drops` conntrack drops with the table at
+/// `entries` of 300; the server, another host, saw none.
+fn crr_with_conntrack(drops: u64, entries: u64) -> RunRecord {
+    use linerate_wire::host::ConntrackCounters;
+    let mut rec = fixtures::tcp_rr();
+    let rr = rec.rr.as_mut().unwrap();
+    rr.kind = crate::model::RrKind::TcpCrr;
+    rr.connections = Some(rr.transactions);
+    let ct = |drops, entries| HostCounters {
+        duration_ns: 10 * SEC,
+        snmp: Some([("TcpExt.TCPSynRetrans".to_string(), drops)].into()),
+        conntrack: Some(ConntrackCounters {
+            entries: Some(entries),
+            max_entries: Some(300),
+            drops: Some(drops),
+            insert_failed: Some(0),
+            early_drops: Some(0),
+        }),
+        ..HostCounters::default()
+    };
+    rec.client.host_counters = Some(ct(drops, entries));
+    rec.server.as_mut().unwrap().host_counters = Some(ct(0, 3));
+    rec
+}
+
+#[test]
+fn conntrack_drops_named_with_the_figures_and_what_the_rate_needs() {
+    let rec = crr_with_conntrack(42, 300);
+    let d = diagnose(&rec);
+    let v = d
+        .verdicts
+        .iter()
+        .find(|v| v.kind == VerdictKind::ConntrackDrops)
+        .expect("conntrack_drops");
+    assert_eq!(v.side, Some(Role::Client));
+    // The table was full (300 of 300) and the counters agree: high confidence.
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(
+        v.message.contains("dropped 42 packets")
+            && v.message.contains("300 of 300 entries")
+            && v.message.contains("42 SYNs again"),
+        "{}",
+        v.message
+    );
+    // 554,257 connections in 10 s = 55,426 a second (rounded up) × 120 s.
+    assert!(v.suggestion.contains("above 6651120"), "{}", v.suggestion);
+    let e = |m: &str| v.evidence.iter().find(|e| e.metric == m).map(|e| e.value);
+    assert_eq!(e("conntrack_drops"), Some(42.0));
+    assert_eq!(e("conntrack_max_entries"), Some(300.0));
+    // Only the end with drops.
+    assert_eq!(
+        d.verdicts
+            .iter()
+            .filter(|v| v.kind == VerdictKind::ConntrackDrops)
+            .count(),
+        1
+    );
+    assert_eq!(VerdictKind::ConntrackDrops.name(), "conntrack_drops");
+}
+
+#[test]
+fn conntrack_without_drops_or_on_one_host_once() {
+    // No drop, table far from full: nothing.
+    let d = diagnose(&crr_with_conntrack(0, 10));
+    assert!(!d
+        .verdicts
+        .iter()
+        .any(|v| v.kind == VerdictKind::ConntrackDrops));
+    // One host and one namespace: both ends read the same counters; named once, no side.
+    let mut rec = crr_with_conntrack(7, 150);
+    rec.server.as_mut().unwrap().host_counters = rec.client.host_counters.clone();
+    rec.client.host.boot_id = Some("boot".into());
+    rec.server.as_mut().unwrap().host.boot_id = Some("boot".into());
+    let d = diagnose(&rec);
+    let vs: Vec<_> = d
+        .verdicts
+        .iter()
+        .filter(|v| v.kind == VerdictKind::ConntrackDrops)
+        .collect();
+    assert_eq!(vs.len(), 1);
+    assert_eq!(vs[0].side, None);
+    // Half full: the drops alone, medium confidence.
+    assert_eq!(vs[0].confidence, Confidence::Medium);
+    assert!(
+        vs[0].message.contains("on this host dropped 7 packets"),
+        "{}",
+        vs[0].message
+    );
+}

@@ -50,6 +50,8 @@ pub struct HostInputs {
     pub irq_affinity: Vec<(String, Option<Vec<u32>>)>,
     /// The kernel's path-MTU estimate toward the peer (IPv4 `IP_MTU`).
     pub path_mtu: Option<u32>,
+    /// Connection tracking's table; `None` when the host does not track connections.
+    pub conntrack: Option<crate::sys::conntrack::Facts>,
 }
 
 /// What the checks compare with.
@@ -59,6 +61,8 @@ pub struct Target {
     pub buffer_bytes: u32,
     /// RTT to the peer, microseconds, when measured.
     pub rtt_us: Option<u32>,
+    /// The TCP_CRR rate (connections per second) the conntrack table is checked against.
+    pub crr_tps: Option<u64>,
 }
 
 fn finding(
@@ -147,10 +151,80 @@ pub fn checks(inp: &HostInputs, t: &Target) -> Vec<Finding> {
     ));
     out.push(backlog(s.netdev_max_backlog, speed_bps));
     out.push(governor(inp.governors.as_deref()));
+    out.extend(conntrack(inp.conntrack.as_ref(), t.crr_tps));
     if let Some(i) = &inp.interface {
         out.extend(interface(inp, i));
     }
     out
+}
+
+/// Connection tracking against TCP_CRR: conntrack keeps an entry per connection for
+/// `nf_conntrack_tcp_timeout_time_wait` seconds after it closed, so a test at R
+/// connections per second needs R × that many entries beside those in use; a full table
+/// drops new connections' SYNs (the connect retries, then times out). Without a rate the
+/// finding gives the rate the table holds for good. `None` when nothing tracks connections
+/// and no rate was given.
+pub fn conntrack(
+    c: Option<&crate::sys::conntrack::Facts>,
+    crr_tps: Option<u64>,
+) -> Option<Finding> {
+    use crate::sys::conntrack::{entries_needed, sustained_tps};
+    const NAME: &str = "net.netfilter.nf_conntrack_max";
+    let Some(c) = c else {
+        return crr_tps.map(|r| {
+            finding(
+                Severity::Ok,
+                NAME,
+                format!("this host does not track connections (no nf_conntrack): TCP_CRR at {r}/s cannot fill a table"),
+                None,
+                None,
+            )
+        });
+    };
+    let used = c.count.unwrap_or(0);
+    let in_use = c.count.map(|n| format!(", {n} in use")).unwrap_or_default();
+    let holds = sustained_tps(c.max, c.time_wait_s);
+    Some(match crr_tps {
+        Some(r) => {
+            let need = entries_needed(r, c.time_wait_s);
+            let what = format!(
+                "a TCP_CRR test at {r} connections/s keeps {need} entries (one per closed connection for {} s, nf_conntrack_tcp_timeout_time_wait) against a table of {}{in_use}",
+                c.time_wait_s, c.max
+            );
+            if need.saturating_add(used) > c.max {
+                let fill_s = c.max.saturating_sub(used) as f64 / r.max(1) as f64;
+                finding(
+                    Severity::Warn,
+                    NAME,
+                    format!("{what}: it fills in {fill_s:.1} s, then its SYNs are dropped and connects time out while the server is fine"),
+                    Some(c.max.to_string()),
+                    Some(format!("sysctl -w {NAME}={}", need.saturating_add(used))),
+                )
+            } else {
+                finding(Severity::Ok, NAME, what, Some(c.max.to_string()), None)
+            }
+        }
+        None if used.saturating_mul(10) >= c.max.saturating_mul(9) => finding(
+            Severity::Warn,
+            NAME,
+            format!(
+                "the conntrack table is nearly full ({used} of {}): new connections' SYNs are dropped when it is",
+                c.max
+            ),
+            Some(c.max.to_string()),
+            Some(format!("sysctl -w {NAME}={}", c.max.saturating_mul(2))),
+        ),
+        None => finding(
+            Severity::Info,
+            NAME,
+            format!(
+                "connections are tracked (nf_conntrack): a table of {}{in_use} holds TCP_CRR up to {holds} connections/s for good (each closed one is kept {} s); faster tests fill it and lose SYNs (check a rate with --crr-rate)",
+                c.max, c.time_wait_s
+            ),
+            Some(c.max.to_string()),
+            None,
+        ),
+    })
 }
 
 fn unreadable(name: &str) -> Finding {

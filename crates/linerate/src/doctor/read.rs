@@ -112,6 +112,7 @@ pub fn host_inputs(peer: Option<IpAddr>) -> (HostInputs, Vec<String>) {
         interface,
         irq_affinity,
         path_mtu: peer.and_then(path_mtu),
+        conntrack: crate::sys::conntrack::facts(),
     };
     (inputs, warnings)
 }

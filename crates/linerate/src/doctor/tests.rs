@@ -33,12 +33,14 @@ pub(crate) fn inputs() -> HostInputs {
         interface: None,
         irq_affinity: Vec::new(),
         path_mtu: None,
+        conntrack: None,
     }
 }
 
 pub(crate) const FOUR_MIB: Target = Target {
     buffer_bytes: 4 << 20,
     rtt_us: None,
+    crr_tps: None,
 };
 
 fn find<'a>(f: &'a [Finding], check: &str) -> &'a Finding {
@@ -83,6 +85,7 @@ fn tcp_rmem_against_the_bdp_of_the_link_and_rtt() {
     let t = Target {
         buffer_bytes: 4 << 20,
         rtt_us: Some(10_000),
+        crr_tps: None,
     };
     let r = find(&checks(&i, &t), "net.ipv4.tcp_rmem").clone();
     assert_eq!(r.severity, Severity::Warn);
@@ -354,4 +357,55 @@ fn cpu_lists() {
     assert_eq!(parse_cpu_list("3-1"), None);
     assert_eq!(parse_cpu_list("x"), None);
     assert_eq!(cpu_list(&[11, 0, 1, 2, 3, 8, 10]), "0-3,8,10-11");
+}
+
+fn ct(count: u64, max: u64) -> crate::sys::conntrack::Facts {
+    crate::sys::conntrack::Facts {
+        count: Some(count),
+        max,
+        time_wait_s: 120,
+    }
+}
+
+#[test]
+fn conntrack_against_a_tcp_crr_rate() {
+    // Docker's table (262,144) at 10,000 connections/s: 10,000 × 120 s = 1.2 M entries,
+    // full after (262,144 - 144) / 10,000 = 26.2 s.
+    let f = conntrack(Some(&ct(144, 262_144)), Some(10_000)).unwrap();
+    assert_eq!(f.severity, Severity::Warn);
+    assert_eq!(f.check, "net.netfilter.nf_conntrack_max");
+    assert!(f.what.contains("keeps 1200000 entries"), "{}", f.what);
+    assert!(f.what.contains("it fills in 26.2 s"), "{}", f.what);
+    assert_eq!(
+        f.fix.as_deref(),
+        Some("sysctl -w net.netfilter.nf_conntrack_max=1200144")
+    );
+    // 2,000/s needs 240,000: fits beside 144 in use.
+    let f = conntrack(Some(&ct(144, 262_144)), Some(2_000)).unwrap();
+    assert_eq!(f.severity, Severity::Ok);
+    assert_eq!(f.fix, None);
+    // Without a rate: the rate the table holds for good, 262,144 / 120 = 2,184/s.
+    let f = conntrack(Some(&ct(144, 262_144)), None).unwrap();
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.what.contains("up to 2184 connections/s"), "{}", f.what);
+    // Nearly full already.
+    let f = conntrack(Some(&ct(260_000, 262_144)), None).unwrap();
+    assert_eq!(f.severity, Severity::Warn);
+    // No conntrack: nothing to say, unless a rate was asked about.
+    assert_eq!(conntrack(None, None), None);
+    assert_eq!(
+        conntrack(None, Some(10_000)).unwrap().severity,
+        Severity::Ok
+    );
+    // And checks() carries it.
+    let mut i = inputs();
+    i.conntrack = Some(ct(0, 1000));
+    let t = Target {
+        crr_tps: Some(100),
+        ..FOUR_MIB
+    };
+    assert_eq!(
+        find(&checks(&i, &t), "net.netfilter.nf_conntrack_max").severity,
+        Severity::Warn
+    );
 }

@@ -22,6 +22,9 @@ pub enum VerdictKind {
     /// Datagrams or segments were dropped at the receiving host (socket buffer, backlog,
     /// NIC ring).
     ReceiverDrops,
+    /// The host's connection tracking (netfilter conntrack) dropped packets for want of an
+    /// entry: a full table drops the SYNs of new connections (TCP_CRR).
+    ConntrackDrops,
     /// UDP datagrams were lost (sequence gaps, or sent after the last one that arrived)
     /// and no counter at the receiver accounts for them: the path, or the stream's
     /// datagrams went elsewhere.
@@ -65,6 +68,7 @@ impl VerdictKind {
         match self {
             VerdictKind::LinkBound => "link_bound",
             VerdictKind::ReceiverDrops => "receiver_drops",
+            VerdictKind::ConntrackDrops => "conntrack_drops",
             VerdictKind::DatagramLoss => "datagram_loss",
             VerdictKind::WindowLimited => "window_limited",
             VerdictKind::RetransmissionBound => "retransmission_bound",

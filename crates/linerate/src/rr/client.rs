@@ -197,6 +197,9 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
     let mut rec = Recorder::new(sched.paced());
     let mut base = false;
     let mut first_error = true;
+    // Conntrack's figures at the start, for the first connect that times out (a full
+    // table drops SYNs while the server is fine): one small read per stream.
+    let conntrack_start = crate::sys::conntrack::Snapshot::read();
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let now = ctx.now_ns();
@@ -220,8 +223,13 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
                 super::bump(&ctx.counters.errors, 1);
                 if first_error {
                     first_error = false;
-                    out.warnings
-                        .push(format!("a TCP_CRR transaction failed: {e}"));
+                    let mut w = format!("a TCP_CRR transaction failed: {e}");
+                    if e.kind() == io::ErrorKind::TimedOut {
+                        if let Some(ct) = crate::sys::conntrack::explain(conntrack_start.as_ref()) {
+                            w.push_str(&format!(" ({ct})"));
+                        }
+                    }
+                    out.warnings.push(w);
                 }
                 std::thread::sleep(Duration::from_millis(1));
             }

@@ -130,6 +130,93 @@ pub struct RrClientData {
 struct Shared {
     window: Window<Snap>,
     counters: Vec<Arc<RrCounters>>,
+    /// TCP_CRR: the host figures a connection per transaction can exhaust, at the warm-up
+    /// boundary (see [`CrrHost`]).
+    crr_base: Option<std::sync::Mutex<Option<CrrHost>>>,
+}
+
+/// What a TCP_CRR test reads of its host before and after the window: conntrack's fill and
+/// drops (a full table drops new connections' SYNs) and the SYNs TCP sent again
+/// (`TcpExt.TCPSynRetrans`), a few small /proc reads at each end of the window.
+#[derive(Debug, Clone)]
+struct CrrHost {
+    at: std::time::Instant,
+    conntrack: Option<sys::conntrack::Snapshot>,
+    syn_retrans: Option<u64>,
+}
+
+impl CrrHost {
+    fn read() -> CrrHost {
+        let syn_retrans = sys::snmp::read_snmp()
+            .ok()
+            .and_then(|(m, _)| m.get("TcpExt.TCPSynRetrans").copied())
+            .and_then(|v| u64::try_from(v).ok());
+        CrrHost {
+            at: std::time::Instant::now(),
+            conntrack: sys::conntrack::Snapshot::read(),
+            syn_retrans,
+        }
+    }
+
+    /// The window's host counters (conntrack and the SYN retransmissions only), and the
+    /// warning of [`crr_warning`] (`failed`: the test's connections that failed).
+    fn delta(
+        &self,
+        later: &CrrHost,
+        failed: u64,
+    ) -> (linerate_wire::host::HostCounters, Option<String>) {
+        let conntrack = self
+            .conntrack
+            .as_ref()
+            .zip(later.conntrack.as_ref())
+            .map(|(e, l)| l.delta(e));
+        let syn = self
+            .syn_retrans
+            .zip(later.syn_retrans)
+            .and_then(|(e, l)| sys::counter::delta_u64(e, l));
+        let hc = linerate_wire::host::HostCounters {
+            duration_ns: u64::try_from(later.at.saturating_duration_since(self.at).as_nanos())
+                .unwrap_or(u64::MAX),
+            snmp: syn.map(|n| [("TcpExt.TCPSynRetrans".to_string(), n)].into()),
+            conntrack: conntrack.clone(),
+            ..Default::default()
+        };
+        (hc, crr_warning(syn, conntrack.as_ref(), failed))
+    }
+}
+
+/// The warning of a TCP_CRR window in which conntrack was in the way, or SYNs were sent
+/// again while some of the test's connections failed, naming conntrack's figures (or
+/// saying the host does not track connections). `TcpExt.TCPSynRetrans` counts the whole
+/// namespace's SYNs: without a failed connection of the test they may be anyone's, and
+/// only the record keeps them.
+fn crr_warning(
+    syn_retrans: Option<u64>,
+    conntrack: Option<&linerate_wire::host::ConntrackCounters>,
+    failed: u64,
+) -> Option<String> {
+    let in_the_way = conntrack.is_some_and(sys::conntrack::in_the_way);
+    let syn = syn_retrans.unwrap_or(0);
+    let syn = if failed > 0 || in_the_way { syn } else { 0 };
+    if syn == 0 && !in_the_way {
+        return None;
+    }
+    let ct = match conntrack {
+        Some(c) => {
+            let mut t = sys::conntrack::describe(c, "in the window");
+            if in_the_way {
+                t.push_str(": ");
+                t.push_str(sys::conntrack::FIX);
+            }
+            t
+        }
+        None => "the host does not track connections (no nf_conntrack)".to_string(),
+    };
+    Some(if syn > 0 {
+        format!("TCP sent {syn} SYNs again in the measured window (TcpExt.TCPSynRetrans): connections waited a retransmission time-out (1 s at first) to open; {ct}")
+    } else {
+        ct
+    })
 }
 
 impl SampleSource for Shared {
@@ -141,6 +228,18 @@ impl SampleSource for Shared {
 
     fn read(&self) -> Snap {
         self.counters.iter().map(|c| c.snapshot()).collect()
+    }
+
+    fn at_baseline(
+        &self,
+        cpu: Result<sys::cpu::CpuTimes, sys::SysError>,
+    ) -> Option<sys::cpu::CpuTimes> {
+        if let Some(m) = &self.crr_base {
+            if let Ok(mut b) = m.lock() {
+                *b = Some(CrrHost::read());
+            }
+        }
+        cpu.ok()
     }
 
     fn interval(&self, prev: &Snap, now: &Snap) -> IntervalReport {
@@ -173,6 +272,8 @@ pub struct RrEngine {
     threads: Vec<JoinHandle<RrOutcome>>,
     meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
+    /// TCP_CRR: the host figures at the end of the window.
+    crr_end: Option<CrrHost>,
     inbox: CrrInbox,
     info: Vec<StreamInfo>,
     profiling: Option<crate::engine::profile::Profiling>,
@@ -252,9 +353,11 @@ impl RrEngine {
         let stop = Arc::new(AtomicBool::new(false));
         let n = u16::try_from(sockets.len()).unwrap_or(u16::MAX).max(1);
         let counters: Vec<Arc<RrCounters>> = sockets.iter().map(|_| Arc::default()).collect();
+        let crr = cfg.spec.connect_per_transaction && !cfg.spec.udp;
         let shared = Arc::new(Shared {
             window: Window::new(epoch),
             counters: counters.clone(),
+            crr_base: crr.then(|| std::sync::Mutex::new(None)),
         });
         if cfg.omit.is_zero() {
             shared.take_baseline();
@@ -311,6 +414,7 @@ impl RrEngine {
             threads,
             meter,
             end: None,
+            crr_end: None,
             inbox: CrrInbox::new(queues),
             info,
             profiling,
@@ -336,6 +440,9 @@ impl RrEngine {
             return;
         }
         self.end = Some(self.shared.window.end_now());
+        if self.shared.crr_base.is_some() {
+            self.crr_end = Some(CrrHost::read());
+        }
         self.stop.store(true, Relaxed);
         // TCP_RR loops block in reads with no time-out: shutting the reading side ends them
         // (the read returns 0 and the loop sees the flag). Nothing is sent to the peer.
@@ -464,6 +571,15 @@ impl RrEngine {
             udp_rx: None,
         };
         let cpu = meter::window_cpu(base_cpu.as_ref(), end_cpu.as_ref(), &mut warnings);
+        let base_host = sh.crr_base.as_ref().and_then(|m| m.lock().ok()?.clone());
+        let host_counters = match (base_host, &self.crr_end) {
+            (Some(b), Some(e)) => {
+                let (hc, w) = b.delta(e, total.errors);
+                warnings.extend(w);
+                Some(hc)
+            }
+            _ => None,
+        };
         let profile = profiling.and_then(|p| {
             p.finish(base_ns, end_ns, base_cpu.as_ref().zip(end_cpu.as_ref()))
                 .map_err(|w| warnings.push(w))
@@ -477,7 +593,7 @@ impl RrEngine {
             totals,
             cpu,
             process_cpu: proc_cpu,
-            host_counters: None,
+            host_counters,
             interface: None,
             control_segments: None,
             profile,
@@ -582,6 +698,49 @@ fn run_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crr_warning_names_syn_retransmissions_and_conntrack() {
+        use linerate_wire::host::ConntrackCounters;
+        let full = ConntrackCounters {
+            entries: Some(300),
+            max_entries: Some(300),
+            drops: Some(12),
+            insert_failed: Some(0),
+            early_drops: Some(0),
+        };
+        let w = crr_warning(Some(12), Some(&full), 0).unwrap();
+        assert!(
+            w.starts_with("TCP sent 12 SYNs again in the measured window"),
+            "{w}"
+        );
+        assert!(w.contains("conntrack: 300 of 300 entries in use (nf_conntrack_max 300); 12 packets dropped for want of an entry and 0 failed inserts in the window"), "{w}");
+        assert!(w.contains("nf_conntrack_max=N"), "{w}");
+        // SYNs again without conntrack, connections of the test failed: the warning says
+        // the host tracks none.
+        let w = crr_warning(Some(3), None, 2).unwrap();
+        assert!(
+            w.ends_with("the host does not track connections (no nf_conntrack)"),
+            "{w}"
+        );
+        // Drops without a SYN counted (another namespace's TCP): conntrack alone.
+        let w = crr_warning(Some(0), Some(&full), 0).unwrap();
+        assert!(w.starts_with("conntrack: 300 of 300"), "{w}");
+        // Neither: no warning.
+        let quiet = ConntrackCounters {
+            entries: Some(5),
+            drops: Some(0),
+            insert_failed: Some(0),
+            ..full
+        };
+        assert_eq!(crr_warning(Some(0), Some(&quiet), 0), None);
+        assert_eq!(crr_warning(None, None, 0), None);
+        // SYNs again on a host whose test lost no connection: someone else's, no warning.
+        assert_eq!(crr_warning(Some(5), Some(&quiet), 0), None);
+        assert_eq!(crr_warning(Some(5), None, 0), None);
+        let w = crr_warning(Some(5), Some(&quiet), 1).unwrap();
+        assert!(w.ends_with("0 packets dropped and 0 failed inserts in the window (/proc/net/stat/nf_conntrack)"), "{w}");
+    }
 
     /// `n` connected TCP sockets (the client ends; the listener's backlog holds the rest).
     fn sockets(n: usize) -> (std::net::TcpListener, Vec<TcpStream>) {

@@ -140,13 +140,24 @@ impl Runner for Handshake {
 
 /// Connects, says hello, checks the version and authenticates: the session is open.
 pub fn connect(t: &Target) -> anyhow::Result<Connection> {
+    // A full conntrack table on this host drops the SYN and the connect times out while
+    // the server is fine: its figures before and after name that in the error.
+    let conntrack = crate::sys::conntrack::Snapshot::read();
     let stream = sockets::connect_tcp(t.addr, &SockOpts::default(), t.connect_timeout)
         .map_err(|e| {
-            anyhow!(
+            let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
+            let mut msg = format!(
                 "cannot reach a linerate server at {} ({e}): check that `linerate serve` runs there and that port {}/tcp is open",
                 t.server,
                 t.addr.port()
-            )
+            );
+            if let Some(ct) = timed_out
+                .then(|| crate::sys::conntrack::explain(conntrack.as_ref()))
+                .flatten()
+            {
+                msg.push_str(&format!("; this host's {ct}"));
+            }
+            anyhow!(msg)
         })?;
     let (tx, rx) = mpsc::channel();
     let reader = stream.try_clone()?;

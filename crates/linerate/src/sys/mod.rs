@@ -26,6 +26,7 @@ pub mod bpf;
 #[allow(unsafe_code)]
 pub mod capture;
 pub mod command;
+pub mod conntrack;
 pub mod counter;
 pub mod cpu;
 pub mod devsnap;

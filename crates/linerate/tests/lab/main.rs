@@ -8,6 +8,7 @@
 mod analyze;
 #[path = "../common/mod.rs"]
 mod common;
+mod conntrack;
 mod counters;
 mod diagnose;
 mod dut;

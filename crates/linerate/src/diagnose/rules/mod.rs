@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speeds, the sender's tbf/htb rate |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
+//! | `conntrack_drops` | conntrack dropped ≥ [`MIN_CONNTRACK_DROPS`] packets or failed an insert (a full table drops new connections' SYNs) | each end's `/proc/net/stat/nf_conntrack`, `nf_conntrack_count` of `_max`, `TcpExt.TCPSynRetrans` |
 //! | `datagram_loss` | ≥ [`UDP_LOSS_MIN_PERCENT`] of datagrams lost (gaps and after the last one received) and not explained by `receiver_drops` or `link_bound` | both ends' datagram counts |
 //! | `window_limited` | a granted buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS; or rwnd/sndbuf-limited ≥ [`WINDOW_LIMITED_SHARE`] of busy time and the buffer ≤ [`WINDOW_BDP_FACTOR`] × BDP (an autotuned buffer not over loopback nor at a saturated receiver) | granted buffers, sender's TCP_INFO, time-outs and zero-window counters |
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
@@ -22,6 +23,7 @@
 //! | `device_cpu_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], mostly other work, tester not limited | the device's /proc/stat |
 //! | `device_drops` | ≥ [`MIN_DROPS`] packets dropped, missed or overrun at the device's ingress | the device's interface counters |
 
+mod conntrack;
 mod cpu;
 mod drops;
 pub mod dut;
@@ -40,6 +42,7 @@ use super::facts::{
 };
 use super::{Confidence, Evidence, Verdict, VerdictKind};
 use crate::model::units::{format_bps, format_bytes};
+use conntrack::conntrack_drops;
 use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
 use link::link_bound;
@@ -153,6 +156,12 @@ pub const DATAGRAM_LOSS_HIGH_PERCENT: f64 = 10.0;
 /// Receive-side drops (backlog, TCP queue, NIC) below this count are noise.
 pub const MIN_DROPS: u64 = 10;
 
+/// Packets conntrack dropped for want of an entry at which it is named: one. Unlike the
+/// other drops these are never routine: each is a new connection's SYN (or another first
+/// packet) thrown away before TCP saw it, which costs that connection a retransmission
+/// time-out (1 s at first).
+pub const MIN_CONNTRACK_DROPS: u64 = 1;
+
 /// Share of data segments retransmitted (TCP_INFO `total_retrans ÷ data_segs_out`) at
 /// which loss sets TCP's rate: at 1 % loss Reno's throughput is bounded near
 /// 12.2 × MSS/RTT (Mathis et al. 1997).
@@ -213,6 +222,7 @@ fn us(v: f64) -> String {
 pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Vec<String>) {
     link_bound(ctx, out, not_judged);
     receiver_drops(ctx, out, not_judged);
+    conntrack_drops(ctx, out);
     datagram_loss(ctx, out);
     window(ctx, out, not_judged);
     retransmissions(ctx, out, not_judged);

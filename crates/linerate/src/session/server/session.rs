@@ -734,6 +734,9 @@ fn doctor_report(peer: IpAddr, req: &DoctorRequest) -> DoctorReport {
     let target = crate::doctor::checks::Target {
         buffer_bytes: req.buffer_bytes.unwrap_or(sockets::UDP_DEFAULT_RCVBUF),
         rtt_us: req.rtt_us,
+        // The request carries no TCP_CRR rate: the server's finding gives the rate its
+        // table holds.
+        crr_tps: None,
     };
     let (mut report, warnings) =
         crate::doctor::local_report(Some(sockets::canonical(peer)), &target);

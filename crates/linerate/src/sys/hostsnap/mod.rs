@@ -17,7 +17,8 @@
 //!
 //! A snapshot reads `/proc/interrupts` (the largest file: one row per IRQ, one column per
 //! CPU), `/proc/softirqs`, `softnet_stat`, `snmp`, `netstat`, `snmp6`, the interface's
-//! statistics and its driver's counters (three ioctls). That is a few hundred
+//! statistics and its driver's counters (three ioctls), and conntrack's fill and
+//! statistics (`/proc/net/stat/nf_conntrack`, see [`super::conntrack`]). That is a few hundred
 //! microseconds: fine before and after a test, not in a data path. [`IntervalSampler`]
 //! reads only `/proc/net/dev`, `/proc/softirqs` and `softnet_stat`.
 //!
@@ -63,6 +64,8 @@ pub struct HostSnapshot {
     pub iface_stats: Option<IfaceCounters>,
     /// The driver's `ethtool -S` counters, in its order.
     pub driver_stats: Option<Vec<(String, u64)>>,
+    /// Connection tracking's fill and statistics; `None` without conntrack.
+    pub conntrack: Option<super::conntrack::Snapshot>,
     /// Why a section that is not an error is absent (e.g. a driver without statistics);
     /// carried into [`HostCounters::warnings`].
     pub notes: Vec<String>,
@@ -114,6 +117,7 @@ impl HostSnapshot {
             snmp,
             iface_stats: None,
             driver_stats: None,
+            conntrack: super::conntrack::Snapshot::read(),
             notes: Vec::new(),
         };
         if let Some(name) = iface.as_deref() {
@@ -193,6 +197,9 @@ impl HostSnapshot {
             (&interface, &self.driver_stats, &later.driver_stats)
         {
             out.driver_stats = driver_delta(name, e, l, &mut w);
+        }
+        if let (Some(e), Some(l)) = (&self.conntrack, &later.conntrack) {
+            out.conntrack = Some(l.delta(e));
         }
         derive(&mut out);
         out.warnings = w;

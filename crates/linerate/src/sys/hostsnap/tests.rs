@@ -60,6 +60,7 @@ fn snapshot(later: bool, at: Instant) -> HostSnapshot {
         } else {
             stats(10_000, 5_000)
         }),
+        conntrack: None,
         driver_stats: Some(if later {
             vec![("rx_kicks".into(), 900), ("tx_kicks".into(), 50)]
         } else {
