@@ -3,6 +3,7 @@
 //! (network namespaces, packet capture) are in `tests/lab/`.
 
 mod auth;
+mod board;
 mod classic;
 mod cli;
 #[path = "../common/mod.rs"]
@@ -18,12 +19,15 @@ mod iperf3_client;
 mod latency;
 mod metrics;
 mod profile;
+#[cfg(feature = "report")]
 mod report;
 mod results;
 mod rfc2544;
 mod robustness;
 mod rr;
+#[cfg(feature = "store")]
 mod store;
 mod stream;
+#[cfg(feature = "sweep")]
 mod sweep;
 mod udp_ports;
