@@ -9,6 +9,10 @@
 //! 2. **No cycles.** Two modules never import each other, directly or through others (in a
 //!    layer as well as across layers).
 //!
+//! A third rule holds for files ([`file_graph`]): no two files import each other, directly
+//! or through others; a file's imports of its ancestors' files (`mod.rs`, `lib.rs`) are left
+//! out, a parent's imports of its children count.
+//!
 //! Test code counts: a test that needs a higher layer lives in that layer. Comments and
 //! string literals are skipped, so a doc link to another module is not an import.
 //!

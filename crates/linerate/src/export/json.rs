@@ -172,6 +172,10 @@ mod tests {
         // And every committed file has a name `linerate schema` knows.
         for entry in std::fs::read_dir(schema_dir()).unwrap() {
             let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+            // The history record is the results database's: not in a build without it.
+            if cfg!(not(feature = "store")) && file == "history-v1.json" {
+                continue;
+            }
             assert!(
                 SchemaName::value_variants()
                     .iter()
