@@ -5,6 +5,8 @@
 # the Rust musl target (rustup) and musl-gcc (musl-tools, for the bundled SQLite's C code).
 #
 # Usage: bash scripts/static.sh        # prints the path of the binary it built
+#        bash scripts/static.sh --no-default-features --features board   # the board's core
+#        (arguments go to `cargo build`)
 #
 # Speed against the usual glibc build: bench/ab.sh (A=glibc build, B=this one).
 set -euo pipefail
@@ -22,7 +24,7 @@ if ! command -v musl-gcc >/dev/null 2>&1; then
     apt-get update -qq >&2
     apt-get install -y -qq musl-tools >&2
 fi
-cargo build --release --locked --target "$TARGET" -p linerate >&2
+cargo build --release --locked --target "$TARGET" -p linerate "$@" >&2
 bin="${CARGO_TARGET_DIR:-target}/$TARGET/release/linerate"
 # A static executable has no interpreter (ld.so) to load it.
 if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then

@@ -120,6 +120,15 @@ cargo test --workspace --locked
 stage "bench doctests"
 python3 -m doctest bench/report.py
 
+# The board's core alone (Cargo.toml's features; docs/ARCHITECTURE.md, "Features"): it builds
+# without the workstation's tools (SQLite, charts, trace analysis, sweeps, lab), its clippy is
+# clean, and its unit and integration tests pass (a tool's tests are left out with the tool;
+# tests/it/board.rs checks that the core lists only its commands and refuses a tool's flags).
+stage "board build: clippy"
+cargo clippy -p linerate --locked --no-default-features --features board --all-targets -- -D warnings
+stage "board build: tests"
+cargo test -p linerate --locked --no-default-features --features board --lib --test it --test layers
+
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.

@@ -7,8 +7,12 @@
 //! allowed by name where it is declared (`sys::afpacket`, `sys::capture`, `sys::ethtool`,
 //! `sys::tcp_info`, `engine::mmsg`), and every block in them has a `// SAFETY:` comment.
 
+//! Cargo features (`Cargo.toml`): every build has the core a board runs; `store`, `chart`,
+//! `analyze`, `report`, `sweep` and `lab` add the workstation's tools (all by default).
+
 #![deny(unsafe_code)]
 
+#[cfg(feature = "analyze")]
 pub mod analyze;
 pub mod app;
 pub mod cli;
@@ -21,6 +25,7 @@ pub mod repeat;
 pub mod rfc2544;
 pub mod rr;
 pub mod session;
+#[cfg(feature = "store")]
 pub mod store;
 pub mod sys;
 

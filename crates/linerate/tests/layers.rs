@@ -9,6 +9,10 @@
 //! 2. **No cycles.** Two modules never import each other, directly or through others (in a
 //!    layer as well as across layers).
 //!
+//! A third rule holds for files ([`file_graph`]): no two files import each other, directly
+//! or through others; a file's imports of its ancestors' files (`mod.rs`, `lib.rs`) are left
+//! out, a parent's imports of its children count.
+//!
 //! Test code counts: a test that needs a higher layer lives in that layer. Comments and
 //! string literals are skipped, so a doc link to another module is not an import.
 //!
@@ -367,6 +371,181 @@ fn graph() -> (BTreeSet<String>, Graph) {
     (roots, g)
 }
 
+/// The paths of a `use` tree (or of a plain path) starting at `toks[i]`, the first token
+/// after `prefix::`: `a::b` is `[[a, b]]`, `a::{b, c::{self, d}}` is `[[a, b], [a, c],
+/// [a, c, d]]`; `self` adds nothing, `as` renames and globs end a path. Returns the index
+/// after the tree.
+fn use_tree(toks: &[(Tok, usize)], mut i: usize) -> (Vec<Vec<String>>, usize) {
+    let tok = |i: usize| toks.get(i).map(|t| &t.0);
+    let mut prefix: Vec<String> = Vec::new();
+    loop {
+        match tok(i) {
+            Some(Tok::Ident(w)) => {
+                if w != "self" {
+                    prefix.push(w.clone());
+                }
+                i += 1;
+                if tok(i) == Some(&Tok::PathSep) {
+                    i += 1;
+                } else {
+                    return (vec![prefix], i);
+                }
+            }
+            Some(Tok::Open) => {
+                i += 1;
+                let mut out = Vec::new();
+                loop {
+                    match tok(i) {
+                        None => return (out, i),
+                        Some(Tok::Close) => return (out, i + 1),
+                        Some(Tok::Comma) => i += 1,
+                        _ => {
+                            let (sub, next) = use_tree(toks, i);
+                            for s in sub {
+                                let mut p = prefix.clone();
+                                p.extend(s);
+                                out.push(p);
+                            }
+                            i = next;
+                            // `as name`, `*`: up to the item's end.
+                            while !matches!(tok(i), None | Some(Tok::Comma) | Some(Tok::Close)) {
+                                i += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            _ => return (vec![prefix], i),
+        }
+    }
+}
+
+/// The file graph: every source file (as its path under `src/`) and the files it imports,
+/// with where. A path names the file of its longest prefix that is a module with a file:
+/// `crate::export::table::align` is `export/table.rs`, `super::UsageError` from
+/// `cli/stream.rs` is `cli/mod.rs`. Paths start at `crate::`, at `super::` chains, at
+/// `self::` or at a child module's name; a `mod` declaration is not an import. A file's
+/// imports of its ancestors' files (`mod.rs`, `lib.rs`) are left out: a child sees all of
+/// its parent by Rust's rules and shares the parent's items with its siblings, so only a
+/// parent's imports of its children and imports between files that are not each other's
+/// ancestors count (a cycle through a parent's re-export goes unseen).
+fn file_graph() -> (BTreeSet<String>, Graph) {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let mut by_module: BTreeMap<Vec<String>, String> = BTreeMap::new();
+    let mut rels = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src").to_path_buf();
+        let name = rel.display().to_string();
+        if name == "main.rs" {
+            continue;
+        }
+        let path = if name == "lib.rs" {
+            Vec::new()
+        } else {
+            module_path(&rel)
+        };
+        by_module.insert(path.clone(), name.clone());
+        rels.push((name, path, f.clone()));
+    }
+    let nodes: BTreeSet<String> = by_module.values().cloned().collect();
+    let resolve = |full: &[String]| -> Option<&String> {
+        (0..=full.len())
+            .rev()
+            .find_map(|n| by_module.get(&full[..n]))
+    };
+    let module_of: BTreeMap<String, Vec<String>> = by_module
+        .iter()
+        .map(|(m, f)| (f.clone(), m.clone()))
+        .collect();
+    let mut g: Graph = BTreeMap::new();
+    for (name, path, f) in &rels {
+        let text = std::fs::read_to_string(f).expect("read source");
+        let toks = tokens(&text);
+        let tok = |i: usize| toks.get(i).map(|t| &t.0);
+        let mut inline: Vec<(String, usize)> = Vec::new();
+        let mut depth = 0usize;
+        let mut i = 0;
+        while i < toks.len() {
+            let starts_path = i == 0 || tok(i - 1) != Some(&Tok::PathSep);
+            match &toks[i].0 {
+                Tok::Open => depth += 1,
+                Tok::Close => {
+                    depth = depth.saturating_sub(1);
+                    if inline.last().is_some_and(|(_, d)| *d == depth) {
+                        inline.pop();
+                    }
+                }
+                Tok::Ident(w) if w == "mod" => {
+                    if let (Some(Tok::Ident(m)), Some(Tok::Open)) = (tok(i + 1), tok(i + 2)) {
+                        inline.push((m.clone(), depth));
+                    }
+                }
+                Tok::Ident(w) if starts_path && tok(i + 1) == Some(&Tok::PathSep) => {
+                    // The module the path starts from, and the index of its first segment.
+                    let here: Vec<String> = path
+                        .iter()
+                        .cloned()
+                        .chain(inline.iter().map(|(m, _)| m.clone()))
+                        .collect();
+                    let start = match w.as_str() {
+                        "crate" => Some((Vec::new(), i + 2)),
+                        "self" => Some((here.clone(), i + 2)),
+                        "super" => {
+                            let mut j = i;
+                            let mut base = here.clone();
+                            while matches!(tok(j), Some(Tok::Ident(s)) if s == "super")
+                                && tok(j + 1) == Some(&Tok::PathSep)
+                            {
+                                base.pop();
+                                j += 2;
+                            }
+                            Some((base, j))
+                        }
+                        child if inline.is_empty() => {
+                            let mut m = path.clone();
+                            m.push(child.to_string());
+                            by_module.contains_key(&m).then_some((path.clone(), i))
+                        }
+                        _ => None,
+                    };
+                    if let Some((base, j)) = start {
+                        let (paths, next) = use_tree(&toks, j);
+                        for p in paths {
+                            let mut full = base.clone();
+                            full.extend(p);
+                            if let Some(target) = resolve(&full) {
+                                // An ancestor's file (`super::UsageError` in
+                                // cli/mod.rs) is the module's own ground, shared by
+                                // its children: not an edge.
+                                let ancestor = module_of[target].len() < path.len()
+                                    && path.starts_with(&module_of[target]);
+                                if target != name && !ancestor {
+                                    g.entry(name.clone())
+                                        .or_default()
+                                        .entry(target.clone())
+                                        .or_default()
+                                        .push(Site {
+                                            file: name.clone(),
+                                            line: toks[i].1,
+                                        });
+                                }
+                            }
+                        }
+                        // Braces of a group are consumed with it.
+                        i = next.max(i + 1);
+                        continue;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    (nodes, g)
+}
+
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, ms)| ms.contains(&module))
 }
@@ -577,6 +756,45 @@ fn module_graph_has_layers_and_no_cycles() {
     );
 }
 
+/// No two files import each other, directly or through others: a cycle between the files of
+/// one module (`cli/args.rs` declaring the commands whose files use its shared groups) is
+/// as much a knot as one between modules. Shared pieces go to a leaf file of their own.
+#[test]
+fn file_graph_has_no_cycles() {
+    let (files, g) = file_graph();
+    let edges: BTreeMap<String, BTreeSet<String>> = g
+        .iter()
+        .map(|(a, t)| (a.clone(), t.keys().cloned().collect()))
+        .collect();
+    let mut problems = Vec::new();
+    for comp in cycles(&files, &edges) {
+        let mut seen: BTreeSet<Vec<String>> = BTreeSet::new();
+        for start in &comp {
+            let path = cycle_path(start, &comp, &edges);
+            let mut key = path[..path.len() - 1].to_vec();
+            key.sort();
+            if !seen.insert(key) {
+                continue;
+            }
+            let steps: Vec<String> = path
+                .windows(2)
+                .map(|w| format!("  {} -> {}: {}", w[0], w[1], sites(&g[&w[0]][&w[1]])))
+                .collect();
+            problems.push(format!(
+                "cycle {}:\n{}",
+                path.join(" -> "),
+                steps.join("\n")
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} file cycles:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
 /// The parser on a fixture: groups, `super` chains out of inline modules, comments and
 /// strings that mention other modules.
 #[test]
@@ -617,4 +835,25 @@ fn the_parser_finds_imports_and_skips_comments_and_strings() {
     assert_eq!(group_heads(&toks, open), ["model", "export"]);
     assert_eq!(module_path(Path::new("a/b.rs")), ["a", "b"]);
     assert_eq!(module_path(Path::new("a/mod.rs")), ["a"]);
+}
+
+/// `use` trees expand to full paths, as the file graph resolves them.
+#[test]
+fn use_trees_expand_to_full_paths() {
+    let toks = tokens("use crate::{model::RunRecord, export::{self, table::align as a, csv::*}};");
+    let open = toks
+        .iter()
+        .position(|(t, _)| *t == Tok::Open)
+        .expect("a group");
+    let (paths, _) = use_tree(&toks, open);
+    let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "model::RunRecord",
+            "export",
+            "export::table::align",
+            "export::csv"
+        ]
+    );
 }

@@ -12,7 +12,12 @@ use crate::export;
 use crate::model::compare::{compare, compare_figures, FigureInput, Input};
 use crate::model::{RunRecord, RunSetRecord};
 use crate::rfc2544::record::Rfc2544Record;
+#[cfg(feature = "store")]
 use crate::store::Store;
+/// A build without the results database (the board's core) opens none: a stored run id is
+/// refused.
+#[cfg(not(feature = "store"))]
+type Store = std::convert::Infallible;
 
 /// One file: stream or RR runs, or an RFC 2544 run.
 enum Loaded {
@@ -129,7 +134,14 @@ pub(super) fn stored_id(p: &Path) -> Option<i64> {
         .flatten()
 }
 
+/// A stored run id in a build without the results database: refused.
+#[cfg(not(feature = "store"))]
+fn load_stored(_: &CompareArgs, _: &mut Option<Store>, id: i64, _: &str) -> anyhow::Result<Input> {
+    Err(crate::cli::not_in_this_build(&format!("a stored run id ({id})"), "store").into())
+}
+
 /// A stored run (single or repeated) from the results database.
+#[cfg(feature = "store")]
 fn load_stored(
     a: &CompareArgs,
     store: &mut Option<Store>,

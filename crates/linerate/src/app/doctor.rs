@@ -65,8 +65,7 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         export::doctor::render(&rec)
     };
     write_out(&text)?;
-    super::keep::Keeper::new(&a.store, "doctor")
-        .keep(0, |ctx| crate::store::entry::doctor(&rec, &started_at, ctx));
+    super::keep::Keeper::new(&a.store, "doctor").keep_doctor(&rec, &started_at);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,15 +12,20 @@ use linerate_wire::control::Transport;
 
 use crate::cli::args::{Args, Command};
 
+#[cfg(feature = "analyze")]
 mod analyze;
+#[cfg(feature = "sweep")]
 mod campaign;
 mod compare;
 mod demo;
 pub mod doctor;
+#[cfg(feature = "store")]
 mod history;
 mod keep;
+#[cfg(feature = "lab")]
 mod lab;
 pub mod metrics;
+#[cfg(feature = "report")]
 mod report;
 mod rfc2544;
 mod rr;
@@ -28,6 +33,7 @@ mod run;
 mod schema;
 mod serve;
 mod stream;
+#[cfg(feature = "sweep")]
 mod sweep;
 
 /// Runs a command. Errors bubble up to `main`, which prints them on one line and exits 2.
@@ -40,13 +46,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => compare::command(&a),
         Command::Demo(a) => demo::command(&a),
         Command::Rfc2544(a) => rfc2544::command(&a),
+        #[cfg(feature = "lab")]
         Command::Lab(a) => lab::command(&a),
         Command::Doctor(a) => doctor::command(&a),
+        #[cfg(feature = "analyze")]
         Command::Analyze(a) => analyze::command(&a),
         Command::Schema(a) => schema::command(&a),
+        #[cfg(feature = "sweep")]
         Command::Sweep(a) => sweep::command(&a),
+        #[cfg(feature = "store")]
         Command::History(a) => history::command(&a),
+        #[cfg(feature = "sweep")]
         Command::Campaign(a) => campaign::command(&a),
+        #[cfg(feature = "report")]
         Command::Report(a) => report::command(&a),
     }
 }

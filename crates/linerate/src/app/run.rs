@@ -16,18 +16,23 @@ use linerate_wire::control::Transport;
 use linerate_wire::profile::ProfileReport;
 use linerate_wire::report::{IntervalReport, Role};
 
+#[cfg(feature = "analyze")]
 use anyhow::Context;
 
+#[cfg(feature = "analyze")]
 use super::analyze::analyze_path;
 use super::keep::Keeper;
 use super::{signal_flag, write_out};
+#[cfg(feature = "analyze")]
 use crate::analyze::AnalyzeOptions;
 use crate::cli::analyze::CaptureArgs;
 use crate::cli::output::Output;
+#[cfg(feature = "analyze")]
 use crate::cli::UsageError;
 use crate::export::{self, Format};
 use crate::model::criteria::Criteria;
 use crate::model::plan::StreamPlan;
+#[cfg(feature = "analyze")]
 use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
@@ -150,6 +155,7 @@ pub fn run_once(
         } else if how.latency {
             crate::session::latency::run(plan, &mut live, &interrupt)?
         } else {
+            let dut = dut.map(|d| d as &mut dyn client::WindowWatch);
             client::run_with_dut(plan, &mut live, &interrupt, dut)?
         };
         crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
@@ -159,12 +165,12 @@ pub fn run_once(
     write_prom(how.prom, keeper.command(), std::slice::from_ref(&rec));
     write_folded(how.profile_out, &rec);
     if let Some(code) = failed(std::slice::from_ref(&rec)) {
-        keeper.keep(2, |ctx| crate::store::entry::run(&rec, ctx));
+        keeper.keep_run(2, &rec);
         return Ok(code);
     }
     let failures = criteria.failures(&rec);
     let code = i32::from(!failures.is_empty());
-    keeper.keep(code, |ctx| crate::store::entry::run(&rec, ctx));
+    keeper.keep_run(code, &rec);
     Ok(verdict(failures, out))
 }
 
@@ -189,6 +195,7 @@ fn write_folded(dir: Option<&Path>, rec: &RunRecord) {
 /// DIR/FILE.folded and its flame graph (`export::flamegraph`) as DIR/FILE.svg. An end without
 /// a profile or stacks writes no file and says why; a file that cannot be written costs a
 /// warning, never the printed result or the exit code.
+#[cfg(feature = "chart")]
 pub(crate) fn write_profiles(
     dir: Option<&Path>,
     ends: &[(String, String, Option<&ProfileReport>)],
@@ -224,6 +231,14 @@ pub(crate) fn write_profiles(
             }
         }
     }
+}
+
+/// A build without flame graphs refuses `--profile-out` (`ProfileArgs::spec`): no files.
+#[cfg(not(feature = "chart"))]
+pub(crate) fn write_profiles(
+    _dir: Option<&Path>,
+    _ends: &[(String, String, Option<&ProfileReport>)],
+) {
 }
 
 /// `--prom FILE`: the runs in the Prometheus text format, replaced atomically; a file that
@@ -309,7 +324,10 @@ pub fn run_repeated(
         let mut rec = if iperf3 {
             crate::session::iperf3_client::run(plan, &mut client::Quiet, &interrupt)?
         } else {
-            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut.as_deref_mut())?
+            let dut = dut
+                .as_deref_mut()
+                .map(|d| d as &mut dyn client::WindowWatch);
+            client::run_with_dut(plan, &mut client::Quiet, &interrupt, dut)?
         };
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
@@ -332,7 +350,7 @@ pub fn run_repeated(
         }
     }
     if let Some(code) = failed(&set.runs) {
-        keeper.keep(2, |ctx| crate::store::entry::run_set(&set, ctx));
+        keeper.keep_run_set(2, &set);
         return Ok(code);
     }
     let failures: Vec<String> = set
@@ -347,7 +365,7 @@ pub fn run_repeated(
         })
         .collect();
     let code = i32::from(!failures.is_empty());
-    keeper.keep(code, |ctx| crate::store::entry::run_set(&set, ctx));
+    keeper.keep_run_set(code, &set);
     Ok(verdict(failures, out))
 }
 
@@ -380,10 +398,26 @@ fn emit(out: Output, rec: &RunRecord) -> anyhow::Result<()> {
 }
 
 /// Cap of a `--capture` file: a 10 s test at line rate with 128-byte snaps stays far below.
+#[cfg(feature = "analyze")]
 pub const CAPTURE_MAX_BYTES: u64 = 1 << 30;
+
+/// A build without the trace analysis (the board's core) refuses `--capture`, before the
+/// test: it records packets to analyse them.
+#[cfg(not(feature = "analyze"))]
+fn with_capture(
+    cap: &CaptureArgs,
+    plan: &StreamPlan,
+    test: impl FnOnce(&StreamPlan) -> anyhow::Result<RunRecord>,
+) -> anyhow::Result<RunRecord> {
+    if cap.capture.is_some() {
+        return Err(crate::cli::not_in_this_build("--capture", "analyze").into());
+    }
+    test(plan)
+}
 
 /// Runs `test` while capturing its packets into `cap.capture` (when given), then analyses
 /// the capture, puts what it found into the record (`trace`) and diagnoses it again.
+#[cfg(feature = "analyze")]
 fn with_capture(
     cap: &CaptureArgs,
     plan: &StreamPlan,
@@ -458,6 +492,7 @@ fn with_capture(
 
 /// Writes the capture the server returned next to the client's (`FILE.server.pcap`) and
 /// analyses it; notes and failures become warnings.
+#[cfg(feature = "analyze")]
 fn server_trace(
     rec: &mut RunRecord,
     path: &Path,

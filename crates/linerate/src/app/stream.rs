@@ -7,7 +7,7 @@ use linerate_wire::control::Transport;
 
 use super::keep::Keeper;
 use super::run;
-use crate::cli::args::DutArgs;
+use crate::cli::common::DutArgs;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::stream::{criteria, iperf3_checks, stream_plan, StreamArgs};

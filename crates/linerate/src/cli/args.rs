@@ -1,13 +1,20 @@
-//! The command line: the subcommands, each with its arguments in `cli/COMMAND.rs`, and the
-//! argument groups several commands share (authentication). Nothing here is validated
-//! across flags; each command's file does that, so engines never see these types.
+//! The command line: the subcommands, each with its arguments in `cli/COMMAND.rs` (the
+//! argument groups several commands share are in [`super::common`]). Nothing here is
+//! validated across flags; each command's file does that, so engines never see these types.
 
-use clap::{Args as ClapArgs, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 
-use super::{
-    analyze, campaign, compare, demo, doctor, history, lab, report, rfc2544, rr, schema, serve,
-    stream, sweep,
-};
+#[cfg(feature = "analyze")]
+use super::analyze;
+#[cfg(feature = "store")]
+use super::history;
+#[cfg(feature = "lab")]
+use super::lab;
+#[cfg(feature = "report")]
+use super::report;
+#[cfg(feature = "sweep")]
+use super::{campaign, sweep};
+use super::{compare, demo, doctor, rfc2544, rr, schema, serve, stream};
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
 
@@ -57,6 +64,7 @@ pub enum Command {
         after_help = "Examples:\n  linerate rfc2544 198.51.100.2                        # throughput, RFC 2544 frame sizes\n  linerate rfc2544 HOST --bidir --line-rate 1G --chart tput.svg\n  linerate rfc2544 HOST --test all --loss 0,0.1 --json > rfc2544.json\n  linerate rfc2544 HOST --frame-sizes 64,512,1518 --trial-time 2 --confirm-time 10\n\nThe server runs `linerate serve` on the far side of the device."
     )]
     Rfc2544(rfc2544::Rfc2544Args),
+    #[cfg(feature = "lab")]
     /// Network-namespace labs on this machine (needs root): try linerate without a second host.
     #[command(
         after_help = "Examples:\n  linerate lab up demo --topology router --rate 100M\n  linerate lab exec demo b -- linerate serve &\n  linerate lab exec demo a -- linerate rfc2544 B_ADDR --line-rate 1G\n  linerate lab list\n  linerate lab down demo"
@@ -70,6 +78,7 @@ pub enum Command {
         after_help = "Examples:\n  linerate doctor                     # this host, the interface of the default route\n  linerate doctor 192.0.2.10          # both ends: asks `linerate serve` there for its findings\n  linerate doctor HOST -w 16M --json  # check limits against 16 MiB socket buffers"
     )]
     Doctor(doctor::DoctorArgs),
+    #[cfg(feature = "analyze")]
     /// Analyse a packet capture (pcap or pcapng): per TCP connection retransmissions, RTT,
     /// windows, delayed-ACK stalls, window- and application-limited time, loss recovery;
     /// UDP flows; RFC 6349 metrics with --link-rate.
@@ -77,6 +86,7 @@ pub enum Command {
         after_help = "Examples:\n  linerate analyze trace.pcap\n  linerate analyze trace.pcapng --link-rate 100M --json > a.json\n  linerate analyze trace.pcap --graph graphs/       # time-sequence SVGs\n  tcpdump -i eth0 -s 128 -w - port 5301 | linerate analyze -"
     )]
     Analyze(analyze::AnalyzeArgs),
+    #[cfg(feature = "sweep")]
     /// Run a test over a matrix of its options: every combination a point, with commands
     /// before each point, repeats and confidence intervals per point, and the best point
     /// by a metric compared with a baseline.
@@ -84,18 +94,21 @@ pub enum Command {
         after_help = "Examples:\n  linerate sweep --vary len=1K..64K:*2 -- tcp HOST -t 5\n  linerate sweep --vary P=1,2,4,8 --vary window=256K,4M --repeat 5 -- tcp HOST\n  linerate sweep --vary r=1,1K,16K --best p99 -- rr HOST\n  linerate sweep --vary mtu=1500,9000 --client-cmd 'ip link set dev eth1 mtu {mtu}' \\\n      --client-restore 'ip link set dev eth1 mtu 1500' -- udp HOST -l 1400\n  linerate sweep --vary len=1K,64K --journal s.jsonl -- tcp HOST    # then: ... --resume\n\nEach point's runs go to the results database as they finish (linerate history --sweep ID)."
     )]
     Sweep(sweep::SweepArgs),
+    #[cfg(feature = "store")]
     /// List stored runs (every run of tcp, udp, rr, rfc2544, doctor and sweep is kept in a
     /// SQLite database unless --no-store), filtered by command, host, date, parameter, tag.
     #[command(
         after_help = "Examples:\n  linerate history\n  linerate history --command tcp --tag jumbo --since 2026-11-01\n  linerate history --param write_size=65536 --host lab-b --json\n  linerate compare 12 15               # two stored runs by id"
     )]
     History(history::HistoryArgs),
+    #[cfg(feature = "sweep")]
     /// Run the sweeps a campaign file (TOML) describes, and print each sweep's best point
     /// and a best-case table (examples/xapp1127-temac.toml: Xilinx XAPP1127's matrix).
     #[command(
         after_help = "Examples:\n  linerate campaign examples/xapp1127-temac.toml --host 192.168.0.2\n  linerate campaign c.toml --dry-run          # check it, print the sweeps\n  linerate campaign c.toml --resume           # continue an interrupted campaign"
     )]
     Campaign(campaign::CampaignArgs),
+    #[cfg(feature = "report")]
     /// Write one self-contained HTML page of results (no network needed to view it): charts
     /// of throughput, retransmits, RTT, cwnd and CPU per interval, latency histogram and CDF,
     /// sweep metrics with confidence intervals, RFC 2544 frame rates; the diagnosis, both
@@ -109,164 +122,6 @@ pub enum Command {
     Schema(schema::SchemaArgs),
 }
 
-/// Client authentication to a server started with `serve --auth-users`.
-#[derive(Debug, Clone, Default, ClapArgs)]
-pub struct AuthArgs {
-    /// User name for a server that requires authentication (serve --auth-users).
-    #[arg(long, env = "LINERATE_AUTH_USER", value_name = "NAME")]
-    pub auth_user: Option<String>,
-    /// File whose first line is the user's secret; without it the secret is read from the
-    /// environment variable LINERATE_AUTH_SECRET (never from the command line, where other
-    /// users of the host could see it).
-    #[arg(long, value_name = "FILE")]
-    pub auth_secret_file: Option<std::path::PathBuf>,
-}
-
-impl AuthArgs {
-    /// The credentials given, if any; bad ones are a usage error.
-    pub fn credentials(
-        &self,
-    ) -> Result<Option<crate::model::plan::Credentials>, super::UsageError> {
-        crate::model::plan::Credentials::from_args(
-            self.auth_user.as_deref(),
-            self.auth_secret_file.as_deref(),
-            std::env::var("LINERATE_AUTH_SECRET").ok(),
-        )
-        .map_err(super::UsageError)
-    }
-}
-
-/// The device under test's own counters (`--dut`), shared by `tcp`, `udp` and `rfc2544`.
-#[derive(Debug, Clone, Default, ClapArgs)]
-pub struct DutArgs {
-    /// The device under test runs `linerate serve` at HOST[:PORT] (port 5301 by default;
-    /// IPv6 as [ADDR]:PORT): read its CPU (per-CPU user/system/irq/softirq), interrupt,
-    /// NET_RX/NET_TX and interface packet/drop counters before and after every trial or
-    /// test, and diagnose what limited the device. Uses one control connection and no test
-    /// slot there; the device's own authentication applies (--auth-user). CPU counters are
-    /// system-wide: a device that is a network namespace on this host shares this host's.
-    #[arg(long, value_name = "HOST[:PORT]", value_parser = parse_dut)]
-    pub dut: Option<(String, u16)>,
-}
-
-/// `HOST`, `HOST:PORT`, `[ADDR]:PORT` or a bare IPv6 address.
-pub fn parse_dut(s: &str) -> Result<(String, u16), String> {
-    let bad = || {
-        format!(
-            "--dut {s:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. --dut 192.0.2.1:5301"
-        )
-    };
-    let s = s.trim();
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let port = |p: &str| p.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(bad);
-    if let Some(rest) = s.strip_prefix('[') {
-        let (host, tail) = rest.split_once(']').ok_or_else(bad)?;
-        return match tail {
-            "" => Ok((host.to_string(), crate::session::DEFAULT_PORT)),
-            t => Ok((
-                host.to_string(),
-                port(t.strip_prefix(':').ok_or_else(bad)?)?,
-            )),
-        };
-    }
-    match s.matches(':').count() {
-        0 => Ok((s.to_string(), crate::session::DEFAULT_PORT)),
-        1 => {
-            let (h, p) = s.split_once(':').ok_or_else(bad)?;
-            if h.is_empty() {
-                return Err(bad());
-            }
-            Ok((h.to_string(), port(p)?))
-        }
-        // A bare IPv6 address.
-        _ => Ok((s.to_string(), crate::session::DEFAULT_PORT)),
-    }
-}
-
-/// `--profile`: where both ends' CPUs spent the measured window, shared by `tcp`, `udp`,
-/// `rr` and `rfc2544`.
-#[derive(Debug, Clone, Default, ClapArgs)]
-pub struct ProfileArgs {
-    /// Sample every CPU of both ends during the measured window (perf_event_open, the
-    /// cpu-clock event) and report the top kernel functions and where the CPU time went by
-    /// category (data copy, TCP/IP, UDP, driver and NAPI, softirq, ...). Needs root or
-    /// CAP_PERFMON (or kernel.perf_event_paranoid <= -1) and readable /proc/kallsyms at each
-    /// end; an end that cannot profile says so and the test runs all the same.
-    #[arg(long)]
-    pub profile: bool,
-    /// Samples per second per CPU for --profile (1-10000).
-    #[arg(long, value_name = "HZ", default_value_t = 999, requires = "profile")]
-    pub profile_hz: u32,
-    /// With --profile: record kernel call chains and keep folded stacks (the input of
-    /// flamegraph.pl or inferno-flamegraph).
-    #[arg(long, requires = "profile")]
-    pub profile_callchains: bool,
-    /// With --profile-callchains: write each end's folded stacks and flame graph to
-    /// DIR/client.folded, DIR/client.svg, DIR/server.folded and DIR/server.svg (rfc2544: per
-    /// frame size, DIR/64B-client.svg, ...).
-    #[arg(long, value_name = "DIR", requires = "profile_callchains")]
-    pub profile_out: Option<std::path::PathBuf>,
-}
-
-impl ProfileArgs {
-    /// The spec both ends profile by, `None` without --profile.
-    pub fn spec(&self) -> Result<Option<linerate_wire::profile::ProfileSpec>, super::UsageError> {
-        if !self.profile {
-            return Ok(None);
-        }
-        let max = linerate_wire::profile::MAX_FREQUENCY_HZ;
-        if self.profile_hz == 0 || self.profile_hz > max {
-            return Err(super::UsageError(format!(
-                "--profile-hz {}: give 1 to {max} samples per second (999 by default)",
-                self.profile_hz
-            )));
-        }
-        Ok(Some(linerate_wire::profile::ProfileSpec {
-            frequency_hz: self.profile_hz,
-            callchains: self.profile_callchains,
-        }))
-    }
-}
-
-/// Where a run is kept (`crate::store`): every test command stores its result.
-#[derive(Debug, Clone, Default, ClapArgs)]
-pub struct StoreArgs {
-    /// Results database (SQLite) to store this run in; default
-    /// $XDG_DATA_HOME/linerate/results.db (~/.local/share/linerate/results.db).
-    #[arg(long, value_name = "PATH", env = "LINERATE_DB")]
-    pub db: Option<std::path::PathBuf>,
-    /// Do not store this run in the results database.
-    #[arg(
-        long,
-        env = "LINERATE_NO_STORE",
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
-    pub no_store: bool,
-    /// Label the stored run (repeatable); `linerate history --tag TAG` finds it.
-    #[arg(long = "tag", value_name = "TAG")]
-    pub tags: Vec<String>,
-}
-
-/// Longest `--tag`.
-pub const MAX_TAG_LEN: usize = 64;
-
-impl StoreArgs {
-    /// Checks the tags before anything runs.
-    pub fn validate(&self) -> Result<(), super::UsageError> {
-        for t in &self.tags {
-            if t.is_empty() || t.len() > MAX_TAG_LEN || t.chars().any(char::is_control) {
-                return Err(super::UsageError(format!(
-                    "--tag '{}': use 1 to {MAX_TAG_LEN} printable characters",
-                    t.escape_debug()
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,24 +130,5 @@ mod tests {
     #[test]
     fn verify_cli() {
         Args::command().debug_assert();
-    }
-}
-
-#[cfg(test)]
-mod dut_tests {
-    use super::parse_dut;
-
-    #[test]
-    fn dut_addresses() {
-        let d = crate::session::DEFAULT_PORT;
-        assert_eq!(parse_dut("r1"), Ok(("r1".into(), d)));
-        assert_eq!(parse_dut("10.0.0.1:6000"), Ok(("10.0.0.1".into(), 6000)));
-        assert_eq!(parse_dut("[fd00::1]:7"), Ok(("fd00::1".into(), 7)));
-        assert_eq!(parse_dut("[fd00::1]"), Ok(("fd00::1".into(), d)));
-        assert_eq!(parse_dut("fd00::1"), Ok(("fd00::1".into(), d)));
-        for bad in ["", "h:", "h:0", "h:x", ":5", "[fd00::1", "[::1]x"] {
-            let e = parse_dut(bad).unwrap_err();
-            assert!(e.contains("give HOST or HOST:PORT"), "{bad}: {e}");
-        }
     }
 }

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args as ClapArgs, Parser};
+use clap::Args as ClapArgs;
 use serde::Deserialize;
 
-use super::args::{Args, Command, StoreArgs};
+use super::common::{parse_one, StoreArgs};
 use super::sweep::{points_of, sweep_plan, SweepArgs, SweepPlan};
 use super::UsageError;
 use crate::model::sweep::MAX_POINTS;
@@ -206,7 +206,8 @@ pub fn campaign_plan(a: &CampaignArgs) -> Result<CampaignPlan, UsageError> {
     for (i, s) in file.sweep.iter().enumerate() {
         let journal = dir.join(format!("{:02}.jsonl", i + 1));
         let argv = sweep_argv(a, &file, s, &host, port, &journal);
-        let parsed = Args::try_parse_from(&argv).map_err(|e| {
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let args = parse_one::<SweepArgs>("sweep", &words).map_err(|e| {
             UsageError(format!(
                 "{shown}, sweep '{}': {}",
                 s.name,
@@ -217,12 +218,6 @@ pub fn campaign_plan(a: &CampaignArgs) -> Result<CampaignPlan, UsageError> {
                     .trim_start_matches("error: ")
             ))
         })?;
-        let Command::Sweep(args) = parsed.command else {
-            return Err(UsageError(format!(
-                "{shown}: sweep '{}' is not a sweep",
-                s.name
-            )));
-        };
         let n = points_of(&args)
             .map_err(|e| UsageError(format!("{shown}, sweep '{}': {}", s.name, e.0)))?;
         total = total.saturating_add(n);

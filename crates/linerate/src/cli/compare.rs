@@ -11,6 +11,7 @@ pub struct CompareArgs {
     #[arg(required = true, num_args = 2.., value_name = "FILE|ID")]
     pub files: Vec<std::path::PathBuf>,
     /// Results database the ids are in; default $XDG_DATA_HOME/linerate/results.db.
+    #[cfg(feature = "store")]
     #[arg(long, value_name = "PATH", env = "LINERATE_DB")]
     pub db: Option<std::path::PathBuf>,
     /// Print the comparison as JSON.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::args::AuthArgs;
+use super::common::AuthArgs;
 use super::units;
 
 /// `linerate doctor` arguments.
@@ -29,7 +29,7 @@ pub struct DoctorArgs {
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
     #[command(flatten)]
-    pub store: super::args::StoreArgs,
+    pub store: super::common::StoreArgs,
     #[command(flatten)]
     pub auth: AuthArgs,
 }

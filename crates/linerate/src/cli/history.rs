@@ -111,14 +111,13 @@ fn is_date(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::{Args, Command};
-    use clap::Parser;
+    use crate::cli::common::parse_one;
 
     fn parse(argv: &[&str]) -> Result<Filter, UsageError> {
         let mut v = vec!["linerate", "history"];
         v.extend_from_slice(argv);
-        match Args::try_parse_from(v).map(|a| a.command) {
-            Ok(Command::History(h)) => filter(&h),
+        match parse_one::<HistoryArgs>("history", &v) {
+            Ok(h) => filter(&h),
             other => panic!("{other:?}"),
         }
     }

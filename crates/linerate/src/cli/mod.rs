@@ -4,20 +4,26 @@
 
 pub mod analyze;
 pub mod args;
+#[cfg(feature = "sweep")]
 pub mod campaign;
+pub mod common;
 pub mod compare;
 pub mod demo;
 pub mod doctor;
+#[cfg(feature = "store")]
 pub mod history;
+#[cfg(feature = "lab")]
 pub mod lab;
 pub mod output;
 pub mod repeat;
+#[cfg(feature = "report")]
 pub mod report;
 pub mod rfc2544;
 pub mod rr;
 pub mod schema;
 pub mod serve;
 pub mod stream;
+#[cfg(feature = "sweep")]
 pub mod sweep;
 pub mod units;
 
@@ -25,6 +31,14 @@ pub mod units;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct UsageError(pub String);
+
+/// The refusal of a workstation tool's flag in a build without the tool (the board's core):
+/// one line that names the flag, the feature it needs and the build that has it.
+pub fn not_in_this_build(flag: &str, feature: &str) -> UsageError {
+    UsageError(format!(
+        "{flag} needs linerate's `{feature}` feature, which this build (the board's core) leaves out: use a full build (`cargo build -p linerate`, default features)"
+    ))
+}
 
 /// A command-line error from the parser as one line (without the `linerate: error:`
 /// prefix the binary adds): clap's message, the lines that continue it (missing arguments,

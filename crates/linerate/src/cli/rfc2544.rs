@@ -97,15 +97,15 @@ pub struct Rfc2544Args {
     #[arg(long, default_value = "5", value_parser = units::parse_duration)]
     pub connect_timeout: Duration,
     #[command(flatten)]
-    pub store: super::args::StoreArgs,
+    pub store: super::common::StoreArgs,
     #[command(flatten)]
-    pub auth: crate::cli::args::AuthArgs,
+    pub auth: super::common::AuthArgs,
     #[command(flatten)]
-    pub dut: crate::cli::args::DutArgs,
+    pub dut: super::common::DutArgs,
     /// `--profile`: both tester ends sample their CPUs in every trial; the record keeps,
     /// per frame size, the profiles of the trial at the throughput rate.
     #[command(flatten)]
-    pub profile: super::args::ProfileArgs,
+    pub profile: super::common::ProfileArgs,
     /// One JSON record with every trial (its schema: `linerate schema rfc2544`).
     #[arg(long, conflicts_with = "csv")]
     pub json: bool,
@@ -263,16 +263,12 @@ pub fn plan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::{Args, Command};
-    use clap::Parser;
+    use crate::cli::common::parse_one;
 
     fn args(extra: &[&str]) -> Rfc2544Args {
         let mut argv = vec!["linerate", "rfc2544", "h"];
         argv.extend_from_slice(extra);
-        match Args::try_parse_from(argv).unwrap().command {
-            Command::Rfc2544(a) => a,
-            _ => unreachable!(),
-        }
+        parse_one::<Rfc2544Args>("rfc2544", &argv).unwrap()
     }
 
     #[test]
@@ -342,7 +338,11 @@ mod tests {
         .0;
         assert!(e.contains("--calibrate-time"), "{e}");
         assert!(plan(&args(&["--resolution", "0"]), IpVersion::V4, 1e9, None).is_err());
-        assert!(Args::try_parse_from(["linerate", "rfc2544", "h", "--loss", "150"]).is_err());
+        assert!(parse_one::<Rfc2544Args>(
+            "rfc2544",
+            &["linerate", "rfc2544", "h", "--loss", "150"]
+        )
+        .is_err());
         assert_eq!(parse_percent("0.5%"), Ok(0.5));
     }
 }

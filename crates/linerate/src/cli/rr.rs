@@ -6,7 +6,7 @@ use linerate_wire::control::{Direction, RrSpec, Transport};
 
 use clap::Args as ClapArgs;
 
-use super::args::AuthArgs;
+use super::common::AuthArgs;
 use super::output::OutputArgs;
 use super::repeat::RepeatArgs;
 use super::{units, UsageError};
@@ -73,9 +73,9 @@ pub struct RrArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
-    pub profile: super::args::ProfileArgs,
+    pub profile: super::common::ProfileArgs,
     #[command(flatten)]
-    pub store: super::args::StoreArgs,
+    pub store: super::common::StoreArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -242,12 +242,11 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::{Args, Command};
-    use clap::Parser;
+    use crate::cli::common::parse_one;
 
     fn plan(argv: &[&str]) -> Result<StreamPlan, UsageError> {
-        match Args::try_parse_from(argv).map(|a| a.command) {
-            Ok(Command::Rr(a)) => rr_plan(&a),
+        match parse_one::<RrArgs>("rr", argv) {
+            Ok(a) => rr_plan(&a),
             other => panic!("{other:?}"),
         }
     }

@@ -8,7 +8,7 @@ use linerate_wire::control::{Direction, RecvMode, SendMode, TestSpec, Transport}
 
 use clap::Args as ClapArgs;
 
-use super::args::AuthArgs;
+use super::common::AuthArgs;
 use super::output::OutputArgs;
 use super::{units, UsageError};
 use crate::model::criteria::Criteria;
@@ -139,11 +139,11 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
-    pub dut: super::args::DutArgs,
+    pub dut: super::common::DutArgs,
     #[command(flatten)]
-    pub profile: super::args::ProfileArgs,
+    pub profile: super::common::ProfileArgs,
     #[command(flatten)]
-    pub store: super::args::StoreArgs,
+    pub store: super::common::StoreArgs,
     #[command(flatten)]
     pub output: OutputArgs,
     #[command(flatten)]
@@ -405,8 +405,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::args::{Args, Command};
-    use clap::Parser;
+    use crate::cli::common::parse_one;
 
     #[test]
     fn tos_parses_hex_and_decimal() {
@@ -416,10 +415,9 @@ mod tests {
     }
 
     fn plan(argv: &[&str]) -> Result<StreamPlan, UsageError> {
-        let args = Args::try_parse_from(argv).unwrap();
-        match args.command {
-            Command::Tcp(a) => stream_plan(&a, Transport::Tcp),
-            Command::Udp(a) => stream_plan(&a, Transport::Udp),
+        match argv.get(1) {
+            Some(&"tcp") => stream_plan(&parse_one("tcp", argv).unwrap(), Transport::Tcp),
+            Some(&"udp") => stream_plan(&parse_one("udp", argv).unwrap(), Transport::Udp),
             _ => unreachable!(),
         }
     }

@@ -6,10 +6,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args as ClapArgs, CommandFactory, Parser};
+use clap::Args as ClapArgs;
 
-use super::args::{Args, Command, StoreArgs};
+use super::common::{parse_one, StoreArgs};
 use super::repeat::{repeat_plan, RepeatArgs};
+use super::rr::RrArgs;
+use super::stream::StreamArgs;
 use super::{units, UsageError};
 use crate::model::criteria::Criteria;
 use crate::model::plan::StreamPlan;
@@ -163,8 +165,11 @@ struct OptionName {
 }
 
 fn test_option(test: &str, name: &str) -> Option<OptionName> {
-    let cmd = Args::command();
-    let sub = cmd.find_subcommand(test)?;
+    let sub = match test {
+        "tcp" | "udp" => StreamArgs::augment_args(clap::Command::new("test")),
+        "rr" => RrArgs::augment_args(clap::Command::new("test")),
+        _ => return None,
+    };
     let found = sub.get_arguments().find_map(|a| {
         let long = a.get_long().filter(|l| *l == name);
         let short = a
@@ -231,17 +236,20 @@ pub fn best_metric(best: &str, rr: bool) -> Result<String, UsageError> {
 
 /// Parses one point's test command line by the test's own rules.
 fn point_plan(test: &str, argv: &[String]) -> Result<(StreamPlan, Criteria, Option<u64>), String> {
-    let parsed = Args::try_parse_from(argv).map_err(|e| {
+    let first_line = |e: clap::Error| {
         e.to_string()
             .lines()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("invalid")
             .trim_start_matches("error: ")
             .to_string()
-    })?;
+    };
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let err = |e: UsageError| e.0;
-    match parsed.command {
-        Command::Tcp(a) | Command::Udp(a) => {
+    match test {
+        "tcp" | "udp" => {
+            let name = if test == "tcp" { "tcp" } else { "udp" };
+            let a: StreamArgs = parse_one(name, &argv).map_err(first_line)?;
             if a.dut.dut.is_some() {
                 return Err(
                     "--dut is not available in a sweep: run the test alone with --dut".into(),
@@ -258,11 +266,14 @@ fn point_plan(test: &str, argv: &[String]) -> Result<(StreamPlan, Criteria, Opti
                 a.link_rate,
             ))
         }
-        Command::Rr(a) => Ok((
-            super::rr::rr_plan(&a).map_err(err)?,
-            super::rr::criteria(&a).map_err(err)?,
-            None,
-        )),
+        "rr" => {
+            let a: RrArgs = parse_one("rr", &argv).map_err(first_line)?;
+            Ok((
+                super::rr::rr_plan(&a).map_err(err)?,
+                super::rr::criteria(&a).map_err(err)?,
+                None,
+            ))
+        }
         _ => Err(format!("`{test}` is not a test a sweep runs")),
     }
 }
@@ -468,8 +479,8 @@ mod tests {
     fn plan(argv: &[&str]) -> Result<SweepPlan, UsageError> {
         let mut v = vec!["linerate", "sweep"];
         v.extend_from_slice(argv);
-        match Args::try_parse_from(v).map(|a| a.command) {
-            Ok(Command::Sweep(s)) => sweep_plan(&s),
+        match parse_one::<SweepArgs>("sweep", &v) {
+            Ok(s) => sweep_plan(&s),
             other => panic!("{other:?}"),
         }
     }

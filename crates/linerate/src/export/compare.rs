@@ -65,7 +65,7 @@ pub fn render(r: &CompareReport, inputs: &[(String, String, usize)]) -> String {
             ]);
         }
         out.push('\n');
-        out.push_str(&super::table::align_rows(&rows));
+        out.push_str(&super::align::align(&rows));
         out.push('\n');
         out.push_str(&c.sentence);
         out.push('\n');

@@ -17,29 +17,35 @@
 //! ([`classic_stderr_lines`]), so that scripts parsing stdout (or stdout and stderr merged,
 //! as rsh does) see the tool's exact shape first.
 
+pub mod align;
 pub mod analyze;
 pub mod campaign;
+#[cfg(feature = "chart")]
 pub mod chart;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;
 pub mod doctor;
+#[cfg(feature = "chart")]
 pub mod flamegraph;
+#[cfg(feature = "store")]
 pub mod history;
 pub mod json;
 pub mod netperf;
 pub mod profile;
 pub mod prom;
 pub mod repeat;
+#[cfg(feature = "report")]
 pub mod report;
 pub mod rfc2544;
 pub mod rr;
 pub mod sweep;
 pub mod table;
+#[cfg(feature = "analyze")]
 pub mod tsg;
 pub mod ttcp;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "analyze"))]
 mod analyze_tests;
 #[cfg(test)]
 pub(crate) mod fixtures;

@@ -82,7 +82,7 @@ pub fn block(name: &str, p: &ProfileReport) -> String {
         })
         .collect();
     out.push_str("  top functions:\n");
-    out.push_str(&super::table::align_rows(&rows));
+    out.push_str(&super::align::align(&rows));
     // The profile's own warnings (samples lost or not kept, uneven sampling) qualify its
     // shares, so they stand under them, not only in the JSON.
     for w in &p.warnings {

@@ -14,7 +14,7 @@
 //! The printed words ("3 trials of tcp", the `trial` column) are the published output
 //! format and stay as they are.
 
-use super::table::align;
+use super::align::align;
 use super::{Classic, Format};
 use crate::model::repeat::MetricSummary;
 use crate::model::units::format_metric;

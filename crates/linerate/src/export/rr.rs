@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::table::align;
+use super::align::align;
 use crate::model::labels::split_host_port;
 use crate::model::units::{format_bytes, format_duration_ns};
 use crate::model::{EndSummary, LatencySummary, RrKind, RrSummary, RunRecord};
@@ -132,7 +132,7 @@ fn end_rows(rec: &RunRecord, rr: &RrSummary) -> Vec<Vec<String>> {
         vec![
             name.to_string(),
             opt(e.cpu_util_percent, |v| {
-                super::table::of_cpus(v, e.cpu_count)
+                super::align::of_cpus(v, e.cpu_count)
             }),
             opt(e.busiest_cpu_util_percent, |v| format!("{v:.2}%")),
             opt(sd, |v| format!("{v:.3}")),

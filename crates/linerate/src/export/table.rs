@@ -2,6 +2,7 @@
 //!
 //! A value that was not measured prints as "-", never as 0.
 
+use super::align::{align, of_cpus};
 use super::sender_bytes;
 use crate::model::dut::DutCounters;
 use crate::model::labels::flow_label;
@@ -189,14 +190,6 @@ fn end_row(name: &str, e: Option<&EndSummary>) -> Vec<String> {
         opt(e.sndbuf_bytes, |v| format_bytes(u64::from(v))),
         opt(e.rcvbuf_bytes, |v| format_bytes(u64::from(v))),
     ]
-}
-
-/// "12.50% of 4": a share of all CPUs and how many there are, when the end said.
-pub(super) fn of_cpus(percent: f64, cpus: Option<u32>) -> String {
-    match cpus {
-        Some(n) => format!("{percent:.2}% of {n}"),
-        None => format!("{percent:.2}%"),
-    }
 }
 
 /// One line per end whose test interface has a shaping root qdisc (tbf, htb), e.g.
@@ -435,35 +428,6 @@ pub(super) fn latency_block(l: &LatencyUnderLoad) -> String {
             "responsiveness: {:.0} RPM ({}; {parts}{idle}; {}, TCP-only, no TLS/HTTP)\n",
             r.rpm, r.rating, r.draft
         ));
-    }
-    out
-}
-
-/// [`align`] for other modules (the compare table).
-pub fn align_rows(rows: &[Vec<String>]) -> String {
-    align(rows)
-}
-
-/// Left-aligned columns two spaces apart, trailing blanks trimmed.
-pub(super) fn align(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (cell, width) in row.iter().zip(&widths) {
-            line.push_str(&format!("{cell:<width$}  "));
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
     }
     out
 }

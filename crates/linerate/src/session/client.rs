@@ -325,6 +325,16 @@ pub fn run(
     run_with_dut(plan, observer, interrupt, None)
 }
 
+/// What watches a test's window from beside the protocol (`--dut`'s counters session to
+/// the device under test, `session::dut::DutProbe`): told when the window starts and ends,
+/// it gives what it counted over the window, or warnings of why it could not.
+pub trait WindowWatch {
+    /// The window starts.
+    fn window_start(&mut self);
+    /// The window ends: the counters over it, and warnings.
+    fn window_end(&mut self) -> (Option<crate::model::dut::DutCounters>, Vec<String>);
+}
+
 /// [`run`], and with `dut` the device under test's counters over the test
 /// ([`RunRecord::dut`]): a snapshot before the client announces its streams (so before
 /// either end sends data) and one after both engines finished (so after the last datagram
@@ -333,7 +343,7 @@ pub fn run_with_dut(
     plan: &StreamPlan,
     observer: &mut dyn Observer,
     interrupt: &AtomicBool,
-    dut: Option<&mut super::dut::DutProbe>,
+    dut: Option<&mut dyn WindowWatch>,
 ) -> anyhow::Result<RunRecord> {
     let target = Target::of(plan)?;
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
@@ -353,8 +363,7 @@ pub fn run_with_dut(
         client_intervals: Vec::new(),
         report: None,
         rr_data: None,
-        dut,
-        dut_window: super::dut::DutWindow::default(),
+        dut: dut.map(|d| d as &mut dyn WindowWatch),
         dut_result: None,
     };
     c.drive(&mut t, |p| *p == Phase::Closed)?;
@@ -377,9 +386,8 @@ struct TestRun<'a> {
     client_intervals: Vec<IntervalReport>,
     report: Option<SideReport>,
     rr_data: Option<RrClientData>,
-    /// The device under test (`--dut`), its window's first snapshot, and what it counted.
-    dut: Option<&'a mut super::dut::DutProbe>,
-    dut_window: super::dut::DutWindow,
+    /// The device under test (`--dut`), and what it counted.
+    dut: Option<&'a mut dyn WindowWatch>,
     dut_result: Option<(Option<crate::model::dut::DutCounters>, Vec<String>)>,
 }
 
@@ -443,7 +451,7 @@ impl TestRun<'_> {
         self.setups = open_streams(self.plan, link.addr, link.stream, token)?;
         // The device's window opens before `streams_ready`: neither end sends data before.
         if let Some(p) = self.dut.as_deref_mut() {
-            self.dut_window.start(p);
+            p.window_start();
         }
         let spec = &self.plan.spec;
         // A raw-frame test whose server sends: take this end's host counters now, before
@@ -508,7 +516,7 @@ impl TestRun<'_> {
         let (report, rr_data) = engine.finish(Duration::from_millis(50), Duration::from_secs(2));
         // Both ends' engines are done (the server's results came, or were given up on).
         if let Some(p) = self.dut.as_deref_mut() {
-            self.dut_result = Some(self.dut_window.end(p));
+            self.dut_result = Some(p.window_end());
         }
         // The last intervals; control messages that come meanwhile are late.
         while let Ok(ev) = link.rx.try_recv() {

@@ -13,7 +13,7 @@ use std::time::Instant;
 use linerate_wire::control::Feature;
 use linerate_wire::device::DeviceSnapshot;
 
-use super::client::{self, Connection, Target};
+use super::client::{self, Connection, Target, WindowWatch};
 use crate::model::dut::DutCounters;
 
 /// An open counters session to the device under test.
@@ -24,6 +24,8 @@ pub struct DutProbe {
     tester_boot_id: Option<String>,
     /// Why the probe stopped, once it did (said once).
     lost: Option<String>,
+    /// The snapshot at the start of the window being watched, if any.
+    before: Option<DeviceSnapshot>,
 }
 
 impl DutProbe {
@@ -47,6 +49,7 @@ impl DutProbe {
             conn: Some(conn),
             tester_boot_id: crate::sys::host::boot_id(),
             lost: None,
+            before: None,
         })
     }
 
@@ -87,22 +90,18 @@ impl DutProbe {
     }
 }
 
-/// A window of a test seen by the device: the snapshot taken at its start, if any.
-#[derive(Default)]
-pub struct DutWindow {
-    before: Option<DeviceSnapshot>,
-}
-
-impl DutWindow {
+/// A window of a test seen by the device: a snapshot at its start and at its end.
+impl WindowWatch for DutProbe {
     /// The window starts: snapshot now.
-    pub fn start(&mut self, probe: &mut DutProbe) {
-        self.before = probe.snapshot();
+    fn window_start(&mut self) {
+        self.before = self.snapshot();
     }
 
     /// The window ends: snapshot now and the differences, or the warnings of why not.
-    pub fn end(&mut self, probe: &mut DutProbe) -> (Option<DutCounters>, Vec<String>) {
+    fn window_end(&mut self) -> (Option<DutCounters>, Vec<String>) {
+        let probe = self;
         let mut w = Vec::new();
-        let before = self.before.take();
+        let before = probe.before.take();
         let after = before.as_ref().and_then(|_| probe.snapshot());
         w.extend(probe.take_lost());
         match (before, after) {

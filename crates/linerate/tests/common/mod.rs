@@ -160,6 +160,7 @@ impl LabServer {
 }
 
 /// Starts `linerate serve` in `host` of `lab`, bound to the host's address.
+#[cfg(feature = "lab")]
 pub fn serve_in(lab: &linerate_lab::Lab, host: &str) -> LabServer {
     let addr = lab.addr(host).unwrap().to_string();
     let mut cmd = lab
@@ -178,6 +179,7 @@ pub fn serve_in(lab: &linerate_lab::Lab, host: &str) -> LabServer {
 /// frame's samples are the folded file's total (plus the frame that stands for the stacks the
 /// profile did not keep), and so are the process frames' on it. Returns that total.
 #[track_caller]
+#[cfg(feature = "chart")]
 pub fn check_flame_graph(dir: &std::path::Path, name: &str) -> u64 {
     let folded = std::fs::read_to_string(dir.join(format!("{name}.folded"))).unwrap();
     let folded_total: u64 = folded

@@ -250,6 +250,10 @@ fn schema_prints_every_committed_schema() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
         let name = file.strip_suffix("-v1.json").expect("NAME-v1.json");
+        // The history record is the results database's: not in a build without it.
+        if cfg!(not(feature = "store")) && name == "history" {
+            continue;
+        }
         let committed = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             run_ok(&["schema", name]),
@@ -259,7 +263,8 @@ fn schema_prints_every_committed_schema() {
         n += 1;
     }
     assert_eq!(
-        n, 9,
+        n,
+        if cfg!(feature = "store") { 9 } else { 8 },
         "run, event, trials, rfc2544, analyze, doctor, history, sweep, campaign"
     );
     assert_eq!(run_ok(&["schema"]), run_ok(&["schema", "run"]));

@@ -2,8 +2,10 @@
 //! with port 0 and the CLI as a subprocess; nothing here needs root. The tests that do
 //! (network namespaces, packet capture) are in `tests/lab/`.
 
+#[cfg(feature = "analyze")]
 mod analyze;
 mod auth;
+mod board;
 mod classic;
 mod cli;
 #[path = "../common/mod.rs"]
@@ -19,13 +21,16 @@ mod iperf3_client;
 mod latency;
 mod metrics;
 mod profile;
+#[cfg(feature = "report")]
 mod report;
 mod results;
 mod rfc2544;
 mod robustness;
 mod rr;
 mod server_security;
+#[cfg(feature = "store")]
 mod store;
 mod stream;
+#[cfg(feature = "sweep")]
 mod sweep;
 mod udp_ports;

@@ -8,7 +8,9 @@ use linerate_wire::control::{Direction, Transport};
 use linerate_wire::profile::{Category, ProfileReport, ProfileSpec};
 use linerate_wire::report::SideReport;
 
-use crate::common::{plan, run, run_against, run_json, run_usage_error, spec, TestServer};
+use crate::common::{plan, run, spec, TestServer};
+#[cfg(feature = "chart")]
+use crate::common::{run_against, run_json, run_usage_error};
 
 /// Whether this host lets linerate sample every CPU and read kernel symbols (root or
 /// CAP_PERFMON, kptr_restrict): the same sampler the engines use, asked directly.
@@ -159,6 +161,7 @@ fn an_rr_test_is_profiled_at_both_ends() {
 }
 
 #[test]
+#[cfg(feature = "chart")]
 fn the_cli_prints_profiles_and_writes_folded_stacks() {
     let allowed = profiling_allowed();
     let srv = TestServer::with(|c| c.allow_profile = true);
@@ -211,6 +214,7 @@ fn the_cli_prints_profiles_and_writes_folded_stacks() {
 
 /// A short profiled rfc2544 throughput search, 20 Mbit/s of 1024-byte frames, with a
 /// confirmation of `confirm_s` seconds (0: none).
+#[cfg(feature = "chart")]
 fn profiled_rfc2544(confirm_s: &str) -> Vec<&str> {
     vec![
         "--line-rate",
@@ -234,6 +238,7 @@ fn profiled_rfc2544(confirm_s: &str) -> Vec<&str> {
 /// `rfc2544 --profile`: both ends profile every trial; the record keeps, per frame size, the
 /// trial at the throughput rate, and `--profile-out` writes its stacks and flame graphs.
 #[test]
+#[cfg(feature = "chart")]
 fn an_rfc2544_run_keeps_the_profiles_at_the_throughput_rate() {
     let allowed = profiling_allowed();
     let srv = TestServer::with(|c| c.allow_profile = true);

@@ -17,7 +17,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::{signal_flag, write_out};
 use crate::cli::rfc2544::{self as cli, Rfc2544Args};
 use crate::cli::UsageError;
-use crate::export::rfc2544::{self as report, chart, format_fps};
+#[cfg(feature = "chart")]
+use crate::export::rfc2544::chart;
+use crate::export::rfc2544::{self as report, format_fps};
 use crate::rfc2544::frame_sizes::IpVersion;
 use crate::rfc2544::record::{self, Benchmark, Rfc2544Record};
 use crate::rfc2544::run;
@@ -104,13 +106,11 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
     write_profiles(a.profile.profile_out.as_deref(), &rec);
     let keeper = super::keep::Keeper::new(&a.store, "rfc2544");
     if let Some(why) = stopped.filter(|_| !interrupt.load(SeqCst)) {
-        keeper.keep(2, |ctx| crate::store::entry::rfc2544(&rec, ctx));
+        keeper.keep_rfc2544(2, &rec);
         return Err(anyhow!("the RFC 2544 run stopped early: {why}"));
     }
     let failures = rec.failures();
-    keeper.keep(i32::from(!failures.is_empty()), |ctx| {
-        crate::store::entry::rfc2544(&rec, ctx)
-    });
+    keeper.keep_rfc2544(i32::from(!failures.is_empty()), &rec);
     for f in &failures {
         eprintln!("linerate: failed: {f}");
     }
@@ -122,6 +122,9 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
 }
 
 fn check_chart_paths(a: &Rfc2544Args) -> Result<(), UsageError> {
+    if cfg!(not(feature = "chart")) && !a.chart.is_empty() {
+        return Err(crate::cli::not_in_this_build("--chart", "chart"));
+    }
     for path in &a.chart {
         if !matches!(
             path.extension().and_then(|e| e.to_str()),
@@ -151,6 +154,7 @@ fn emit(a: &Rfc2544Args, rec: &Rfc2544Record) -> anyhow::Result<()> {
             write_out(&report::render_table(rec))?;
         }
     }
+    #[cfg(feature = "chart")]
     for path in &a.chart {
         for w in chart::write(rec, path)? {
             eprintln!("warning: {w}");

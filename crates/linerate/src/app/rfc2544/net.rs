@@ -149,7 +149,8 @@ impl<'a> NetTrial<'a> {
 
     fn execute(&mut self, plan: &StreamPlan, payload: u32) -> anyhow::Result<TrialOutcome> {
         self.settle()?;
-        let rec = client::run_with_dut(plan, &mut client::Quiet, self.interrupt, self.dut.as_mut());
+        let dut = self.dut.as_mut().map(|d| d as &mut dyn client::WindowWatch);
+        let rec = client::run_with_dut(plan, &mut client::Quiet, self.interrupt, dut);
         self.last_end = Some(Instant::now());
         let rec = rec?;
         if rec.interrupted {

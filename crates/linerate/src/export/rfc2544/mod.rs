@@ -5,6 +5,7 @@
 //! layer-2 bit rate, the share of the line, the theoretical maximum and how many trials the
 //! search took. Missing figures print as "-".
 
+#[cfg(feature = "chart")]
 pub mod chart;
 #[cfg(test)]
 mod tests;

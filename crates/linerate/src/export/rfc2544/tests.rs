@@ -1,9 +1,12 @@
 //! The table, CSV and chart of RFC 2544 records from a simulated device
 //! ([`crate::rfc2544::tests::fixture`]): complete and deterministic.
 
-use super::{chart, render_table};
+#[cfg(feature = "chart")]
+use super::chart;
+use super::render_table;
 use crate::rfc2544::record::Benchmark;
 use crate::rfc2544::tests::fixture;
+#[cfg(feature = "chart")]
 use crate::rfc2544::throughput::ThroughputStatus;
 
 #[test]
@@ -69,6 +72,7 @@ fn csv_has_one_row_per_result() {
 }
 
 #[test]
+#[cfg(feature = "chart")]
 fn svg_chart_is_deterministic_and_complete() {
     let rec = fixture(true, vec![Benchmark::Throughput]);
     let svg = chart::render_svg(&rec);
@@ -100,6 +104,7 @@ fn svg_chart_is_deterministic_and_complete() {
 }
 
 #[test]
+#[cfg(feature = "chart")]
 fn png_chart_is_a_png() {
     let rec = fixture(false, vec![Benchmark::Throughput]);
     let (png, warnings) = chart::png(&rec).unwrap();
@@ -121,6 +126,7 @@ fn png_chart_is_a_png() {
 /// With `--dut`, a note under the chart gives, per frame size, the device's busiest CPU and
 /// its interrupt + softirq share in the trial at the throughput rate; without it none.
 #[test]
+#[cfg(feature = "chart")]
 fn svg_chart_labels_the_device_at_the_throughput_rate() {
     let mut rec = fixture(false, vec![Benchmark::Throughput]);
     assert!(!chart::render_svg(&rec).contains("--dut"));
