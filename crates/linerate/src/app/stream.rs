@@ -10,33 +10,14 @@ use super::run;
 use crate::cli::common::DutArgs;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
-use crate::cli::stream::{criteria, iperf3_checks, stream_plan, StreamArgs};
-use crate::cli::UsageError;
+use crate::cli::stream::{criteria, cross_flag_checks, stream_plan, StreamArgs};
 use crate::model::plan::StreamPlan;
 use crate::session::client;
 use crate::session::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
-    if a.repeat.is_set() && a.capture.capture.is_some() {
-        return Err(UsageError(
-            "--capture records one test: leave out --repeat/--confidence".into(),
-        )
-        .into());
-    }
-    if a.latency && a.repeat.is_set() {
-        return Err(UsageError(
-            "--latency measures one test: leave out --repeat/--confidence".into(),
-        )
-        .into());
-    }
-    if a.latency && a.dut.dut.is_some() {
-        return Err(UsageError(
-            "--dut and --latency are not supported together yet: run them as two tests".into(),
-        )
-        .into());
-    }
-    iperf3_checks(a)?;
+    cross_flag_checks(a)?;
     let plan = stream_plan(a, transport)?;
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;

@@ -188,6 +188,23 @@ pub fn criteria(a: &StreamArgs, transport: Transport) -> Result<Criteria, UsageE
     })
 }
 
+/// The checks across flags of `tcp` and `udp` that [`stream_plan`] does not make, before
+/// anything runs: what holds one test only (`--capture`, `--latency` against
+/// `--repeat`/`--confidence`), what `--dut` cannot do yet, and [`iperf3_checks`].
+pub fn cross_flag_checks(a: &StreamArgs) -> Result<(), UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    if a.repeat.is_set() && a.capture.capture.is_some() {
+        return err("--capture records one test: leave out --repeat/--confidence");
+    }
+    if a.latency && a.repeat.is_set() {
+        return err("--latency measures one test: leave out --repeat/--confidence");
+    }
+    if a.latency && a.dut.dut.is_some() {
+        return err("--dut and --latency are not supported together yet: run them as two tests");
+    }
+    iperf3_checks(a)
+}
+
 /// With `--iperf3`: the options an iperf3 server cannot honour are refused, one line each
 /// saying what to do instead.
 pub fn iperf3_checks(a: &StreamArgs) -> Result<(), UsageError> {
@@ -420,6 +437,32 @@ mod tests {
             Some(&"udp") => stream_plan(&parse_one("udp", argv).unwrap(), Transport::Udp),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn cross_flag_checks_refuse_what_one_test_cannot_hold() {
+        let check = |argv: &[&str]| cross_flag_checks(&parse_one("tcp", argv).unwrap());
+        let refused = |argv: &[&str]| check(argv).unwrap_err().0;
+        assert!(refused(&[
+            "linerate",
+            "tcp",
+            "h",
+            "--capture",
+            "x.pcap",
+            "--repeat",
+            "3"
+        ])
+        .starts_with("--capture records one test"));
+        assert!(
+            refused(&["linerate", "tcp", "h", "--latency", "--repeat", "3"])
+                .starts_with("--latency measures one test")
+        );
+        assert!(
+            refused(&["linerate", "tcp", "h", "--latency", "--dut", "d"])
+                .starts_with("--dut and --latency are not supported together")
+        );
+        assert!(check(&["linerate", "tcp", "h", "--latency"]).is_ok());
+        assert!(check(&["linerate", "tcp", "h", "--repeat", "3"]).is_ok());
     }
 
     #[test]
