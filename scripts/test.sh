@@ -114,6 +114,13 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 # Everything that runs without root; the tests that need it are #[ignore]d here.
 stage "build tests"
 cargo test --workspace --locked --no-run
+# The workstation binary these tests built, kept for the static build's interop stage below:
+# the board stages rebuild target/debug/linerate with other features, and `cargo build` alone
+# (without the tests' dev-dependencies) would compile the workspace once more.
+full_bin=$(mktemp)
+cleanup_files+=("$full_bin")
+cp "${CARGO_TARGET_DIR:-target}/debug/linerate" "$full_bin"
+chmod 755 "$full_bin"
 stage "unit and integration tests"
 cargo test --workspace --locked
 # The benchmark report's statistics (bench/report.py: paired rounds, median intervals).
@@ -153,8 +160,7 @@ fi
 stage "static build"
 static=$(bash scripts/static.sh)
 stage "static build's interop"
-dyn="${CARGO_TARGET_DIR:-target}/debug/linerate"
-cargo build --locked -p linerate
+dyn="$full_bin"
 port_file=$(mktemp)
 "$static" serve --bind 127.0.0.1 --port 0 >"$port_file" 2>&1 &
 static_pid=$!
