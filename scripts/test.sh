@@ -136,6 +136,11 @@ cargo clippy -p linerate --locked --no-default-features --features board --all-t
 stage "board build: tests"
 cargo test -p linerate --locked --no-default-features --features board --lib --test it --test layers
 
+# Every wire format's golden bytes, the wire crate's unit and bounded property tests on a
+# big-endian 32-bit CPU (powerpc under qemu-ppc-static; scripts/wire-be.sh). No speed.
+stage "big-endian wire tests"
+bash scripts/wire-be.sh
+
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.

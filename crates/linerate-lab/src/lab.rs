@@ -10,10 +10,11 @@
 //! * If building fails half-way, everything created so far is deleted before the error is
 //!   returned; dropping a `Lab` deletes its namespaces (errors are only logged).
 
+use portable_atomic::AtomicU64;
 use std::ffi::OsStr;
 use std::net::IpAddr;
 use std::process::{Child, Command, Output};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::cmd;
 use crate::error::{LabError, Result};

@@ -15,7 +15,8 @@
 //! the baseline flag; the meter's mutex is taken once, at the warm-up boundary, and again
 //! when the report is built.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -331,7 +332,6 @@ pub fn fold_thread_end(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     /// A source that counts one "byte" per read, so every interval's figure is known.
     struct Ticker {

@@ -4,10 +4,11 @@
 //! and return a [`StreamOutcome`] when they end. Every blocking call is bounded by a socket
 //! time-out so that a loop notices its stop flag within [`POLL`].
 
+use portable_atomic::AtomicU64;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

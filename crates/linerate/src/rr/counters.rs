@@ -3,7 +3,8 @@
 //! and a reading of them at one instant ([`CounterSnapshot`]) that the meter and the final
 //! report subtract.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use portable_atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -2,9 +2,10 @@
 //! loop ([`super::client`]) or a responder ([`super::server`]), the meter both engines share
 //! ([`crate::engine::meter`]) over the streams' [`RrCounters`], and the end's report.
 
+use portable_atomic::AtomicU64;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -202,7 +202,7 @@ pub(in crate::session) struct Ctx {
     auth_limiter: Mutex<AuthLimiter>,
     log_limiter: Mutex<LogLimiter>,
     /// Accepted connections so far: the order of an iperf3 test's data connections.
-    accept_seq: std::sync::atomic::AtomicU64,
+    accept_seq: portable_atomic::AtomicU64,
     /// iperf3 sessions waiting for their TCP data connections, by cookie.
     pub(in crate::session) iperf3_streams:
         Mutex<HashMap<linerate_wire::iperf3::Cookie, Sender<(u64, TcpStream)>>>,
@@ -357,13 +357,13 @@ fn raise_open_files() -> u64 {
     };
     let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
         .ok()
-        .and_then(|t| t.trim().parse::<u64>().ok())
-        .unwrap_or(u64::MAX);
+        .and_then(|t| t.trim().parse::<libc::rlim_t>().ok()) // 32 bits on 32-bit targets
+        .unwrap_or(libc::rlim_t::MAX);
     let want = hard.min(nr_open);
     if soft < want && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
-        return want;
+        return want as u64;
     }
-    soft
+    soft as u64
 }
 
 /// Fits the connection caps and the streams of all tests to `open_files` descriptors:
@@ -467,7 +467,7 @@ impl Server {
                     cfg.auth_failure_window,
                 )),
                 log_limiter: Mutex::new(LogLimiter::default()),
-                accept_seq: std::sync::atomic::AtomicU64::new(0),
+                accept_seq: portable_atomic::AtomicU64::new(0),
                 iperf3_streams: Mutex::new(HashMap::new()),
                 iperf3_udp: Mutex::new(HashMap::new()),
                 cfg,

@@ -7,14 +7,9 @@
 //! ioctls, and the reads of the mapping (the kernel writes records and `data_head`; this
 //! side reads them and writes `data_tail`, with the fences the ABI asks for).
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{fence, AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-use perf_event_open_sys as pe;
-use perf_event_open_sys::bindings as b;
 
 /// Most samples one sampler keeps (about 1 hour of 2 CPUs at 999 Hz); more are counted in
 /// [`RawSamples::dropped`].
@@ -23,8 +18,6 @@ pub const MAX_SAMPLES: usize = 8_000_000;
 pub const MAX_CHAIN: usize = 64;
 /// Most frames of all kept call chains together.
 pub const MAX_CHAIN_FRAMES: usize = 16_000_000;
-/// How often the rings are drained.
-const DRAIN_EVERY: Duration = Duration::from_millis(10);
 
 /// What to sample.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,30 +79,6 @@ pub struct Sampler {
     thread: Option<JoinHandle<RawSamples>>,
 }
 
-/// One CPU's event and its ring.
-struct Ring {
-    cpu: u32,
-    fd: OwnedFd,
-    base: *mut u8,
-    map_len: usize,
-    data_offset: usize,
-    data_size: usize,
-}
-
-// SAFETY: the mapping belongs to this `Ring` alone (never aliased by another value), and it
-// is used by one thread at a time: the ring moves into the drain thread and stays there.
-unsafe impl Send for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`map_len` are exactly what `mmap` returned for this ring, and no
-        // reference into the mapping outlives this `Ring`.
-        unsafe {
-            libc::munmap(self.base.cast(), self.map_len);
-        }
-    }
-}
-
 /// The online CPUs, from the text of `/sys/devices/system/cpu/online` (`0-3,6,8-9`).
 pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
@@ -128,22 +97,6 @@ pub fn parse_cpu_list(text: &str) -> Option<Vec<u32>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// What to change when the kernel refused to profile: one line.
-fn refused(e: &std::io::Error) -> String {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "unknown".into());
-    match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => format!(
-            "the kernel refused to sample every CPU ({e}; kernel.perf_event_paranoid is {paranoid}): run as root or with CAP_PERFMON, or `sysctl kernel.perf_event_paranoid=-1`"
-        ),
-        Some(libc::ENOENT) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => format!(
-            "this kernel has no perf events ({e}): it needs CONFIG_PERF_EVENTS"
-        ),
-        _ => format!("perf_event_open failed: {e}"),
-    }
-}
-
 impl Sampler {
     /// Opens one event per online CPU and starts sampling. `Err` is one line saying why
     /// not and what to change.
@@ -152,28 +105,8 @@ impl Sampler {
             .ok()
             .and_then(|t| parse_cpu_list(&t))
             .ok_or("cannot read the online CPUs from /sys/devices/system/cpu/online")?;
-        let pages: usize = if cfg.callchains { 256 } else { 64 };
-        let mut rings = Vec::new();
-        for cpu in online {
-            rings.push(open_ring(cpu, cfg, pages)?);
-        }
-        for r in &rings {
-            // SAFETY: ENABLE on a perf event fd this module opened and still owns.
-            let rc = unsafe { pe::ioctls::ENABLE(r.fd.as_raw_fd(), 0) };
-            if rc != 0 {
-                return Err(format!(
-                    "cannot enable sampling on CPU {}: {}",
-                    r.cpu,
-                    std::io::Error::last_os_error()
-                ));
-            }
-        }
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("lr-profile".into())
-            .spawn(move || drain_loop(rings, cfg, &flag))
-            .map_err(|e| format!("cannot start the profile thread: {e}"))?;
+        let thread = ring::start(online, cfg, stop.clone())?;
         Ok(Sampler {
             stop,
             thread: Some(thread),
@@ -196,165 +129,296 @@ impl Drop for Sampler {
     }
 }
 
-fn open_ring(cpu: u32, cfg: SamplerConfig, pages: usize) -> Result<Ring, String> {
-    let mut attr = b::perf_event_attr {
-        type_: b::PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<b::perf_event_attr>() as u32,
-        config: u64::from(b::PERF_COUNT_SW_CPU_CLOCK),
-        sample_type: u64::from(
-            b::PERF_SAMPLE_IP
-                | b::PERF_SAMPLE_TID
-                | b::PERF_SAMPLE_TIME
-                | b::PERF_SAMPLE_CPU
-                | if cfg.callchains {
-                    b::PERF_SAMPLE_CALLCHAIN
-                } else {
-                    0
-                },
-        ),
-        clockid: libc::CLOCK_MONOTONIC,
-        ..Default::default()
-    };
-    attr.__bindgen_anon_1.sample_freq = u64::from(cfg.frequency_hz);
-    attr.set_freq(1);
-    attr.set_disabled(1);
-    attr.set_use_clockid(1);
-    attr.set_exclude_callchain_user(1);
-    attr.set_exclude_hv(1);
-    // SAFETY: `attr` is a fully initialised perf_event_attr whose `size` is its own size;
-    // pid -1 with a CPU number asks for every process on that CPU; no group.
-    let fd = unsafe {
-        pe::perf_event_open(
-            &mut attr,
-            -1,
-            cpu as libc::c_int,
-            -1,
-            u64::from(b::PERF_FLAG_FD_CLOEXEC) as libc::c_ulong,
-        )
-    };
-    if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENODEV) {
-            return Err(format!("CPU {cpu} cannot be sampled ({e})"));
-        }
-        return Err(refused(&e));
-    }
-    // SAFETY: `fd` was just returned by perf_event_open and nothing else owns it.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-        .ok()
-        .flatten()
-        .and_then(|p| usize::try_from(p).ok())
-        .unwrap_or(4096);
-    let map_len = page * (1 + pages);
-    // SAFETY: a shared read-write mapping of a perf event fd, of 1 + 2^n pages as the ABI
-    // requires; the result is checked against MAP_FAILED before use.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            map_len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(format!(
-            "cannot map the profile ring of CPU {cpu}: {} (raise `ulimit -l` or kernel.perf_event_mlock_kb)",
-            std::io::Error::last_os_error()
-        ));
-    }
-    let base = base.cast::<u8>();
-    let meta = base.cast::<b::perf_event_mmap_page>();
-    // SAFETY: the first page of the mapping is the kernel's perf_event_mmap_page; these two
-    // fields are set once at mmap time (kernel 4.1+; 0 means the older fixed layout).
-    let (off, size) = unsafe {
-        (
-            std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_offset)),
-            std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_size)),
-        )
-    };
-    let (data_offset, data_size) = if size == 0 {
-        (page, page * pages)
-    } else {
-        (off as usize, size as usize)
-    };
-    Ok(Ring {
-        cpu,
-        fd,
-        base,
-        map_len,
-        data_offset,
-        data_size,
-    })
-}
+/// The sampler proper: where perf-event-open-sys has the ABI's bindings (its list of
+/// architectures; Cargo.toml names the same ones).
+#[cfg(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+))]
+mod ring {
+    use super::*;
+    use perf_event_open_sys as pe;
+    use perf_event_open_sys::bindings as b;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::sync::atomic::fence;
+    use std::time::Duration;
 
-impl Ring {
-    /// Copies the records written since the last call out of the ring and frees their space.
-    fn take(&mut self, out: &mut Vec<u8>) {
-        let meta = self.base.cast::<b::perf_event_mmap_page>();
-        // SAFETY: `data_head` is in the meta page of this live mapping; the kernel updates
-        // it, so it is read volatile, and the fence orders the record reads after it.
-        let head = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_head)) };
-        fence(Ordering::Acquire);
-        // SAFETY: as above; only this side writes `data_tail`.
-        let tail = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)) };
-        let size = self.data_size as u64;
-        let avail = head.wrapping_sub(tail).min(size);
-        let start = (tail % size) as usize;
-        let first = (avail as usize).min(self.data_size - start);
-        // SAFETY: `data_offset..data_offset + data_size` is inside the mapping; `start +
-        // first <= data_size` and `avail - first <= start`, so both slices are in the data
-        // area; the kernel does not write the bytes between tail and head until we advance
-        // the tail below.
-        unsafe {
-            let data = self.base.add(self.data_offset);
-            out.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
-            out.extend_from_slice(std::slice::from_raw_parts(data, avail as usize - first));
-        }
-        fence(Ordering::Release);
-        // SAFETY: the reads above are done (the fence orders them first); writing the tail
-        // hands that space back to the kernel.
-        unsafe {
-            std::ptr::write_volatile(
-                std::ptr::addr_of_mut!((*meta).data_tail),
-                tail.wrapping_add(avail),
-            );
-        }
+    /// How often the rings are drained.
+    const DRAIN_EVERY: Duration = Duration::from_millis(10);
+
+    /// One CPU's event and its ring.
+    struct Ring {
+        cpu: u32,
+        fd: OwnedFd,
+        base: *mut u8,
+        map_len: usize,
+        data_offset: usize,
+        data_size: usize,
     }
 
-    fn disable(&self) {
-        // SAFETY: DISABLE on a perf event fd this ring owns.
-        unsafe {
-            pe::ioctls::DISABLE(self.fd.as_raw_fd(), 0);
-        }
-    }
-}
+    // SAFETY: the mapping belongs to this `Ring` alone (never aliased by another value), and it
+    // is used by one thread at a time: the ring moves into the drain thread and stays there.
+    unsafe impl Send for Ring {}
 
-fn drain_loop(mut rings: Vec<Ring>, cfg: SamplerConfig, stop: &AtomicBool) -> RawSamples {
-    let mut out = RawSamples {
-        cpus: rings.iter().map(|r| r.cpu).collect(),
-        ..Default::default()
-    };
-    let mut buf = Vec::new();
-    loop {
-        let last = stop.load(Ordering::Relaxed);
-        if last {
-            for r in &rings {
-                r.disable();
+    impl Drop for Ring {
+        fn drop(&mut self) {
+            // SAFETY: `base`/`map_len` are exactly what `mmap` returned for this ring, and no
+            // reference into the mapping outlives this `Ring`.
+            unsafe {
+                libc::munmap(self.base.cast(), self.map_len);
             }
         }
-        for r in &mut rings {
-            buf.clear();
-            r.take(&mut buf);
-            decode(&buf, cfg.callchains, &mut out);
-        }
-        if last {
-            return out;
-        }
-        std::thread::sleep(DRAIN_EVERY);
     }
+
+    /// What to change when the kernel refused to profile: one line.
+    fn refused(e: &std::io::Error) -> String {
+        let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        match e.raw_os_error() {
+            Some(libc::EACCES) | Some(libc::EPERM) => format!(
+                "the kernel refused to sample every CPU ({e}; kernel.perf_event_paranoid is {paranoid}): run as root or with CAP_PERFMON, or `sysctl kernel.perf_event_paranoid=-1`"
+            ),
+            Some(libc::ENOENT) | Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) => format!(
+                "this kernel has no perf events ({e}): it needs CONFIG_PERF_EVENTS"
+            ),
+            _ => format!("perf_event_open failed: {e}"),
+        }
+    }
+
+    /// Opens one event per CPU of `online`, enables them and starts the thread that drains
+    /// them until `stop`.
+    pub(super) fn start(
+        online: Vec<u32>,
+        cfg: SamplerConfig,
+        stop: Arc<AtomicBool>,
+    ) -> Result<JoinHandle<RawSamples>, String> {
+        let pages: usize = if cfg.callchains { 256 } else { 64 };
+        let mut rings = Vec::new();
+        for cpu in online {
+            rings.push(open_ring(cpu, cfg, pages)?);
+        }
+        for r in &rings {
+            // SAFETY: ENABLE on a perf event fd this module opened and still owns.
+            let rc = unsafe { pe::ioctls::ENABLE(r.fd.as_raw_fd(), 0) };
+            if rc != 0 {
+                return Err(format!(
+                    "cannot enable sampling on CPU {}: {}",
+                    r.cpu,
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+        std::thread::Builder::new()
+            .name("lr-profile".into())
+            .spawn(move || drain_loop(rings, cfg, &stop))
+            .map_err(|e| format!("cannot start the profile thread: {e}"))
+    }
+
+    fn open_ring(cpu: u32, cfg: SamplerConfig, pages: usize) -> Result<Ring, String> {
+        let mut attr = b::perf_event_attr {
+            type_: b::PERF_TYPE_SOFTWARE,
+            size: std::mem::size_of::<b::perf_event_attr>() as u32,
+            config: u64::from(b::PERF_COUNT_SW_CPU_CLOCK),
+            sample_type: u64::from(
+                b::PERF_SAMPLE_IP
+                    | b::PERF_SAMPLE_TID
+                    | b::PERF_SAMPLE_TIME
+                    | b::PERF_SAMPLE_CPU
+                    | if cfg.callchains {
+                        b::PERF_SAMPLE_CALLCHAIN
+                    } else {
+                        0
+                    },
+            ),
+            clockid: libc::CLOCK_MONOTONIC,
+            ..Default::default()
+        };
+        attr.__bindgen_anon_1.sample_freq = u64::from(cfg.frequency_hz);
+        attr.set_freq(1);
+        attr.set_disabled(1);
+        attr.set_use_clockid(1);
+        attr.set_exclude_callchain_user(1);
+        attr.set_exclude_hv(1);
+        // SAFETY: `attr` is a fully initialised perf_event_attr whose `size` is its own size;
+        // pid -1 with a CPU number asks for every process on that CPU; no group.
+        let fd = unsafe {
+            pe::perf_event_open(
+                &mut attr,
+                -1,
+                cpu as libc::c_int,
+                -1,
+                u64::from(b::PERF_FLAG_FD_CLOEXEC) as libc::c_ulong,
+            )
+        };
+        if fd < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::ENODEV) {
+                return Err(format!("CPU {cpu} cannot be sampled ({e})"));
+            }
+            return Err(refused(&e));
+        }
+        // SAFETY: `fd` was just returned by perf_event_open and nothing else owns it.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .and_then(|p| usize::try_from(p).ok())
+            .unwrap_or(4096);
+        let map_len = page * (1 + pages);
+        // SAFETY: a shared read-write mapping of a perf event fd, of 1 + 2^n pages as the ABI
+        // requires; the result is checked against MAP_FAILED before use.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(format!(
+                "cannot map the profile ring of CPU {cpu}: {} (raise `ulimit -l` or kernel.perf_event_mlock_kb)",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let base = base.cast::<u8>();
+        let meta = base.cast::<b::perf_event_mmap_page>();
+        // SAFETY: the first page of the mapping is the kernel's perf_event_mmap_page; these two
+        // fields are set once at mmap time (kernel 4.1+; 0 means the older fixed layout).
+        let (off, size) = unsafe {
+            (
+                std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_offset)),
+                std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_size)),
+            )
+        };
+        let (data_offset, data_size) = if size == 0 {
+            (page, page * pages)
+        } else {
+            (off as usize, size as usize)
+        };
+        Ok(Ring {
+            cpu,
+            fd,
+            base,
+            map_len,
+            data_offset,
+            data_size,
+        })
+    }
+
+    impl Ring {
+        /// Copies the records written since the last call out of the ring and frees their space.
+        fn take(&mut self, out: &mut Vec<u8>) {
+            let meta = self.base.cast::<b::perf_event_mmap_page>();
+            // SAFETY: `data_head` is in the meta page of this live mapping; the kernel updates
+            // it, so it is read volatile, and the fence orders the record reads after it.
+            let head = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_head)) };
+            fence(Ordering::Acquire);
+            // SAFETY: as above; only this side writes `data_tail`.
+            let tail = unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*meta).data_tail)) };
+            let size = self.data_size as u64;
+            let avail = head.wrapping_sub(tail).min(size);
+            let start = (tail % size) as usize;
+            let first = (avail as usize).min(self.data_size - start);
+            // SAFETY: `data_offset..data_offset + data_size` is inside the mapping; `start +
+            // first <= data_size` and `avail - first <= start`, so both slices are in the data
+            // area; the kernel does not write the bytes between tail and head until we advance
+            // the tail below.
+            unsafe {
+                let data = self.base.add(self.data_offset);
+                out.extend_from_slice(std::slice::from_raw_parts(data.add(start), first));
+                out.extend_from_slice(std::slice::from_raw_parts(data, avail as usize - first));
+            }
+            fence(Ordering::Release);
+            // SAFETY: the reads above are done (the fence orders them first); writing the tail
+            // hands that space back to the kernel.
+            unsafe {
+                std::ptr::write_volatile(
+                    std::ptr::addr_of_mut!((*meta).data_tail),
+                    tail.wrapping_add(avail),
+                );
+            }
+        }
+
+        fn disable(&self) {
+            // SAFETY: DISABLE on a perf event fd this ring owns.
+            unsafe {
+                pe::ioctls::DISABLE(self.fd.as_raw_fd(), 0);
+            }
+        }
+    }
+
+    fn drain_loop(mut rings: Vec<Ring>, cfg: SamplerConfig, stop: &AtomicBool) -> RawSamples {
+        let mut out = RawSamples {
+            cpus: rings.iter().map(|r| r.cpu).collect(),
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        loop {
+            let last = stop.load(Ordering::Relaxed);
+            if last {
+                for r in &rings {
+                    r.disable();
+                }
+            }
+            for r in &mut rings {
+                buf.clear();
+                r.take(&mut buf);
+                decode(&buf, cfg.callchains, &mut out);
+            }
+            if last {
+                return out;
+            }
+            std::thread::sleep(DRAIN_EVERY);
+        }
+    }
+}
+
+/// 32-bit ARM and PowerPC, MIPS: perf-event-open-sys has no bindings for them (the ioctl
+/// numbers and the system call's number differ by architecture), so `--profile` says so.
+#[cfg(not(any(
+    target_arch = "x86_64",
+    target_arch = "x86",
+    target_arch = "aarch64",
+    target_arch = "riscv64",
+    target_arch = "powerpc64",
+    target_arch = "loongarch64",
+    target_arch = "s390x"
+)))]
+mod ring {
+    use super::*;
+
+    pub(super) fn start(
+        _online: Vec<u32>,
+        _cfg: SamplerConfig,
+        _stop: Arc<AtomicBool>,
+    ) -> Result<JoinHandle<RawSamples>, String> {
+        Err(format!(
+            "this build cannot sample on {} CPUs (no perf_event bindings for them): --profile needs x86_64, aarch64, riscv64 or powerpc64",
+            std::env::consts::ARCH
+        ))
+    }
+}
+
+/// The record constants of the perf_event ABI (linux/perf_event.h), the same on every
+/// architecture: [`decode`] needs them where perf-event-open-sys has no bindings too.
+mod abi {
+    pub const PERF_RECORD_LOST: u32 = 2;
+    pub const PERF_RECORD_SAMPLE: u32 = 9;
+    pub const PERF_RECORD_MISC_CPUMODE_MASK: u32 = 7;
+    #[cfg(test)]
+    pub const PERF_RECORD_MISC_KERNEL: u32 = 1;
+    pub const PERF_RECORD_MISC_USER: u32 = 2;
+    /// The least of the call chain's context markers (`(u64)-4095`).
+    pub const PERF_CONTEXT_MAX: u64 = u64::MAX - 4094;
 }
 
 fn u64_at(b: &[u8], at: usize) -> Option<u64> {
@@ -379,8 +443,8 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
         let rec = &b[HEADER..size];
         b = &b[size..];
         match kind {
-            b::PERF_RECORD_LOST => out.lost += u64_at(rec, 8).unwrap_or(0),
-            b::PERF_RECORD_SAMPLE => {
+            abi::PERF_RECORD_LOST => out.lost += u64_at(rec, 8).unwrap_or(0),
+            abi::PERF_RECORD_SAMPLE => {
                 let (Some(ip), Some(pid), Some(tid), Some(time), Some(cpu)) = (
                     u64_at(rec, 0),
                     u32_at(rec, 8),
@@ -394,8 +458,8 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
                     out.dropped += 1;
                     continue;
                 }
-                let user =
-                    u32::from(misc) & b::PERF_RECORD_MISC_CPUMODE_MASK == b::PERF_RECORD_MISC_USER;
+                let user = u32::from(misc) & abi::PERF_RECORD_MISC_CPUMODE_MASK
+                    == abi::PERF_RECORD_MISC_USER;
                 let mut chain = (0u32, 0u16);
                 if callchains {
                     let nr = u64_at(rec, 32).unwrap_or(0) as usize;
@@ -404,7 +468,7 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
                         let Some(f) = u64_at(rec, 40 + 8 * i) else {
                             break;
                         };
-                        if f >= b::PERF_CONTEXT_MAX {
+                        if f >= abi::PERF_CONTEXT_MAX {
                             // PERF_CONTEXT_KERNEL / _USER markers.
                             continue;
                         }
@@ -448,6 +512,28 @@ pub fn decode(mut b: &[u8], callchains: bool, out: &mut RawSamples) {
 mod tests {
     use super::*;
 
+    /// The ABI's record constants that `decode` uses are the bindings' own, where the
+    /// bindings exist.
+    #[cfg(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "riscv64",
+        target_arch = "powerpc64"
+    ))]
+    #[test]
+    fn abi_constants_match_the_bindings() {
+        use perf_event_open_sys::bindings as b;
+        assert_eq!(abi::PERF_RECORD_LOST, b::PERF_RECORD_LOST);
+        assert_eq!(abi::PERF_RECORD_SAMPLE, b::PERF_RECORD_SAMPLE);
+        assert_eq!(
+            abi::PERF_RECORD_MISC_CPUMODE_MASK,
+            b::PERF_RECORD_MISC_CPUMODE_MASK
+        );
+        assert_eq!(abi::PERF_RECORD_MISC_KERNEL, b::PERF_RECORD_MISC_KERNEL);
+        assert_eq!(abi::PERF_RECORD_MISC_USER, b::PERF_RECORD_MISC_USER);
+        assert_eq!(abi::PERF_CONTEXT_MAX, b::PERF_CONTEXT_MAX);
+    }
+
     fn record(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
         let mut v = kind.to_ne_bytes().to_vec();
         v.extend(misc.to_ne_bytes());
@@ -485,8 +571,8 @@ mod tests {
     fn decodes_samples_chains_and_lost_records() {
         let kernel_marker = (-128i64) as u64;
         let mut bytes = record(
-            b::PERF_RECORD_SAMPLE,
-            b::PERF_RECORD_MISC_KERNEL as u16,
+            abi::PERF_RECORD_SAMPLE,
+            abi::PERF_RECORD_MISC_KERNEL as u16,
             &sample_body(
                 0xffff_ffff_8100_1000,
                 0,
@@ -496,13 +582,13 @@ mod tests {
             ),
         );
         bytes.extend(record(
-            b::PERF_RECORD_SAMPLE,
-            b::PERF_RECORD_MISC_USER as u16,
+            abi::PERF_RECORD_SAMPLE,
+            abi::PERF_RECORD_MISC_USER as u16,
             &sample_body(0x5555_0000, 1, 6, 0, Some(&[])),
         ));
         let mut lost = 7u64.to_ne_bytes().to_vec();
         lost.extend(3u64.to_ne_bytes());
-        bytes.extend(record(b::PERF_RECORD_LOST, 0, &lost));
+        bytes.extend(record(abi::PERF_RECORD_LOST, 0, &lost));
         bytes.extend(record(99, 0, &[0; 8]));
         // A torn record at the end is ignored.
         bytes.extend([1, 2, 3]);
@@ -531,7 +617,7 @@ mod tests {
                 // Burn a little CPU so that some CPU is sampled busy.
                 let t = std::time::Instant::now();
                 let mut x = 0u64;
-                while t.elapsed() < Duration::from_millis(200) {
+                while t.elapsed() < std::time::Duration::from_millis(200) {
                     x = x.wrapping_add(std::hint::black_box(1));
                 }
                 let raw = s.stop();

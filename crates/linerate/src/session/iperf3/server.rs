@@ -18,9 +18,10 @@
 //! [`END_GRACE`] (a test bounded by bytes or blocks within `--max-duration`), the rest
 //! within the idle time-out. A violation ends that session with one log line.
 
+use portable_atomic::AtomicU64;
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

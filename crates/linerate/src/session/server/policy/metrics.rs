@@ -3,8 +3,9 @@
 //! `export::prom` renders in the Prometheus text format. Every figure is one a session
 //! measured (its engine's intervals and final report); nothing is estimated.
 
+use portable_atomic::AtomicU64;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Mutex;
 
 use linerate_wire::report::{IntervalReport, SideReport};
