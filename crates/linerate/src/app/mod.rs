@@ -19,6 +19,8 @@ mod campaign;
 mod compare;
 mod demo;
 pub mod doctor;
+#[cfg(feature = "fleet")]
+mod fleet;
 #[cfg(feature = "store")]
 mod history;
 mod keep;
@@ -60,6 +62,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Campaign(a) => campaign::command(&a),
         #[cfg(feature = "report")]
         Command::Report(a) => report::command(&a),
+        #[cfg(feature = "fleet")]
+        Command::Fleet(a) => fleet::command(&a),
     }
 }
 

@@ -10,6 +10,8 @@ pub mod common;
 pub mod compare;
 pub mod demo;
 pub mod doctor;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "store")]
 pub mod history;
 #[cfg(feature = "lab")]
