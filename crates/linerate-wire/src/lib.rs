@@ -23,6 +23,7 @@ pub mod capture;
 pub mod control;
 pub mod device;
 pub mod doctor;
+pub mod fleet;
 mod error;
 #[doc(hidden)]
 pub mod fuzz;

@@ -24,6 +24,7 @@ mod fleet;
 #[cfg(feature = "store")]
 mod history;
 mod keep;
+mod order;
 #[cfg(feature = "lab")]
 mod lab;
 pub mod metrics;

@@ -16,6 +16,7 @@ pub mod fleet;
 pub mod history;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod order;
 pub mod output;
 pub mod repeat;
 #[cfg(feature = "report")]

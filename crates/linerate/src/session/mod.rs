@@ -10,6 +10,7 @@
 //! * [`conn`]: framed control I/O and the reader thread;
 //! * [`auth`]: the optional HMAC-SHA256 challenge-response (protocol 1.2);
 //! * [`limits`]: what a server accepts, with the flag to change;
+//! * [`order`]: `serve --fleet-agent`: third-party tests an authenticated coordinator orders;
 //! * [`plausible`]: whether the figures a peer sends can be true;
 //! * [`streams`]: a test's streams as the engine takes them, the same at both ends;
 //! * [`iperf3`]: what both iperf3 roles share (timed, capped control reads; the drain);
@@ -27,6 +28,7 @@ pub mod latency;
 pub mod limits;
 pub mod machine;
 pub mod metrics;
+pub mod order;
 pub mod plausible;
 pub mod server;
 pub mod streams;
