@@ -5,4 +5,7 @@
 //! `fleet_order` message of the control protocol). The agent's side is in the core
 //! (`session::order`); this module needs the store, where every pair is kept.
 
+pub mod coordinator;
 pub mod manifests;
+pub mod plan;
+pub mod record;
