@@ -24,6 +24,7 @@ pub mod control;
 pub mod device;
 pub mod doctor;
 mod error;
+pub mod fleet;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod hex;

@@ -20,6 +20,8 @@ pub mod diagnose;
 pub mod doctor;
 pub mod engine;
 pub mod export;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod model;
 pub mod repeat;
 pub mod rfc2544;

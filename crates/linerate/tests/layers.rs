@@ -44,6 +44,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("sessions", &["session"]),
     // The results database (SQLite): every run kept, listed and loaded again.
     ("store", &["store"]),
+    // The fleet coordinator: plans the rounds of a mesh, orders each pair from its agents
+    // over the control protocol, keeps every pair in the store (and `fleet manifests`).
+    ("fleet", &["fleet"]),
     // Pure renderings of records: table, JSON (+ schemas), CSV, netperf, ttcp, charts.
     ("export", &["export"]),
     // Command-line arguments and their validation into plans.

@@ -56,7 +56,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
         // This build's hello lists more names at the end (`device_counters`, for `--dut`;
         // `profile`, for `--profile`; `copy_modes`, for `--zerocopy`, `--sendfile`,
-        // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR), which an older
+        // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR; `fleet_orders`, for `fleet run`), which an older
         // peer ignores as unknown.
         let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
@@ -67,7 +67,7 @@ mod tests {
             serde_json::to_string(&now).unwrap(),
             HELLO_1_3.replace(
                 r#""hooks"]"#,
-                r#""hooks","device_counters","profile","copy_modes","crr_server_closes","crr_port"]"#,
+                r#""hooks","device_counters","profile","copy_modes","crr_server_closes","crr_port","fleet_orders"]"#,
             )
         );
         let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {

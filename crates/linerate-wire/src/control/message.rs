@@ -29,6 +29,10 @@
 //! session to the device under test: `C: hello  S: welcome  (C: counters_request
 //! S: counters_snapshot)*`, then the client closes (see [`crate::device`]).
 //!
+//! `linerate fleet run` (feature `fleet_orders`) orders an agent started with `serve
+//! --fleet-agent` to run a test towards another server, in an authenticated session:
+//! `... C: auth  S: auth_ok  C: fleet_order  S: fleet_report, done` (see [`crate::fleet`]).
+//!
 //! Any message out of this order is a protocol error: the receiver answers `error` with code
 //! `protocol` and closes; it never waits for something that cannot come.
 
@@ -90,6 +94,11 @@ pub enum Message {
     CountersRequest(crate::device::CountersRequest),
     /// Server → client (feature `device_counters`): the device's counters now.
     CountersSnapshot(Box<crate::device::DeviceSnapshot>),
+    /// Client → agent, instead of `test_request`, in an authenticated session (feature
+    /// `fleet_orders`): run this test towards another server (see [`crate::fleet`]).
+    FleetOrder(crate::fleet::FleetOrder),
+    /// Agent → client (feature `fleet_orders`): the ordered test's record; `done` follows.
+    FleetReport(Box<crate::fleet::FleetReport>),
 }
 
 impl Message {
@@ -117,6 +126,8 @@ impl Message {
             Message::HookResult(_) => "hook_result",
             Message::CountersRequest(_) => "counters_request",
             Message::CountersSnapshot(_) => "counters_snapshot",
+            Message::FleetOrder(_) => "fleet_order",
+            Message::FleetReport(_) => "fleet_report",
         }
     }
 }

@@ -107,6 +107,9 @@ features! {
     /// TCP_CRR: the server may take a test's connections on a port of the test's own,
     /// given in [`super::Accept::crr_port`], where its responders accept them directly.
     CrrPort = "crr_port",
+    /// `fleet_order` / `fleet_report`: third-party tests that an authenticated coordinator
+    /// orders from an agent (`serve --fleet-agent`) towards another server.
+    FleetOrders = "fleet_orders",
 }
 
 impl std::fmt::Display for Feature {
@@ -267,6 +270,7 @@ mod tests {
                 "copy_modes",
                 "crr_server_closes",
                 "crr_port",
+                "fleet_orders",
             ]
         );
     }

@@ -19,12 +19,15 @@ mod campaign;
 mod compare;
 mod demo;
 pub mod doctor;
+#[cfg(feature = "fleet")]
+mod fleet;
 #[cfg(feature = "store")]
 mod history;
 mod keep;
 #[cfg(feature = "lab")]
 mod lab;
 pub mod metrics;
+mod order;
 #[cfg(feature = "report")]
 mod report;
 mod rfc2544;
@@ -62,6 +65,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Campaign(a) => campaign::command(&a),
         #[cfg(feature = "report")]
         Command::Report(a) => report::command(&a),
+        #[cfg(feature = "fleet")]
+        Command::Fleet(a) => fleet::command(&a),
     }
 }
 

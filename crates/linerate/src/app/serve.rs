@@ -59,6 +59,19 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         }
         cfg.budget.buffer_bytes = b;
     }
+    if a.fleet_agent {
+        let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, interrupt.clone())?;
+        }
+        let runner = super::order::Runner {
+            limits: cfg.limits.clone(),
+            interrupt,
+        };
+        cfg.fleet_agent = Some(Arc::new(crate::session::order::Agent::new(Arc::new(
+            runner,
+        ))));
+    }
     let metrics = a
         .metrics
         .map(|_| Arc::new(crate::session::server::policy::metrics::ServerMetrics::default()));
@@ -70,10 +83,10 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         "linerate serve: listening on {} (TCP and UDP){}{}",
         server.local_addr()?,
         if a.one_off { ", one test" } else { "" },
-        if a.auth_users.is_some() {
-            ", authentication required"
-        } else {
-            ""
+        match (a.auth_users.is_some(), a.fleet_agent) {
+            (true, true) => ", authentication required, fleet orders taken",
+            (true, false) => ", authentication required",
+            _ => "",
         }
     );
     if let Some(note) = server.limits_note() {

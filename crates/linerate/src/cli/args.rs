@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 #[cfg(feature = "analyze")]
 use super::analyze;
+#[cfg(feature = "fleet")]
+use super::fleet;
 #[cfg(feature = "store")]
 use super::history;
 #[cfg(feature = "lab")]
@@ -119,6 +121,15 @@ pub enum Command {
         after_help = "Examples:\n  linerate tcp HOST -t 30 -i 0.1 --json > run.json\n  linerate report run.json -o run.html\n  linerate report a.json b.json -o ab.html        # compared on shared axes\n  linerate report 14 17 --chart-dir charts/       # stored runs; every chart as .svg and .png\n  linerate sweep --vary len=1K..64K:*2 --repeat 5 --json -- tcp HOST > s.json\n  linerate report s.json -o sweep.html\n\nThe same input gives the same bytes: the page holds no time of its making."
     )]
     Report(report::ReportArgs),
+    #[cfg(feature = "fleet")]
+    /// Test a mesh of hosts: every ordered pair of agents (`linerate serve --fleet-agent`)
+    /// in rounds of disjoint pairs, each pair a third-party test one agent runs towards the
+    /// other; results in the database, the mesh as a matrix (`fleet run`). `fleet
+    /// manifests` writes an engine's objects (Docker Swarm, Kubernetes).
+    #[command(
+        after_help = "Examples:\n  linerate fleet run --agents 198.18.0.1,198.18.0.2,198.18.0.3 -- tcp -t 10\n  linerate fleet run --agents-dns tasks.agents --expect 6 --wait 60s -- udp -b 40M\n  linerate fleet run --agents-file hosts.txt --name rack7 -- rr\n  linerate fleet run --resume rack7 --agents-file hosts.txt -- rr   # what is missing or failed\n  linerate fleet manifests --engine kubernetes --out k8s/\n\nAgents: linerate serve --auth-users USERS --fleet-agent (the coordinator authenticates with\n--auth-user and --auth-secret-file or LINERATE_AUTH_SECRET)."
+    )]
+    Fleet(fleet::FleetArgs),
     #[cfg(feature = "schema")]
     /// Print the JSON Schema of a record.
     #[command(hide = true)]

@@ -10,10 +10,13 @@ pub mod common;
 pub mod compare;
 pub mod demo;
 pub mod doctor;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "store")]
 pub mod history;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod order;
 pub mod output;
 pub mod repeat;
 #[cfg(feature = "report")]

@@ -69,6 +69,12 @@ pub struct ServeArgs {
     /// with iperf3's "test authorization failed".
     #[arg(long, requires = "auth_users")]
     pub allow_iperf3_unauthenticated: bool,
+    /// Be a fleet agent: take third-party test orders (`linerate fleet run`) from users of
+    /// --auth-users: run the ordered tcp, udp or rr test towards another agent (as the same
+    /// user, with this file's key) and return its record. One ordered test at a time; each
+    /// is logged as `fleet: test ID start ...` and `fleet: test ID end ...`.
+    #[arg(long, requires = "auth_users")]
+    pub fleet_agent: bool,
     /// Capture a test's packets here too when its client asks (linerate tcp|udp|rr
     /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
     #[arg(long)]

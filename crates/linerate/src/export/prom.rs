@@ -14,8 +14,8 @@ pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A document being written.
 #[derive(Default)]
-struct Prom {
-    out: String,
+pub(super) struct Prom {
+    pub(super) out: String,
 }
 
 /// A label value escaped as the format asks (backslash, double quote, newline).
@@ -40,7 +40,7 @@ fn value(v: f64) -> String {
 impl Prom {
     /// A family with its samples: (labels, value); non-finite values are left out, and a
     /// family without samples is not written.
-    fn family(
+    pub(super) fn family(
         &mut self,
         name: &str,
         kind: &str,

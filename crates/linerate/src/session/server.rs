@@ -104,6 +104,8 @@ pub struct ServerConfig {
     pub hooks: Option<Arc<policy::hooks::HookSet>>,
     /// Figures for monitoring that every session updates (`serve --metrics`).
     pub metrics: Option<Arc<policy::metrics::ServerMetrics>>,
+    /// Takes third-party test orders from authenticated users (`serve --fleet-agent`).
+    pub fleet_agent: Option<Arc<super::order::Agent>>,
 }
 
 impl Default for ServerConfig {
@@ -128,6 +130,7 @@ impl Default for ServerConfig {
             one_port: false,
             hooks: None,
             metrics: None,
+            fleet_agent: None,
             users: None,
             allow_iperf3_unauthenticated: false,
             max_frame: control::MAX_CONTROL_FRAME,

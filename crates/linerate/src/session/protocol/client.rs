@@ -15,6 +15,7 @@ use anyhow::{anyhow, bail, Context};
 use linerate_wire::control::{self, Features, TestSpec, Transport, Welcome};
 use linerate_wire::device::DeviceSnapshot;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest};
+use linerate_wire::fleet::{FleetOrder, FleetReport};
 use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, Role, SideReport, StreamRole};
 use linerate_wire::stream_hello::{self, StreamHello};
@@ -216,6 +217,16 @@ impl Connection {
         self.machine
             .take_doctor_report()
             .ok_or_else(|| anyhow!("protocol error: no doctor_report"))
+    }
+
+    /// Orders a third-party test from an agent (feature `fleet_orders`) and ends the
+    /// session; an agent's refusal (`busy`, `bad_request`, ...) is the error.
+    pub fn order(mut self, order: FleetOrder, wait: Duration) -> anyhow::Result<FleetReport> {
+        self.machine.request_order(Instant::now(), order, wait);
+        self.drive(&mut Handshake, |p| *p == Phase::Closed)?;
+        self.machine
+            .take_fleet_report()
+            .ok_or_else(|| anyhow!("protocol error: no fleet_report"))
     }
 
     /// Asks the server to run a hook its operator declared (feature `hooks`); the session

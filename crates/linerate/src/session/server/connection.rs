@@ -297,6 +297,18 @@ impl Session<'_> {
                 let r = self.run_hook(&req);
                 self.feed(Input::HookRan(r));
             }
+            Action::RunOrder(order) => {
+                let r = match &self.ctx.cfg.fleet_agent {
+                    Some(agent) => agent
+                        .take(&order, self.machine.user(), self.ctx.cfg.users.as_deref(), self.peer)
+                        .map(Box::new),
+                    None => Err((
+                        linerate_wire::control::ErrorCode::BadRequest,
+                        "this server takes no fleet orders: start it with `linerate serve --auth-users FILE --fleet-agent`".into(),
+                    )),
+                };
+                self.feed(Input::OrderRan(r));
+            }
             Action::ReadCounters => {
                 let snap = sys::devsnap::take();
                 self.feed(Input::CountersRead(Box::new(snap)));

@@ -25,6 +25,7 @@ use linerate_wire::control::{
 };
 use linerate_wire::device::{CountersRequest, DeviceSnapshot};
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
+use linerate_wire::fleet::{FleetOrder, FleetReport};
 use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
@@ -101,6 +102,11 @@ pub enum Phase {
     /// `doctor_request` sent; waiting for the report.
     AwaitDoctorReport {
         /// When to give up.
+        deadline: Instant,
+    },
+    /// `fleet_order` sent; waiting for the ordered test's `fleet_report`.
+    AwaitFleetReport {
+        /// When to give up (the test's length and more).
         deadline: Instant,
     },
     /// `hook_request` sent; waiting for `hook_result` (then `Connected` again).
@@ -237,6 +243,7 @@ pub struct ClientMachine {
     server_report: Option<SideReport>,
     server_capture: Option<ReturnedCapture>,
     doctor_report: Option<DoctorReport>,
+    fleet_report: Option<FleetReport>,
     hook_result: Option<HookResult>,
     counters: Option<DeviceSnapshot>,
     error: Option<ClientError>,
@@ -280,6 +287,7 @@ impl ClientMachine {
             server_report: None,
             server_capture: None,
             doctor_report: None,
+            fleet_report: None,
             hook_result: None,
             counters: None,
             error: None,
@@ -335,6 +343,7 @@ impl ClientMachine {
             | Phase::AwaitResults { deadline }
             | Phase::AwaitDone { deadline }
             | Phase::AwaitDoctorReport { deadline }
+            | Phase::AwaitFleetReport { deadline }
             | Phase::AwaitHookResult { deadline }
             | Phase::AwaitCounters { deadline } => Some(*deadline),
             Phase::AwaitStart {
@@ -370,6 +379,11 @@ impl ClientMachine {
     /// The warnings so far (the connect path's, e.g. unused credentials).
     pub fn warnings(&self) -> &[String] {
         &self.warnings
+    }
+
+    /// The ordered test's report, after `fleet_report`.
+    pub fn take_fleet_report(&mut self) -> Option<FleetReport> {
+        self.fleet_report.take()
     }
 
     /// The server's findings, after `doctor_report`.
@@ -466,6 +480,18 @@ impl ClientMachine {
         self.requested = Some(requested);
         self.phase = Phase::AwaitAccept {
             deadline: now + CLIENT_HANDSHAKE,
+        };
+    }
+
+    /// Orders a third-party test (in `Connected`, feature `fleet_orders`) and waits up to
+    /// `wait` for its report.
+    pub fn request_order(&mut self, now: Instant, order: FleetOrder, wait: Duration) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        self.push(Action::Send(Message::FleetOrder(order)));
+        self.phase = Phase::AwaitFleetReport {
+            deadline: now + wait,
         };
     }
 
@@ -626,6 +652,10 @@ impl ClientMachine {
                         self.failed(format!("the device's counters_snapshot is too large: {e}"))
                     }
                 }
+            }
+            (Phase::AwaitFleetReport { .. }, Message::FleetReport(r)) => {
+                self.fleet_report = Some(*r);
+                self.close();
             }
             (Phase::AwaitDoctorReport { .. }, Message::DoctorReport(mut r)) => {
                 r.findings.truncate(MAX_FINDINGS);
@@ -976,6 +1006,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitStart { .. } => "start",
         Phase::AwaitResults { .. } => "results",
         Phase::AwaitDoctorReport { .. } => "doctor_report",
+        Phase::AwaitFleetReport { .. } => "fleet_report",
         Phase::AwaitHookResult { .. } => "hook_result",
         Phase::AwaitCounters { .. } => "counters_snapshot",
         _ => return None,

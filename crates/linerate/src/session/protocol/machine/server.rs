@@ -28,6 +28,7 @@ use linerate_wire::control::{
 };
 use linerate_wire::device::DeviceSnapshot;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
+use linerate_wire::fleet::{FleetOrder, FleetReport};
 use linerate_wire::hooks::{HookRequest, HookResult, MAX_OUTPUT};
 use linerate_wire::report::{IntervalReport, Role, SideReport};
 use linerate_wire::stream_hello::{self, StreamHello};
@@ -110,6 +111,8 @@ pub enum Phase {
     AnsweringDoctor,
     /// The driver runs a declared hook ([`Action::RunHook`]).
     RunningHook,
+    /// The driver runs an ordered third-party test ([`Action::RunOrder`]).
+    RunningOrder,
     /// A hook ran; waiting for the next `hook_request`, or for the client to close (then
     /// the driver restores what the hooks changed).
     AwaitHookRequest {
@@ -192,6 +195,9 @@ pub enum Action {
     /// Check the request against the declared hooks and run it; then feed
     /// [`Input::HookRan`].
     RunHook(HookRequest),
+    /// Take the fleet order (as the session's user): refuse it or run it; then feed
+    /// [`Input::OrderRan`].
+    RunOrder(FleetOrder),
     /// Read this host's counters for the device-counters session; then feed
     /// [`Input::CountersRead`].
     ReadCounters,
@@ -240,6 +246,8 @@ pub enum Input {
     DoctorAnswered(DoctorReport),
     /// The hook ran, or the reason it was refused (not declared, a value out of range).
     HookRan(Result<HookResult, String>),
+    /// The ordered test ran, or the agent refused the order (the error's code and text).
+    OrderRan(Result<Box<FleetReport>, (ErrorCode, String)>),
     /// This host's counters, for `counters_snapshot`.
     CountersRead(Box<DeviceSnapshot>),
     /// The data sockets are set up.
@@ -459,6 +467,7 @@ impl ServerMachine {
             Input::Admitted { token, crr_port } => self.on_admitted(now, token, crr_port),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
             Input::HookRan(r) => self.on_hook_ran(now, r),
+            Input::OrderRan(r) => self.on_order_ran(r),
             Input::CountersRead(snap) => self.on_counters_read(now, *snap),
             Input::StreamsSetUp => self.on_streams_set_up(now),
             Input::UdpDatagram { from, data } => self.on_udp_datagram(now, from, &data),
@@ -493,6 +502,7 @@ impl ServerMachine {
                 if fatal.contains(&message)
                     || message == "doctor_report"
                     || message == "hook_result"
+                    || message == "fleet_report"
                     || message == "counters_snapshot"
                 {
                     self.abort(format!("write failed: {error}"));
@@ -627,6 +637,7 @@ impl ServerMachine {
                 Phase::AwaitRequest { .. } | Phase::AwaitCountersRequest { .. },
                 Message::CountersRequest(_),
             ) => self.on_counters_request(),
+            (Phase::AwaitRequest { .. }, Message::FleetOrder(o)) => self.on_order(o),
             (Phase::AwaitRequest { .. }, Message::DoctorRequest(q)) => {
                 self.push(Action::AnswerDoctor(q));
                 self.phase = Phase::AnsweringDoctor;
@@ -808,6 +819,40 @@ impl ServerMachine {
                 };
             }
             Err(why) => self.fail(ErrorCode::BadRequest, why),
+        }
+    }
+
+    fn on_order(&mut self, o: FleetOrder) {
+        if !self.features.has(Feature::FleetOrders) {
+            return self.fail(
+                ErrorCode::Protocol,
+                "fleet_order without the fleet_orders feature in hello".into(),
+            );
+        }
+        self.push(Action::RunOrder(o));
+        self.phase = Phase::RunningOrder;
+    }
+
+    fn on_order_ran(&mut self, r: Result<Box<FleetReport>, (ErrorCode, String)>) {
+        if self.phase != Phase::RunningOrder {
+            return;
+        }
+        match r {
+            Ok(report) => {
+                let line = format!(
+                    "fleet: ordered test {} {}",
+                    report.id,
+                    if report.error.is_none() {
+                        "ran"
+                    } else {
+                        "failed"
+                    }
+                );
+                self.send(Message::FleetReport(report));
+                self.send(Message::Done(Done {}));
+                self.end(Ok(line));
+            }
+            Err((code, why)) => self.fail(code, why),
         }
     }
 
