@@ -12,7 +12,7 @@ use linerate_wire::fleet::FleetOrder;
 
 use crate::cli::order::{order_length, order_plan};
 use crate::model::plan::Credentials;
-use crate::session::client::{self, Quiet};
+use crate::session::protocol::client::{self, Quiet};
 use crate::session::order::OrderRunner;
 
 /// Runs ordered tests within the agent's limits.

@@ -22,7 +22,7 @@ use super::plan::{rounds, Pair};
 use super::record::{FleetRecord, PairPoint, StoredPair};
 use crate::model::plan::{Credentials, Debug};
 use crate::model::RunRecord;
-use crate::session::client::{self, Target};
+use crate::session::protocol::client::{self, Target};
 use crate::store::entry::{self, Context};
 use crate::store::{NewRun, Store};
 
