@@ -123,6 +123,61 @@ pub fn welch(a: &[f64], b: &[f64], level: f64) -> Option<WelchResult> {
     Some(out)
 }
 
+/// One new value against a baseline sample: is it from the same distribution?
+///
+/// With the baseline's mean `m`, sample standard deviation `s` (divisor `n − 1`) and size
+/// `n`, a new observation `x` from the same normal distribution has
+/// `t = (x − m) / (s·√(1 + 1/n))` distributed as Student's t with `n − 1` degrees of freedom
+/// (the prediction interval of one new value). `p_below` is the one-sided p-value of `x`
+/// being lower than the baseline, `p_above` of it being higher.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewValueTest {
+    /// Baseline size.
+    pub n: usize,
+    /// Baseline mean.
+    pub mean: f64,
+    /// Baseline sample standard deviation.
+    pub sd: f64,
+    /// The t statistic; `None` when the baseline does not vary.
+    pub t: Option<f64>,
+    /// Degrees of freedom, `n − 1`.
+    pub df: f64,
+    /// One-sided p-value for "lower"; `None` when the baseline does not vary.
+    pub p_below: Option<f64>,
+    /// One-sided p-value for "higher".
+    pub p_above: Option<f64>,
+}
+
+/// [`NewValueTest`] of `x` against `baseline`; `None` with fewer than two finite baseline
+/// values or a non-finite `x`.
+pub fn new_value_test(baseline: &[f64], x: f64) -> Option<NewValueTest> {
+    let b: Vec<f64> = baseline.iter().copied().filter(|v| v.is_finite()).collect();
+    if b.len() < 2 || !x.is_finite() {
+        return None;
+    }
+    let (m, v) = mean_var(&b);
+    let n = b.len() as f64;
+    let df = n - 1.0;
+    let se = (v * (1.0 + 1.0 / n)).sqrt();
+    let t = (se > 0.0).then(|| (x - m) / se);
+    Some(NewValueTest {
+        n: b.len(),
+        mean: m,
+        sd: v.sqrt(),
+        t,
+        df,
+        p_below: t.and_then(|t| student_t_cdf(t, df)),
+        p_above: t.and_then(|t| student_t_cdf(-t, df)),
+    })
+}
+
+/// One-sided p-values of Welch's test: (B lower than A, B higher than A); `None` when there
+/// is no t (neither set varies).
+pub fn welch_one_sided(r: &WelchResult) -> Option<(f64, f64)> {
+    let (t, df) = (r.t?, r.df?);
+    Some((student_t_cdf(t, df)?, student_t_cdf(-t, df)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +267,28 @@ mod tests {
         let r = welch(&[5.0, 5.0], &[6.0, 6.0], 0.95).expect("samples");
         assert!(r.significant(0.05));
         assert_eq!(r.ratio, Some(1.2));
+    }
+    #[test]
+    fn a_new_value_against_a_baseline_matches_scipy() {
+        // Baseline 10, 11, 12, 13, 14: mean 12, s = 1.58113883, se = s·sqrt(1.2) = 1.732050808;
+        // x = 8: t = −2.309401077, df 4; the closed form of the t CDF with 4 degrees of
+        // freedom, 1/2 + 3/8·u·(1 − u²/12) with u = t/√(1 + t²/4), gives 0.0410431399.
+        let r = new_value_test(&[10.0, 11.0, 12.0, 13.0, 14.0], 8.0).expect("five values");
+        check(r.t, -2.309_401_077, 1e-8);
+        check(r.p_below, 0.041_043_139_9, 1e-8);
+        check(r.p_above, 1.0 - 0.041_043_139_9, 1e-8);
+        assert_eq!(new_value_test(&[1.0], 2.0), None);
+        let flat = new_value_test(&[3.0, 3.0, 3.0], 2.0).expect("three values");
+        assert_eq!((flat.t, flat.p_below), (None, None));
+    }
+
+    #[test]
+    fn welch_one_sided_halves_the_two_sided_p() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0];
+        let b = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0];
+        let r = welch(&a, &b, 0.95).expect("enough samples");
+        let (below, above) = welch_one_sided(&r).expect("a t");
+        check(Some(above), 0.022_747_255_28 / 2.0, 1e-7);
+        check(Some(below), 1.0 - 0.022_747_255_28 / 2.0, 1e-7);
     }
 }

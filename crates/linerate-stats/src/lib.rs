@@ -7,12 +7,15 @@
 //!   deviation, R-7 percentiles) and a Student-t confidence interval for the mean, with
 //!   [`student_t_quantile`] behind it.
 //! * [`outlier`] — modified Z-scores (Iglewicz & Hoaglin) to flag outlying trials.
-//! * [`compare`] — Welch's t-test, the interval of a difference and of a ratio of means.
+//! * [`compare`] — Welch's t-test, the interval of a difference and of a ratio of means,
+//!   and the test of one new value against a baseline's sample.
+//! * [`changepoint`] — change points of a series: E-divisive means with a permutation test.
 //!
 //! Every value that cannot be computed from the data given is `None`, never a made-up 0.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod changepoint;
 pub mod compare;
 pub mod jitter;
 pub mod outlier;
@@ -20,7 +23,7 @@ pub mod seq;
 pub mod summary;
 pub mod tdist;
 
-pub use compare::{welch, WelchResult};
+pub use compare::{new_value_test, welch, welch_one_sided, NewValueTest, WelchResult};
 pub use jitter::JitterEstimator;
 pub use outlier::{modified_z_scores, outliers, MODIFIED_Z_THRESHOLD};
 pub use seq::{SeqCounts, SeqTracker, SEQ_WINDOW};
