@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::model::{FlowDirection, RunRecord};
-use crate::session::metrics::Snapshot;
+use crate::session::server::policy::metrics::Snapshot;
 
 /// The content type of the format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -323,7 +323,7 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::session::metrics::LastTest;
+    use crate::session::server::policy::metrics::LastTest;
 
     /// A strict reader of the text format (promtool is the witness in the integration
     /// tests): every sample's family has HELP and TYPE before it, names and labels are
