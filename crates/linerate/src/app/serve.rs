@@ -68,7 +68,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             limits: cfg.limits.clone(),
             interrupt,
         };
-        cfg.fleet_agent = Some(Arc::new(crate::session::order::Agent::new(Arc::new(
+        cfg.fleet_agent = Some(Arc::new(crate::session::server::order::Agent::new(Arc::new(
             runner,
         ))));
     }

@@ -197,7 +197,7 @@ fn keep(store: &mut Store, cfg: &FleetConfig, o: &Outcome) -> anyhow::Result<i64
         None => NewRun {
             command: ctx.command.clone(),
             kind: "fleet_failed".into(),
-            started_at: crate::session::order::now_rfc3339(),
+            started_at: crate::session::server::order::now_rfc3339(),
             server: Some(dst.name()),
             tool_version: crate::software(),
             argv: ctx.argv.clone(),

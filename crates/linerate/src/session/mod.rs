@@ -19,12 +19,8 @@
 //! engines and feed the machines what happened and when. Each session runs on its own
 //! thread and waits on one channel of control events, data connections and engine
 //! intervals, always with a deadline, so that no peer can make it wait forever.
-//!
-//! Beside them, [`order`]: `serve --fleet-agent`, the third-party tests an authenticated
-//! coordinator orders (`linerate fleet run`).
 
 pub mod iperf3;
-pub mod order;
 pub mod protocol;
 pub mod server;
 pub mod side;

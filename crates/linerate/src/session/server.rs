@@ -40,6 +40,7 @@ mod accept;
 mod capture;
 mod connection;
 pub(in crate::session) mod data_sockets;
+pub mod order;
 pub mod policy;
 
 use connection::Event;
@@ -105,7 +106,7 @@ pub struct ServerConfig {
     /// Figures for monitoring that every session updates (`serve --metrics`).
     pub metrics: Option<Arc<policy::metrics::ServerMetrics>>,
     /// Takes third-party test orders from authenticated users (`serve --fleet-agent`).
-    pub fleet_agent: Option<Arc<super::order::Agent>>,
+    pub fleet_agent: Option<Arc<order::Agent>>,
 }
 
 impl Default for ServerConfig {
