@@ -24,6 +24,7 @@
 
 pub mod entry;
 pub mod schema;
+pub mod series;
 #[cfg(test)]
 mod tests;
 
