@@ -16,6 +16,8 @@ use crate::cli::args::{Args, Command};
 mod analyze;
 #[cfg(feature = "sweep")]
 mod campaign;
+#[cfg(feature = "store")]
+mod check;
 mod compare;
 mod demo;
 pub mod doctor;
@@ -61,6 +63,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Sweep(a) => sweep::command(&a),
         #[cfg(feature = "store")]
         Command::History(a) => history::command(&a),
+        #[cfg(feature = "store")]
+        Command::Check(a) => check::command(&a),
         #[cfg(feature = "sweep")]
         Command::Campaign(a) => campaign::command(&a),
         #[cfg(feature = "report")]

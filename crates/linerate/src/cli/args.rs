@@ -8,8 +8,6 @@ use clap::{Parser, Subcommand};
 use super::analyze;
 #[cfg(feature = "fleet")]
 use super::fleet;
-#[cfg(feature = "store")]
-use super::history;
 #[cfg(feature = "lab")]
 use super::lab;
 #[cfg(feature = "report")]
@@ -18,9 +16,11 @@ use super::report;
 use super::schema;
 #[cfg(feature = "sweep")]
 use super::{campaign, sweep};
+#[cfg(feature = "store")]
+use super::{check, history};
 use super::{compare, demo, doctor, rfc2544, rr, serve, stream};
 
-const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial; check: a metric regressed); 2 usage, network, protocol or I/O error.";
 
 /// linerate: how much data a system really moves, at what CPU cost, and what stops it.
 #[derive(Debug, Parser)]
@@ -102,9 +102,17 @@ pub enum Command {
     /// List stored runs (every run of tcp, udp, rr, rfc2544, doctor and sweep is kept in a
     /// SQLite database unless --no-store), filtered by command, host, date, parameter, tag.
     #[command(
-        after_help = "Examples:\n  linerate history\n  linerate history --command tcp --tag jumbo --since 2026-11-01\n  linerate history --param write_size=65536 --host lab-b --json\n  linerate compare 12 15               # two stored runs by id"
+        after_help = "Examples:\n  linerate history\n  linerate history --command tcp --tag jumbo --since 2026-11-01\n  linerate history --param write_size=65536 --host lab-b --json\n  linerate history --command tcp --changes      # change points of each series\n  linerate compare 12 15               # two stored runs by id"
     )]
     History(history::HistoryArgs),
+    #[cfg(feature = "store")]
+    /// Pass or fail a new result against a baseline (stored runs, a tag, or the last K
+    /// runs like it): a regression is a change for the worse beyond its threshold that is
+    /// statistically significant. Exit 1 on a regression, 0 on none, 2 on error.
+    #[command(
+        after_help = "Examples:\n  linerate check --last 10 -- tcp HOST -t 5        # run now, against the last 10 like it\n  linerate check --baseline nightly-ok run.json --max-regress throughput=5%,p99=10%\n  linerate check --baseline 41 57 --junit > check.xml\n  linerate check --last 5 57 --json                  # stored run 57 against the 5 before it\n\nThe test: Welch's t-test (one-sided) when both sides have repeats; one new run against three\nor more baseline runs, the one-sample prediction t-test; otherwise \"not enough repeats to call it\".\nLoss and CPU thresholds are percentage points."
+    )]
+    Check(check::CheckArgs),
     #[cfg(feature = "sweep")]
     /// Run the sweeps a campaign file (TOML) describes, and print each sweep's best point
     /// and a best-case table (examples/xapp1127-temac.toml: Xilinx XAPP1127's matrix).

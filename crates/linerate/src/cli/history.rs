@@ -36,6 +36,15 @@ pub struct HistoryArgs {
     /// Most runs listed, newest first.
     #[arg(long, default_value_t = 50)]
     pub limit: u32,
+    /// Change points of each series the filters match (the same command, parameters and
+    /// hosts, oldest first): E-divisive means with a permutation test, each change with its
+    /// run, size and p-value. JSON schema: docs/json-schema/changes-v1.json.
+    #[arg(long)]
+    pub changes: bool,
+    /// With --changes: the metric of the series (e.g. latency_p99_ns); default the primary
+    /// one (throughput, or transactions per second for rr).
+    #[arg(long, value_name = "NAME", requires = "changes")]
+    pub metric: Option<String>,
     /// The list as JSON (schema: docs/json-schema/history-v1.json).
     #[arg(long)]
     pub json: bool,

@@ -6,6 +6,8 @@ pub mod analyze;
 pub mod args;
 #[cfg(feature = "sweep")]
 pub mod campaign;
+#[cfg(feature = "store")]
+pub mod check;
 pub mod common;
 pub mod compare;
 pub mod demo;

@@ -1,6 +1,8 @@
 //! `linerate history`'s table: one line per stored run, newest first, with the id that
 //! `linerate compare` takes.
 
+use crate::model::changes::ChangesRecord;
+use crate::model::units::format_metric;
 use crate::store::HistoryRecord;
 
 /// The table, with a trailing newline.
@@ -49,6 +51,53 @@ pub fn render(rec: &HistoryRecord) -> String {
     out
 }
 
+/// `history --changes`: per series, its points and each change point with its run, size and
+/// significance, or why there is no answer.
+pub fn render_changes(rec: &ChangesRecord) -> String {
+    let mut out = String::new();
+    if rec.series.is_empty() {
+        out.push_str(&format!(
+            "no stored tcp, udp or rr runs match (database {})\n",
+            rec.database
+        ));
+        return out;
+    }
+    out.push_str(&format!("method: {}\n", rec.method));
+    for s in &rec.series {
+        let (first, last) = (s.points.first(), s.points.last());
+        out.push_str(&format!(
+            "\nseries: {} {} ({} runs, ids {}..{}), {}\n",
+            s.command,
+            s.description,
+            s.points.len(),
+            first.map_or(0, |p| p.id),
+            last.map_or(0, |p| p.id),
+            s.metric
+        ));
+        if let Some(why) = &s.too_few {
+            out.push_str(&format!("  {why}\n"));
+            continue;
+        }
+        if s.changes.is_empty() {
+            out.push_str("  no change point: the series is one level within its noise\n");
+        }
+        for c in &s.changes {
+            out.push_str(&format!(
+                "  change at run {} (id {}, {}): {} -> {}{} (p = {:.3})\n",
+                c.run,
+                c.id,
+                c.started_at,
+                format_metric(&s.metric, c.mean_before),
+                format_metric(&s.metric, c.mean_after),
+                c.change_percent
+                    .map_or(String::new(), |p| format!(", {p:+.1}%")),
+                c.p_value
+            ));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +139,49 @@ mod tests {
             runs: vec![],
         });
         assert!(empty.contains("no stored runs"), "{empty}");
+    }
+
+    #[test]
+    fn changes_name_the_run_the_size_and_the_p_value() {
+        use crate::model::changes::{Change, SeriesChanges, SeriesPoint};
+        let points: Vec<SeriesPoint> = (1..=3)
+            .map(|i| SeriesPoint {
+                id: i,
+                started_at: format!("t{i}"),
+                value: 5e7,
+            })
+            .collect();
+        let series = SeriesChanges {
+            command: "tcp".into(),
+            description: "to b".into(),
+            metric: "throughput_bps".into(),
+            points,
+            too_few: None,
+            changes: vec![Change {
+                run: 2,
+                id: 2,
+                started_at: "t2".into(),
+                p_value: 0.001,
+                mean_before: 5e7,
+                mean_after: 4e7,
+                change_percent: Some(-20.0),
+            }],
+        };
+        let mut few = series.clone();
+        few.too_few = Some("3 points: too few".into());
+        let rec = ChangesRecord {
+            schema_version: 1,
+            database: "x.db".into(),
+            method: "E-divisive".into(),
+            series: vec![series, few],
+        };
+        let t = render_changes(&rec);
+        assert!(
+            t.contains(
+                "change at run 2 (id 2, t2): 50.00 Mbit/s -> 40.00 Mbit/s, -20.0% (p = 0.001)"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("3 points: too few"), "{t}");
     }
 }

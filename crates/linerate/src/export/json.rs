@@ -27,6 +27,12 @@ pub enum SchemaName {
     /// `linerate history --json`.
     #[cfg(feature = "store")]
     History,
+    /// `linerate history --changes --json`.
+    #[cfg(feature = "store")]
+    Changes,
+    /// `linerate check --json`.
+    #[cfg(feature = "store")]
+    Check,
     /// `linerate sweep --json`.
     Sweep,
     /// `linerate campaign --json`.
@@ -48,6 +54,10 @@ impl SchemaName {
             SchemaName::Doctor => "doctor",
             #[cfg(feature = "store")]
             SchemaName::History => "history",
+            #[cfg(feature = "store")]
+            SchemaName::Changes => "changes",
+            #[cfg(feature = "store")]
+            SchemaName::Check => "check",
             SchemaName::Sweep => "sweep",
             SchemaName::Campaign => "campaign",
             #[cfg(feature = "fleet")]
@@ -71,6 +81,12 @@ impl SchemaName {
             SchemaName::Doctor => doctor_schema(),
             #[cfg(feature = "store")]
             SchemaName::History => pretty(&schemars::schema_for!(crate::store::HistoryRecord)),
+            #[cfg(feature = "store")]
+            SchemaName::Changes => {
+                pretty(&schemars::schema_for!(crate::model::changes::ChangesRecord))
+            }
+            #[cfg(feature = "store")]
+            SchemaName::Check => pretty(&schemars::schema_for!(crate::model::check::CheckRecord)),
             SchemaName::Sweep => pretty(&schemars::schema_for!(crate::model::sweep::SweepRecord)),
             SchemaName::Campaign => pretty(&schemars::schema_for!(
                 crate::model::campaign::CampaignRecord

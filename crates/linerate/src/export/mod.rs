@@ -22,6 +22,8 @@ pub mod analyze;
 pub mod campaign;
 #[cfg(feature = "chart")]
 pub mod chart;
+#[cfg(feature = "store")]
+pub mod check;
 pub mod compare;
 pub mod csv;
 pub mod diagnosis;

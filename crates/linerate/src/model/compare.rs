@@ -376,7 +376,7 @@ const PATH_FACTS: [&str; 2] = ["send path", "receive path"];
 /// "B differs from A in write size (131072 bytes → 65536 bytes), ...": the facts of the
 /// first run of each side that both recorded and that differ; and within a side, facts that
 /// change from run to run.
-fn mismatch(la: &str, a: &[RunFigures], lb: &str, b: &[RunFigures]) -> Vec<String> {
+pub fn mismatch(la: &str, a: &[RunFigures], lb: &str, b: &[RunFigures]) -> Vec<String> {
     let mut out = Vec::new();
     let (Some(fa), Some(fb)) = (a.first(), b.first()) else {
         return out;

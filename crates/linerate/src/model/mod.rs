@@ -5,6 +5,8 @@
 //! reason is in `warnings`; nothing is ever a fake zero.
 
 pub mod campaign;
+pub mod changes;
+pub mod check;
 pub mod compare;
 pub mod criteria;
 pub mod diagnosis;

@@ -26,6 +26,7 @@ pub mod entry;
 #[cfg(feature = "fleet")]
 pub mod fleet;
 pub mod schema;
+pub mod series;
 #[cfg(test)]
 mod tests;
 
