@@ -34,3 +34,4 @@ mod stream;
 #[cfg(feature = "sweep")]
 mod sweep;
 mod udp_ports;
+mod versions;
