@@ -59,6 +59,13 @@ impl fmt::Display for WireError {
                 write!(f, "truncated (need {need} bytes, have {have})")
             }
             WireErrorKind::BadMagic => write!(f, "bad magic (not a linerate peer?)"),
+            WireErrorKind::UnsupportedVersion(v) if self.layer == crate::control::frame::LAYER => {
+                write!(
+                    f,
+                    "frame layout version {v}, and this linerate reads version {} (the peer runs a linerate with another frame layout: use linerate versions with the same frame layout on both ends)",
+                    crate::control::frame::FRAME_VERSION
+                )
+            }
             WireErrorKind::UnsupportedVersion(v) => write!(f, "unsupported version {v}"),
             WireErrorKind::ReservedBitsSet => write!(f, "reserved bits set"),
             WireErrorKind::TooLong { len, max } => {

@@ -27,7 +27,8 @@ pub const MAX_CONTROL_FRAME: u32 = 4 * 1024 * 1024;
 /// with the longest user name take a few hundred.
 pub const MAX_HANDSHAKE_FRAME: u32 = 4 * 1024;
 
-const LAYER: &str = "control frame";
+/// The name of this format in a [`WireError`].
+pub(crate) const LAYER: &str = "control frame";
 
 /// A parsed, validated frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +189,14 @@ mod tests {
         assert_eq!(
             FrameHeader::parse(&h, MAX_CONTROL_FRAME).unwrap_err().kind,
             WireErrorKind::UnsupportedVersion(9)
+        );
+        // Another layout version is named as such, with this build's, in one line.
+        let text = FrameHeader::parse(&h, MAX_CONTROL_FRAME)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            text,
+            "malformed control frame at byte 2: frame layout version 9, and this linerate reads version 1 (the peer runs a linerate with another frame layout: use linerate versions with the same frame layout on both ends)"
         );
         let mut h = HEADER;
         h[3] = 1;

@@ -697,10 +697,14 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                 rcvbuf,
                 tcp_info,
                 mss: s.mss().ok(),
-                congestion: s.tcp_congestion().ok().map(|c| {
-                    String::from_utf8_lossy(&c)
-                        .trim_end_matches('\0')
-                        .to_string()
+                congestion: s.tcp_congestion().ok().and_then(|c| {
+                    sys::sockets::congestion_name(&c)
+                        .map_err(|w| {
+                            if !warnings.contains(&w) {
+                                warnings.push(w);
+                            }
+                        })
+                        .ok()
                 }),
             }
         }

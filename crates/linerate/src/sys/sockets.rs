@@ -170,8 +170,59 @@ pub fn udp_socket(
     Ok(sock.into())
 }
 
+/// Size of the name buffer of `TCP_CONGESTION` (`TCP_CA_NAME_MAX` in
+/// include/net/tcp.h); the kernel always copies `min(optlen, 16)` bytes, NUL-padded.
+pub const TCP_CA_NAME_MAX: usize = 16;
+
+/// The congestion control's name from what `getsockopt(TCP_CONGESTION)` returned into a
+/// 16-byte buffer (socket2's `tcp_congestion`): `Err(why)` when it cannot be the kernel's
+/// answer: another length than the buffer's (qemu's user mode treats the option as an
+/// `int` and returns 4 bytes, "bbr\0" or "cubi", byte-swapped on a big-endian guest:
+/// "\0rbb"), or a name that is empty or not of the characters of kernel module names.
+pub fn congestion_name(raw: &[u8]) -> Result<String, String> {
+    let name = raw.split(|&b| b == 0).next().unwrap_or_default();
+    let plausible = raw.len() == TCP_CA_NAME_MAX
+        && !name.is_empty()
+        && name
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-');
+    if plausible {
+        Ok(String::from_utf8_lossy(name).into_owned())
+    } else {
+        Err(format!(
+            "TCP_CONGESTION gave {} bytes ({:?}) where the kernel gives a NUL-padded name of {TCP_CA_NAME_MAX} (an emulator that does not translate it?): the congestion control is not reported",
+            raw.len(),
+            String::from_utf8_lossy(raw)
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    /// The kernel's answer, and what qemu's user mode gives instead (found running the
+    /// board build under qemu-ppc-static and qemu-aarch64-static).
+    #[test]
+    fn congestion_names_only_from_the_kernels_answer() {
+        let mut raw = [0u8; super::TCP_CA_NAME_MAX];
+        raw[..5].copy_from_slice(b"cubic");
+        assert_eq!(super::congestion_name(&raw).as_deref(), Ok("cubic"));
+        raw[..].copy_from_slice(b"abcdefghijklmnop");
+        assert_eq!(
+            super::congestion_name(&raw).as_deref(),
+            Ok("abcdefghijklmnop")
+        );
+        // qemu on a big-endian guest: "bbr\0" as an int, byte-swapped.
+        let e = super::congestion_name(b"\0rbb").unwrap_err();
+        assert!(e.contains("4 bytes") && e.contains("not reported"), "{e}");
+        // qemu on a little-endian guest: four bytes of a longer name, or of a short one.
+        assert!(super::congestion_name(b"cubi").is_err());
+        assert!(super::congestion_name(b"bbr\0").is_err());
+        assert!(super::congestion_name(&[0u8; 16]).is_err());
+        let mut junk = [0u8; 16];
+        junk[..3].copy_from_slice(&[0xff, b'a', 0x01]);
+        assert!(super::congestion_name(&junk).is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -133,18 +133,32 @@ pub fn parse_tcp_segments(raw: &[u8]) -> Option<(u32, u32)> {
     Some((u32_at(raw, off::SEGS_OUT)?, u32_at(raw, off::SEGS_IN)?))
 }
 
+/// `tcpi_state`, from a struct prefix that is a `struct tcp_info` at all: `None` when `raw`
+/// is shorter than the 104-byte Linux 2.6 struct. A shorter answer is not one (a user-mode
+/// emulator such as qemu's passes `TCP_INFO` through as if it were an `int` option and
+/// returns 4 bytes, byte-swapped on a big-endian guest), so its first byte is not the state.
+pub fn parse_tcp_state(raw: &[u8]) -> Option<u8> {
+    (raw.len() >= off::MIN_LEN).then(|| raw[0])
+}
+
+/// Why a `struct tcp_info` of `written` bytes is not usable, for the error.
+fn short_struct(written: usize, what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "the system returned {written} bytes of tcp_info, {what} (a kernel before Linux 2.6, or an emulator that does not translate TCP_INFO)"
+        ),
+    )
+}
+
 /// Reads (segments sent, segments received) from a TCP socket's `TCP_INFO`: the packets the
 /// connection put on and took off its interface (each counted after TSO/GSO splitting).
 ///
 /// Errors: as [`read_tcp_info`]; `InvalidData` on a kernel older than 4.2.
 pub fn read_tcp_segments(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
     let (buf, written) = raw_tcp_info(fd)?;
-    parse_tcp_segments(&buf[..written]).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("kernel returned {written} bytes of tcp_info, without segment counts"),
-        )
-    })
+    parse_tcp_segments(&buf[..written])
+        .ok_or_else(|| short_struct(written, "without segment counts"))
 }
 
 /// True once everything a TCP socket sent, its FIN included, has been acknowledged by the
@@ -153,10 +167,8 @@ pub fn read_tcp_segments(fd: BorrowedFd<'_>) -> io::Result<(u32, u32)> {
 /// peer reset is in CLOSE too: true then as well, since there is nothing left to wait for.
 pub fn all_acked_after_shutdown(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let (buf, written) = raw_tcp_info(fd)?;
-    let state = buf[..written]
-        .first()
-        .copied()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "kernel returned no tcp_info"))?;
+    let state = parse_tcp_state(&buf[..written])
+        .ok_or_else(|| short_struct(written, "too few to hold its state"))?;
     // include/net/tcp_states.h: TCP_FIN_WAIT2 = 5, TCP_TIME_WAIT = 6, TCP_CLOSE = 7.
     Ok(matches!(state, 5..=7))
 }
@@ -164,16 +176,13 @@ pub fn all_acked_after_shutdown(fd: BorrowedFd<'_>) -> io::Result<bool> {
 /// Reads `TCP_INFO` from a TCP socket.
 ///
 /// Errors: the `getsockopt` error (e.g. `ENOTSOCK`, `ENOPROTOOPT` on a non-TCP socket), or
-/// `InvalidData` when the kernel returned fewer than 104 bytes.
+/// `InvalidData` when fewer than 104 bytes came back.
 pub fn read_tcp_info(fd: BorrowedFd<'_>) -> io::Result<TcpInfoReport> {
     let (buf, written) = raw_tcp_info(fd)?;
     parse_tcp_info(&buf[..written]).ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "kernel returned {written} bytes of tcp_info, fewer than the {} needed",
-                off::MIN_LEN
-            ),
+        short_struct(
+            written,
+            &format!("fewer than the {} of Linux 2.6's struct", off::MIN_LEN),
         )
     })
 }
@@ -332,6 +341,25 @@ mod tests {
         b[140..144].copy_from_slice(&66u32.to_ne_bytes());
         assert_eq!(parse_tcp_segments(&b), Some((77, 66)));
         assert_eq!(parse_tcp_segments(&b[..143]), None);
+    }
+
+    /// What qemu's user mode returns for `TCP_INFO` (it treats it as an `int` option): 4
+    /// bytes, byte-swapped on a big-endian guest, here those of a socket in FIN_WAIT2 (5)
+    /// as a big-endian guest sees them. Not a struct: no state, no report, no segments.
+    #[test]
+    fn a_four_byte_answer_is_no_tcp_info() {
+        let host = u32::from_le_bytes([5, 0, 0, 0]);
+        let raw = host.to_be_bytes();
+        assert_eq!(raw[0], 0, "the state byte would read as 0");
+        assert_eq!(parse_tcp_state(&raw), None);
+        assert_eq!(parse_tcp_state(&[5, 0, 0, 0]), None);
+        assert!(parse_tcp_info(&raw).is_none());
+        assert!(parse_tcp_segments(&raw).is_none());
+        let mut full = fixture();
+        full[0] = 5;
+        assert_eq!(parse_tcp_state(&full), Some(5));
+        assert_eq!(parse_tcp_state(&full[..104]), Some(5));
+        assert_eq!(parse_tcp_state(&full[..103]), None);
     }
 
     #[test]

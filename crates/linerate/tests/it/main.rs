@@ -36,3 +36,4 @@ mod stream;
 #[cfg(feature = "sweep")]
 mod sweep;
 mod udp_ports;
+mod versions;

@@ -6,6 +6,7 @@
 //! loudly without root rather than pass silently.
 
 mod analyze;
+mod board;
 #[path = "../common/mod.rs"]
 mod common;
 mod conntrack;

@@ -20,8 +20,8 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use linerate_wire::control::{
-    AuthResponse, ErrorCode, Feature, Features, Hello, Message, ProtocolVersion, Results,
-    ReturnedCapture, Stop, StreamsReady, TestRequest, TestSpec, Transport, Welcome,
+    negotiate, AuthResponse, ErrorCode, Feature, Features, Hello, Message, ProtocolVersion,
+    Results, ReturnedCapture, Stop, StreamsReady, TestRequest, TestSpec, Transport, Welcome,
 };
 use linerate_wire::device::{CountersRequest, DeviceSnapshot};
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
@@ -666,7 +666,19 @@ impl ClientMachine {
         }
     }
 
-    fn on_welcome(&mut self, now: Instant, w: Welcome) {
+    fn on_welcome(&mut self, now: Instant, mut w: Welcome) {
+        // The server picks the version (same major, the lower minor); one that picked
+        // another major, or a minor above this client's, did not negotiate: the session
+        // runs at what both speak, or not at all.
+        let Some(version) = negotiate(ProtocolVersion::CURRENT, w.protocol) else {
+            return self.failed(format!(
+                "the server at {} answered in protocol {} and this client speaks {}: use linerate versions with the same major version on both ends",
+                self.cfg.server,
+                w.protocol,
+                ProtocolVersion::CURRENT
+            ));
+        };
+        w.protocol = version;
         self.features = w.feature_set();
         let challenge = w.auth.clone();
         self.welcome = Some(w);

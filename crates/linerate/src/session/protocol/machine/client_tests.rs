@@ -227,6 +227,35 @@ fn reject_error_close_and_out_of_order_before_welcome() {
     ));
 }
 
+/// A welcome at another major version is refused (the server did not negotiate, or speaks
+/// another protocol); one above this client's minor runs at this client's version.
+#[test]
+fn a_welcome_is_held_to_the_version_both_speak() {
+    let t0 = Instant::now();
+    for major in [0, 2] {
+        let mut m = ClientMachine::new(cfg(None), t0);
+        drain(&mut m);
+        let mut w = welcome(Features::all());
+        w.protocol = ProtocolVersion { major, minor: 0 };
+        m.handle(t0, msg(Message::Welcome(w)));
+        assert_eq!(
+            failure(&m),
+            format!("the server at srv:5301 answered in protocol {major}.0 and this client speaks 1.3: use linerate versions with the same major version on both ends")
+        );
+        assert_eq!(drain(&mut m), vec![Action::Close]);
+    }
+    let mut m = ClientMachine::new(cfg(None), t0);
+    drain(&mut m);
+    let mut w = welcome(Features::all());
+    w.protocol = ProtocolVersion { major: 1, minor: 9 };
+    m.handle(t0, msg(Message::Welcome(w)));
+    assert_eq!(*m.phase(), Phase::Connected);
+    assert_eq!(
+        m.welcome().map(|w| w.protocol),
+        Some(ProtocolVersion::CURRENT)
+    );
+}
+
 fn challenged(t0: Instant, creds: Option<Credentials>, method: &str, nonce: &str) -> ClientMachine {
     let mut m = ClientMachine::new(cfg(creds), t0);
     drain(&mut m);
