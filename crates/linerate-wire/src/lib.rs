@@ -23,8 +23,8 @@ pub mod capture;
 pub mod control;
 pub mod device;
 pub mod doctor;
-pub mod fleet;
 mod error;
+pub mod fleet;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod hex;

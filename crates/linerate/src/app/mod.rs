@@ -24,10 +24,10 @@ mod fleet;
 #[cfg(feature = "store")]
 mod history;
 mod keep;
-mod order;
 #[cfg(feature = "lab")]
 mod lab;
 pub mod metrics;
+mod order;
 #[cfg(feature = "report")]
 mod report;
 mod rfc2544;

@@ -117,7 +117,11 @@ mod tests {
         assert_eq!(order_length(&p), Some(std::time::Duration::from_secs(2)));
         let u = order_plan(&words("udp -b 40M -t 1"), "h", 5301).unwrap();
         assert_eq!(u.spec.transport, Transport::Udp);
-        assert!(order_plan(&words("rr -t 1"), "h", 5301).unwrap().spec.rr.is_some());
+        assert!(order_plan(&words("rr -t 1"), "h", 5301)
+            .unwrap()
+            .spec
+            .rr
+            .is_some());
         for (t, what) in [
             ("tcp --repeat 3", "--repeat"),
             ("tcp --capture x.pcap", "--capture"),

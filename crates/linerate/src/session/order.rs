@@ -199,27 +199,37 @@ mod tests {
         let users = Users::parse("coord:secret-of-coord\n").unwrap();
         let peer: SocketAddr = "198.18.0.9:40000".parse().unwrap();
         // Unauthenticated: refused before anything runs.
-        let e = agent.take(&order("a"), None, Some(&users), peer).unwrap_err();
+        let e = agent
+            .take(&order("a"), None, Some(&users), peer)
+            .unwrap_err();
         assert_eq!(e.0, ErrorCode::AuthRequired);
         // A test the runner refuses: bad_request, nothing runs.
         let mut bad = order("b");
         bad.test[0] = "bad".into();
-        let e = agent.take(&bad, Some("coord"), Some(&users), peer).unwrap_err();
+        let e = agent
+            .take(&bad, Some("coord"), Some(&users), peer)
+            .unwrap_err();
         assert_eq!(e.0, ErrorCode::BadRequest);
         assert!(e.1.contains("not a test"), "{}", e.1);
         // Oversized: refused by the caps.
         let mut big = order("c");
         big.test = vec!["-t".into(); linerate_wire::fleet::MAX_TEST_WORDS + 1];
         assert_eq!(
-            agent.take(&big, Some("coord"), Some(&users), peer).unwrap_err().0,
+            agent
+                .take(&big, Some("coord"), Some(&users), peer)
+                .unwrap_err()
+                .0,
             ErrorCode::BadRequest
         );
         assert_eq!(runner.ran.load(Ordering::SeqCst), 0);
         // One runs; a second order meanwhile is busy.
         let (a2, u2) = (agent.clone(), users.clone());
-        let first = std::thread::spawn(move || a2.take(&order("d"), Some("coord"), Some(&u2), peer));
+        let first =
+            std::thread::spawn(move || a2.take(&order("d"), Some("coord"), Some(&u2), peer));
         runner.inside.wait();
-        let e = agent.take(&order("e"), Some("coord"), Some(&users), peer).unwrap_err();
+        let e = agent
+            .take(&order("e"), Some("coord"), Some(&users), peer)
+            .unwrap_err();
         assert_eq!(e.0, ErrorCode::Busy);
         assert!(e.1.contains("ordered test d"), "{}", e.1);
         runner.leave.wait();
@@ -229,7 +239,8 @@ mod tests {
         assert_eq!(report.record.unwrap()["user"], "coord");
         // The slot is free again.
         let (a3, u3) = (agent.clone(), users.clone());
-        let third = std::thread::spawn(move || a3.take(&order("f"), Some("coord"), Some(&u3), peer));
+        let third =
+            std::thread::spawn(move || a3.take(&order("f"), Some("coord"), Some(&u3), peer));
         runner.inside.wait();
         runner.leave.wait();
         assert!(third.join().unwrap().is_ok());

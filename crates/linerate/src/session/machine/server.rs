@@ -842,7 +842,11 @@ impl ServerMachine {
                 let line = format!(
                     "fleet: ordered test {} {}",
                     report.id,
-                    if report.error.is_none() { "ran" } else { "failed" }
+                    if report.error.is_none() {
+                        "ran"
+                    } else {
+                        "failed"
+                    }
                 );
                 self.send(Message::FleetReport(report));
                 self.send(Message::Done(Done {}));
