@@ -17,7 +17,7 @@ use crate::model::plan::Debug;
 use crate::model::plan::StreamPlan;
 use crate::model::units::{format_bps, format_per_sec};
 use crate::model::{EndSummary, RunRecord};
-use crate::session::client;
+use crate::session::protocol::client;
 use crate::session::server::{Server, ServerConfig};
 
 /// Runs `linerate demo`.

@@ -15,7 +15,7 @@ use crate::doctor::{checks, local_report};
 use crate::export;
 use crate::model::doctor::DoctorRecord;
 use crate::model::plan::{Debug, UDP_DEFAULT_RCVBUF};
-use crate::session::client;
+use crate::session::protocol::client;
 use crate::sys::sockets;
 
 /// Runs `linerate doctor`.

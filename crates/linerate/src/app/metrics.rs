@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::export::prom;
-use crate::session::metrics::ServerMetrics;
+use crate::session::server::policy::metrics::ServerMetrics;
 
 /// Longest request head read, bytes.
 pub const MAX_REQUEST: usize = 8192;

@@ -1,4 +1,4 @@
-//! `serve --fleet-agent`: the runner of ordered tests ([`crate::session::order`]). An
+//! `serve --fleet-agent`: the runner of ordered tests ([`crate::session::server::order`]). An
 //! order's test is parsed and checked like the same command line (`cli::order`), then
 //! against this agent's limits (`--max-duration`, `--max-streams`), and run as a client of
 //! the order's target, quietly: the record goes back to the coordinator, nothing is printed
@@ -12,8 +12,8 @@ use linerate_wire::fleet::FleetOrder;
 
 use crate::cli::order::{order_length, order_plan};
 use crate::model::plan::Credentials;
-use crate::session::client::{self, Quiet};
-use crate::session::order::OrderRunner;
+use crate::session::protocol::client::{self, Quiet};
+use crate::session::server::order::OrderRunner;
 
 /// Runs ordered tests within the agent's limits.
 pub struct Runner {

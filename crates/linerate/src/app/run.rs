@@ -36,8 +36,8 @@ use crate::model::plan::StreamPlan;
 use crate::model::trace::TraceRecord;
 use crate::model::{PlanRecord, RunRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
-use crate::session::client::{self, Observer};
-use crate::session::dut::DutProbe;
+use crate::session::protocol::client::{self, Observer};
+use crate::session::side::dut::DutProbe;
 
 /// The interval lines of a table: stream tests show both ends, RR tests the client's.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -124,13 +124,13 @@ pub struct Once<'a> {
     pub link_rate_bps: Option<u64>,
     /// `--capture`: record and analyse the test's packets.
     pub capture: &'a CaptureArgs,
-    /// `--latency`: probes beside the load (`crate::session::latency`).
+    /// `--latency`: probes beside the load (`crate::session::side::latency`).
     pub latency: bool,
     /// `--prom FILE`: the run in the Prometheus text format.
     pub prom: Option<&'a Path>,
     /// `--profile-out DIR`: each end's folded stacks.
     pub profile_out: Option<&'a Path>,
-    /// `--iperf3`: the server is an iperf3 server (`crate::session::iperf3_client`).
+    /// `--iperf3`: the server is an iperf3 server (`crate::session::iperf3::client`).
     pub iperf3: bool,
 }
 
@@ -151,9 +151,9 @@ pub fn run_once(
     let mut live = LiveOutput::new(out.format, plan);
     let rec = with_capture(how.capture, plan, |plan| {
         let mut rec = if how.iperf3 {
-            crate::session::iperf3_client::run(plan, &mut live, &interrupt)?
+            crate::session::iperf3::client::run(plan, &mut live, &interrupt)?
         } else if how.latency {
-            crate::session::latency::run(plan, &mut live, &interrupt)?
+            crate::session::side::latency::run(plan, &mut live, &interrupt)?
         } else {
             let dut = dut.map(|d| d as &mut dyn client::WindowWatch);
             client::run_with_dut(plan, &mut live, &interrupt, dut)?
@@ -322,7 +322,7 @@ pub fn run_repeated(
     let iperf3 = how.iperf3;
     let set = run_repetitions(rp, show, &interrupt, |_| {
         let mut rec = if iperf3 {
-            crate::session::iperf3_client::run(plan, &mut client::Quiet, &interrupt)?
+            crate::session::iperf3::client::run(plan, &mut client::Quiet, &interrupt)?
         } else {
             let dut = dut
                 .as_deref_mut()

@@ -8,8 +8,8 @@ use super::signal_flag;
 use crate::cli::serve::ServeArgs;
 use crate::cli::UsageError;
 use crate::model::plan::Debug;
-use crate::session::auth;
-use crate::session::hooks::HookSet;
+use crate::session::protocol::auth;
+use crate::session::server::policy::hooks::HookSet;
 use crate::session::server::{Server, ServerConfig};
 
 /// Runs `linerate serve`.
@@ -68,13 +68,13 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             limits: cfg.limits.clone(),
             interrupt,
         };
-        cfg.fleet_agent = Some(Arc::new(crate::session::order::Agent::new(Arc::new(
+        cfg.fleet_agent = Some(Arc::new(crate::session::server::order::Agent::new(Arc::new(
             runner,
         ))));
     }
     let metrics = a
         .metrics
-        .map(|_| Arc::new(crate::session::metrics::ServerMetrics::default()));
+        .map(|_| Arc::new(crate::session::server::policy::metrics::ServerMetrics::default()));
     cfg.metrics = metrics.clone();
     let cfg_hooks = cfg.hooks.clone();
     let server = Server::bind(cfg)?;

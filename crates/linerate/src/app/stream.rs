@@ -12,8 +12,8 @@ use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
 use crate::cli::stream::{criteria, cross_flag_checks, stream_plan, StreamArgs};
 use crate::model::plan::StreamPlan;
-use crate::session::client;
-use crate::session::dut::DutProbe;
+use crate::session::protocol::client;
+use crate::session::side::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {

@@ -25,7 +25,7 @@ use crate::model::sweep::{
     SweepRecord, Vary, SWEEP_SCHEMA_VERSION, TESTER_ADVICE,
 };
 use crate::repeat::run_repetitions;
-use crate::session::client;
+use crate::session::protocol::client;
 use crate::store::{entry, Store};
 use linerate_wire::control::Feature;
 use linerate_wire::hooks::HookRequest;

@@ -8,6 +8,7 @@ use clap::{Args as ClapArgs, Subcommand};
 
 use super::common::AuthArgs;
 use super::units;
+use super::UsageError;
 pub use crate::fleet::manifests::ManifestsArgs;
 
 /// `linerate fleet` arguments.
@@ -79,4 +80,79 @@ pub struct RunArgs {
     /// The test each pair runs, after `--`: tcp|udp|rr [its options, without HOST].
     #[arg(last = true, required = true, value_name = "TEST")]
     pub test: Vec<String>,
+}
+
+/// `HOST`, `HOST:PORT`, `[ADDR]:PORT` or a bare IPv6 address, as an agent.
+pub fn parse_agent(s: &str) -> Result<(String, u16), UsageError> {
+    super::common::parse_dut(s).map_err(|_| {
+        UsageError(format!(
+            "agent {:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. 198.18.0.2:5301",
+            linerate_wire::text::clip(s, 80)
+        ))
+    })
+}
+
+/// The agents of `--agents` and `--agents-file` (not `--agents-dns`, which is resolved when
+/// the run starts), in the order given, without repeats.
+pub fn listed_agents(a: &RunArgs) -> Result<Vec<(String, u16)>, UsageError> {
+    let mut words: Vec<String> = a
+        .agents
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if let Some(f) = &a.agents_file {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| UsageError(format!("--agents-file {}: {e}", f.display())))?;
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if !line.is_empty() {
+                words.push(line.to_string());
+            }
+        }
+    }
+    let mut out: Vec<(String, u16)> = Vec::new();
+    for w in words {
+        let agent = parse_agent(&w)?;
+        if !out.contains(&agent) {
+            out.push(agent);
+        }
+    }
+    Ok(out)
+}
+
+/// A fleet run's name: 1 to 40 letters, digits, `-`, `_` or `.`.
+pub fn check_name(name: &str) -> Result<(), UsageError> {
+    let ok = !name.is_empty()
+        && name.len() <= 40
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(UsageError(format!(
+            "fleet run name {:?}: use 1 to 40 letters, digits, '-', '_' or '.'",
+            linerate_wire::text::clip(name, 60)
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_agents_are_checked() {
+        assert!(check_name("rack7-2026.11").is_ok());
+        assert!(check_name("").is_err());
+        assert!(check_name("a b").is_err());
+        assert!(check_name(&"x".repeat(41)).is_err());
+        assert_eq!(
+            parse_agent("198.18.0.2").unwrap(),
+            ("198.18.0.2".into(), 5301)
+        );
+        assert_eq!(parse_agent("[::1]:6000").unwrap(), ("::1".into(), 6000));
+        assert!(parse_agent("h:0").unwrap_err().0.contains("HOST:PORT"));
+    }
 }

@@ -118,18 +118,18 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     }
     if a.udp {
         let min = linerate_wire::probe::LEN as u32;
-        let max = crate::session::limits::MAX_UDP_PAYLOAD;
+        let max = crate::session::server::policy::limits::MAX_UDP_PAYLOAD;
         if req < min || resp < min || req > max || resp > max {
             return Err(UsageError(format!(
                 "-r {req},{resp}: UDP requests and responses must be {min}..={max} bytes (each carries a {min}-byte sequence header)"
             )));
         }
     }
-    if a.burst == 0 || a.burst > crate::session::limits::MAX_BURST {
+    if a.burst == 0 || a.burst > crate::session::server::policy::limits::MAX_BURST {
         return Err(UsageError(format!(
             "--burst {}: use 1 to {}",
             a.burst,
-            crate::session::limits::MAX_BURST
+            crate::session::server::policy::limits::MAX_BURST
         )));
     }
     if u64::from(req.max(resp)) * u64::from(a.burst) > 16 << 20 {
@@ -149,7 +149,8 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         return err("-i must be at least 10ms");
     }
     let timeout_ms = ms(a.timeout);
-    if a.udp && !(1..=crate::session::limits::MAX_TIMEOUT_MS).contains(&timeout_ms) {
+    if a.udp && !(1..=crate::session::server::policy::limits::MAX_TIMEOUT_MS).contains(&timeout_ms)
+    {
         return err("--timeout must be between 1ms and 60s");
     }
     if let Some(f) = &a.output.format {

@@ -18,10 +18,10 @@ pub struct ServeArgs {
     pub max_duration: std::time::Duration,
     /// Most parallel streams per direction in one test (at most 32767).
     #[arg(long, default_value_t = 128,
-          value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::session::limits::MAX_STREAMS)))]
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(crate::session::server::policy::limits::MAX_STREAMS)))]
     pub max_streams: u16,
     /// Most streams of all running tests together (each is a thread and a socket).
-    #[arg(long, default_value_t = crate::session::limits::DEFAULT_TOTAL_STREAMS,
+    #[arg(long, default_value_t = crate::session::server::policy::limits::DEFAULT_TOTAL_STREAMS,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub max_total_streams: u32,
     /// Most buffer bytes of all running tests together: per stream its write buffer and

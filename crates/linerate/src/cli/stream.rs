@@ -264,11 +264,11 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     if a.parallel == 0 {
         return err("-P must be at least 1");
     }
-    if a.parallel > crate::session::limits::MAX_STREAMS {
+    if a.parallel > crate::session::server::policy::limits::MAX_STREAMS {
         return Err(UsageError(format!(
             "-P {}: at most {} streams per direction",
             a.parallel,
-            crate::session::limits::MAX_STREAMS
+            crate::session::server::policy::limits::MAX_STREAMS
         )));
     }
     if a.max_time.is_some_and(|t| t.is_zero()) {
@@ -290,10 +290,10 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     }
     if transport == Transport::Udp {
         let min = linerate_wire::probe::LEN as u32;
-        if len < min || len > crate::session::limits::MAX_UDP_PAYLOAD {
+        if len < min || len > crate::session::server::policy::limits::MAX_UDP_PAYLOAD {
             return Err(UsageError(format!(
                 "-l {len}: a UDP datagram payload must be {min}..={} bytes (it carries a {min}-byte sequence and timestamp header)",
-                crate::session::limits::MAX_UDP_PAYLOAD
+                crate::session::server::policy::limits::MAX_UDP_PAYLOAD
             )));
         }
     }

@@ -6,7 +6,7 @@
 //! * [`checks`] holds the rules (pure: values in, [`Finding`]s out), [`read`] the reading
 //!   of sysctls, cpufreq, interface facts, IRQ affinity and the path MTU.
 //! * With HOST, the client opens a control session by the connect path every test uses
-//!   (`session::client::connect`), measures the RTT on it (TCP_INFO of the control
+//!   (`session::protocol::client::connect`), measures the RTT on it (TCP_INFO of the control
 //!   connection after hello/welcome), and — when the server lists the `doctor` feature —
 //!   sends `doctor_request` instead of a test; the server answers `doctor_report` with its
 //!   own findings (checked toward the client, `session::server`) and `done`. A server

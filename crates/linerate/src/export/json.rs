@@ -31,6 +31,9 @@ pub enum SchemaName {
     Sweep,
     /// `linerate campaign --json`.
     Campaign,
+    /// `linerate fleet run --json`.
+    #[cfg(feature = "fleet")]
+    Fleet,
 }
 
 impl SchemaName {
@@ -47,6 +50,8 @@ impl SchemaName {
             SchemaName::History => "history",
             SchemaName::Sweep => "sweep",
             SchemaName::Campaign => "campaign",
+            #[cfg(feature = "fleet")]
+            SchemaName::Fleet => "fleet",
         }
     }
 
@@ -70,6 +75,8 @@ impl SchemaName {
             SchemaName::Campaign => pretty(&schemars::schema_for!(
                 crate::model::campaign::CampaignRecord
             )),
+            #[cfg(feature = "fleet")]
+            SchemaName::Fleet => pretty(&schemars::schema_for!(crate::fleet::record::FleetRecord)),
         }
     }
 }

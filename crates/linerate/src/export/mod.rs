@@ -28,6 +28,8 @@ pub mod diagnosis;
 pub mod doctor;
 #[cfg(feature = "chart")]
 pub mod flamegraph;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 #[cfg(feature = "store")]
 pub mod history;
 pub mod json;

@@ -7,15 +7,15 @@
 use std::fmt::Write as _;
 
 use crate::model::{FlowDirection, RunRecord};
-use crate::session::metrics::Snapshot;
+use crate::session::server::policy::metrics::Snapshot;
 
 /// The content type of the format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// A document being written.
 #[derive(Default)]
-struct Prom {
-    out: String,
+pub(super) struct Prom {
+    pub(super) out: String,
 }
 
 /// A label value escaped as the format asks (backslash, double quote, newline).
@@ -40,7 +40,7 @@ fn value(v: f64) -> String {
 impl Prom {
     /// A family with its samples: (labels, value); non-finite values are left out, and a
     /// family without samples is not written.
-    fn family(
+    pub(super) fn family(
         &mut self,
         name: &str,
         kind: &str,
@@ -323,7 +323,7 @@ pub fn write_atomic(path: &std::path::Path, text: &str) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use crate::export::fixtures;
-    use crate::session::metrics::LastTest;
+    use crate::session::server::policy::metrics::LastTest;
 
     /// A strict reader of the text format (promtool is the witness in the integration
     /// tests): every sample's family has HELP and TYPE before it, names and labels are

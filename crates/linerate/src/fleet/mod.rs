@@ -3,6 +3,9 @@
 //! coordinator plans every ordered pair into rounds of disjoint pairs ([`plan`]) and has
 //! one agent of each pair run the test towards the other (a third-party test, the
 //! `fleet_order` message of the control protocol). The agent's side is in the core
-//! (`session::order`); this module needs the store, where every pair is kept.
+//! (`session::server::order`); this module needs the store, where every pair is kept.
 
+pub mod coordinator;
 pub mod manifests;
+pub mod plan;
+pub mod record;

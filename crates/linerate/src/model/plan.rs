@@ -154,7 +154,7 @@ pub fn split(total: u64, n: u16, i: u16) -> u64 {
 
 /// The streams of a test: `(index, client_sends)`. With `Both`, indices `0..n` carry
 /// client → server and `n..2n` server → client. Indices are 16 bits on the wire, so both
-/// ends refuse more than `session::limits::MAX_STREAMS` (32,767) streams per direction;
+/// ends refuse more than `session::server::policy::limits::MAX_STREAMS` (32,767) streams per direction;
 /// should a larger `n` come here anyway, the indices that do not fit are left out rather
 /// than wrapped onto others.
 pub fn stream_layout(direction: Direction, n: u16) -> Vec<(u16, bool)> {

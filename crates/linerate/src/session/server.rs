@@ -1,14 +1,14 @@
 //! `linerate serve`: one port for control and data, TCP and UDP, many tests at once.
 //!
-//! This file is the accept loop and what the sessions share: the limits (connections,
+//! This file is what the sessions share (the accept loop is in `accept.rs`): the limits (connections,
 //! tests at once), the registry that routes data connections by token, and the claims on
 //! client UDP ports. The accept thread waits (poll) for a new connection's first bytes, up
-//! to [`MAX_WAITING`] connections at once and each within the handshake time-out: a data
+//! to `MAX_WAITING` connections at once and each within the handshake time-out: a data
 //! connection (`LRD1` and its stream hello) is passed right there, by its token, to the
 //! session that issued the token (or to a TCP_CRR responder), so that TCP_CRR costs no thread
 //! start per transaction. Any other connection gets its own thread, which reads the first
-//! four bytes: `LR\x01\x00` starts a control session ([`session`], driving the protocol's
-//! [`crate::session::machine::server`]), an iperf3 cookie an iperf3 session or stream.
+//! four bytes: `LR\x01\x00` starts a control session (`connection.rs`, driving the protocol's
+//! [`crate::session::protocol::machine::server`]), an iperf3 cookie an iperf3 session or stream.
 //! Anything else is closed. Tests are isolated: each has its own token, sockets and
 //! engine.
 //!
@@ -17,34 +17,33 @@
 //! (`--max-handshakes-per-address`, counted from a control connection's magic or an iperf3
 //! cookie), the frames before `hello`/`auth` (4 KiB, read on the connection's one thread),
 //! the handshake time as a total from the accept, the
-//! streams and buffers of all tests together ([`limits::Budget`]), failed
-//! authentications per address and user ([`limits::AuthLimiter`]), and log lines per
+//! streams and buffers of all tests together ([`policy::limits::Budget`]), failed
+//! authentications per address and user ([`policy::limits::AuthLimiter`]), and log lines per
 //! address. A connection over a limit gets a `busy` error where it can be told. The caps
 //! are fitted to the open-file limit ([`fit_open_files`]), raised to the hard limit at
 //! start.
 
 use std::collections::HashMap;
-use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use linerate_wire::control::{self, ErrorCode, ErrorMsg, Message, ServerLimits};
-use linerate_wire::stream_hello::{self, StreamHello};
+use linerate_wire::control::{self, ServerLimits};
 
-use super::limits::{self, AuthLimiter, Budget, Cost};
 use crate::sys::sockets;
+use policy::limits::{self, AuthLimiter, Budget, Cost};
 
+mod accept;
 mod capture;
-mod iperf3;
-mod session;
-mod streams;
+mod connection;
+pub(in crate::session) mod data_sockets;
+pub mod order;
+pub mod policy;
 
-use session::{handle_control, Event};
+use connection::Event;
 
 use crate::model::plan::Debug;
 
@@ -68,7 +67,7 @@ pub struct ServerConfig {
     /// Print one log line per test on stderr.
     pub log: bool,
     /// Users allowed to run tests (`--auth-users`); `None` lets anyone in.
-    pub users: Option<Arc<super::auth::Users>>,
+    pub users: Option<Arc<crate::session::protocol::auth::Users>>,
     /// Lets iperf3 clients (which carry no linerate credentials) test while `users` is set
     /// (`serve --allow-iperf3-unauthenticated`); otherwise they are refused with iperf3's
     /// "test authorization failed".
@@ -103,11 +102,11 @@ pub struct ServerConfig {
     /// See `auth_failures_per_address`.
     pub auth_failure_window: Duration,
     /// Hooks the operator declared (`serve --hooks FILE`), which clients may ask to run.
-    pub hooks: Option<Arc<super::hooks::HookSet>>,
+    pub hooks: Option<Arc<policy::hooks::HookSet>>,
     /// Figures for monitoring that every session updates (`serve --metrics`).
-    pub metrics: Option<Arc<super::metrics::ServerMetrics>>,
+    pub metrics: Option<Arc<policy::metrics::ServerMetrics>>,
     /// Takes third-party test orders from authenticated users (`serve --fleet-agent`).
-    pub fleet_agent: Option<Arc<super::order::Agent>>,
+    pub fleet_agent: Option<Arc<order::Agent>>,
 }
 
 impl Default for ServerConfig {
@@ -183,35 +182,36 @@ struct Route {
 
 type Registry = Mutex<HashMap<[u8; 16], Route>>;
 
-struct Ctx {
-    cfg: ServerConfig,
+pub(in crate::session) struct Ctx {
+    pub(in crate::session) cfg: ServerConfig,
     port: u16,
     registry: Registry,
     /// The client addresses of the UDP streams of running tests, each with the token of the
     /// test it belongs to: a UDP stream's socket belongs to exactly one test.
-    udp_peers: Mutex<HashMap<SocketAddr, [u8; 16]>>,
-    active_tests: AtomicUsize,
+    pub(in crate::session) udp_peers: Mutex<HashMap<SocketAddr, [u8; 16]>>,
+    pub(in crate::session) active_tests: AtomicUsize,
     connections: AtomicUsize,
     /// Most connections at once: [`MAX_CONNECTIONS`], or fewer if the open-file limit
     /// holds fewer.
     max_connections: usize,
     /// The open-file limit (soft, raised to the hard limit at start).
     open_files: u64,
-    shutdown: Arc<AtomicBool>,
+    pub(in crate::session) shutdown: Arc<AtomicBool>,
     sessions: AtomicUsize,
     /// Connections and sessions in their handshake, per client address.
     per_address: Mutex<HashMap<IpAddr, AddressUse>>,
     busy_answers: AtomicUsize,
     /// What the running tests hold of `cfg.budget`.
-    budget_used: Mutex<Cost>,
+    pub(in crate::session) budget_used: Mutex<Cost>,
     auth_limiter: Mutex<AuthLimiter>,
     log_limiter: Mutex<LogLimiter>,
     /// Accepted connections so far: the order of an iperf3 test's data connections.
     accept_seq: std::sync::atomic::AtomicU64,
     /// iperf3 sessions waiting for their TCP data connections, by cookie.
-    iperf3_streams: Mutex<HashMap<linerate_wire::iperf3::Cookie, Sender<(u64, TcpStream)>>>,
+    pub(in crate::session) iperf3_streams:
+        Mutex<HashMap<linerate_wire::iperf3::Cookie, Sender<(u64, TcpStream)>>>,
     /// The iperf3 session of each client address that is opening UDP streams.
-    iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
+    pub(in crate::session) iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
 }
 
 /// What one client address holds.
@@ -261,7 +261,7 @@ impl Ctx {
     }
 
     /// Counts a control session of `ip` in its handshake, or says why it is refused.
-    fn enter_handshake(&self, ip: IpAddr) -> Result<(), String> {
+    pub(in crate::session) fn enter_handshake(&self, ip: IpAddr) -> Result<(), String> {
         let max = self.cfg.max_handshakes_per_address;
         let Ok(mut m) = self.per_address.lock() else {
             return Err("the server's connection table is unavailable".into());
@@ -276,7 +276,7 @@ impl Ctx {
         Ok(())
     }
 
-    fn leave_handshake(&self, ip: IpAddr) {
+    pub(in crate::session) fn leave_handshake(&self, ip: IpAddr) {
         self.forget(ip, |u| u.handshakes = u.handshakes.saturating_sub(1));
     }
 
@@ -494,293 +494,6 @@ impl Server {
     pub fn shutdown_handle(&self) -> Arc<AtomicBool> {
         self.ctx.shutdown.clone()
     }
-
-    /// Serves until the shutdown flag is set (or after one test with `one_off`). Running tests
-    /// are told the server is shutting down and given a moment to end.
-    pub fn run(self) -> anyhow::Result<()> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-        self.listener.set_nonblocking(true)?;
-        // The UDP port's reader: iperf3 clients announce their UDP streams on it.
-        let udp = self.udp.try_clone().context("UDP port")?;
-        let ctx = self.ctx.clone();
-        let udp_reader = std::thread::Builder::new()
-            .name("lr-udp-port".into())
-            .spawn(move || iperf3::udp_dispatch(ctx, udp))
-            .context("starting the UDP port's reader")?;
-        let mut waiting: Vec<Waiting> = Vec::new();
-        let mut accept_errors = AcceptErrors::default();
-        while !self.ctx.shutdown.load(SeqCst) {
-            // The listener and the connections still waiting for their first bytes, for at
-            // most 100 ms or until the first of their handshake time-outs.
-            let now = Instant::now();
-            let wait = waiting
-                .iter()
-                .map(|w| w.deadline.saturating_duration_since(now))
-                .fold(Duration::from_millis(100), Duration::min);
-            let timeout =
-                PollTimeout::try_from(wait.as_millis().max(1)).unwrap_or(PollTimeout::MAX);
-            let mut fds = Vec::with_capacity(1 + waiting.len());
-            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
-            fds.extend(
-                waiting
-                    .iter()
-                    .map(|w| PollFd::new(w.stream.as_fd(), PollFlags::POLLIN)),
-            );
-            let ready: Vec<bool> = match poll(&mut fds, timeout) {
-                Ok(_) => fds
-                    .iter()
-                    .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
-                    .collect(),
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(e) => return Err(e).context("waiting for connections"),
-            };
-            drop(fds);
-            let now = Instant::now();
-            // From the back, so that swap_remove leaves the indices still to visit alone.
-            for k in (0..waiting.len()).rev() {
-                if ready[k + 1] || now >= waiting[k].deadline {
-                    self.first_bytes(waiting.swap_remove(k));
-                }
-            }
-            if !ready[0] {
-                continue;
-            }
-            loop {
-                match self.listener.accept() {
-                    Ok((stream, peer)) => self.dispatch(stream, peer, &mut waiting),
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) => {
-                        // EMFILE and friends: log (rarely), back off, keep serving others.
-                        accept_errors.failed(&self.ctx, &e, Instant::now());
-                        std::thread::sleep(Duration::from_millis(50));
-                        break;
-                    }
-                }
-            }
-        }
-        for w in waiting {
-            self.ctx.close_connection(w.ip);
-        }
-        // Give sessions a moment to tell their clients and end their engines.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while self.ctx.sessions.load(SeqCst) > 0 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = udp_reader.join();
-        Ok(())
-    }
-
-    /// A new connection: a data connection whose stream hello is already there is routed at
-    /// once; any other waits (counted against the limits) in `waiting` for its first bytes,
-    /// or gets a thread at once when [`MAX_WAITING`] already wait.
-    fn dispatch(&self, stream: TcpStream, peer: SocketAddr, waiting: &mut Vec<Waiting>) {
-        let accepted = Instant::now();
-        let seq = self.ctx.accept_seq.fetch_add(1, SeqCst);
-        let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
-            return;
-        };
-        let ip = sockets::canonical(peer.ip());
-        // Descriptors are the lowest free: a number this high means nearly all are open.
-        let fd = stream.as_raw_fd() as u64;
-        let keep = FD_RESERVE + MAX_BUSY_ANSWERS as u64;
-        if fd >= self.ctx.open_files.saturating_sub(keep) {
-            let why = format!(
-                "the server has nearly all of its {} file descriptors open: retry later",
-                self.ctx.open_files
-            );
-            return answer_busy(&self.ctx, stream, peer, why);
-        }
-        if let Err(why) = self.ctx.open_connection(ip) {
-            return answer_busy(&self.ctx, stream, peer, why);
-        }
-        let w = Waiting {
-            deadline: accepted + self.ctx.cfg.handshake_timeout,
-            stream,
-            peer,
-            ip,
-            accepted,
-            seq,
-        };
-        if waiting.len() < MAX_WAITING {
-            waiting.push(w);
-        } else {
-            self.spawn_conn(w);
-        }
-    }
-
-    /// A waiting connection that became readable (or whose handshake time is up): a data
-    /// connection with its whole stream hello is routed here, on the accept thread; any other
-    /// gets its own thread, which reads and routes it (and logs a time-out).
-    fn first_bytes(&self, w: Waiting) {
-        match route_ready_data(&self.ctx, w.stream, w.peer) {
-            None => self.ctx.close_connection(w.ip),
-            Some(stream) => self.spawn_conn(Waiting { stream, ..w }),
-        }
-    }
-
-    fn spawn_conn(&self, w: Waiting) {
-        let ctx = self.ctx.clone();
-        let ip = w.ip;
-        let spawned = std::thread::Builder::new()
-            .name("lr-conn".into())
-            .spawn(move || {
-                handle_conn(&ctx, w.stream, w.peer, w.accepted, w.seq);
-                ctx.close_connection(w.ip);
-            });
-        if spawned.is_err() {
-            self.ctx.close_connection(ip);
-        }
-    }
-}
-
-/// Failed accepts: the first is logged, then at most one line per
-/// [`ACCEPT_ERROR_LOG_EVERY`] with the number of failures since the last line.
-#[derive(Debug, Default)]
-struct AcceptErrors {
-    last_logged: Option<Instant>,
-    not_logged: u64,
-}
-
-impl AcceptErrors {
-    fn failed(&mut self, ctx: &Ctx, e: &io::Error, now: Instant) {
-        let due = self
-            .last_logged
-            .is_none_or(|t| now.saturating_duration_since(t) >= ACCEPT_ERROR_LOG_EVERY);
-        if !due {
-            self.not_logged += 1;
-            return;
-        }
-        if ctx.cfg.log {
-            let more = match self.not_logged {
-                0 => String::new(),
-                n => format!(" ({n} more failures since the last line)"),
-            };
-            eprintln!("linerate serve: accept failed: {e}{more}");
-        }
-        self.last_logged = Some(now);
-        self.not_logged = 0;
-    }
-}
-
-/// A connection accepted before its first bytes: TCP_CRR's data connections nearly always
-/// are (the accept thread wakes on the handshake's last ACK, before the hello that follows
-/// it), so they wait here, on the accept thread, rather than each costing a thread start.
-struct Waiting {
-    stream: TcpStream,
-    peer: SocketAddr,
-    ip: IpAddr,
-    accepted: Instant,
-    seq: u64,
-    /// The end of its handshake time.
-    deadline: Instant,
-}
-
-/// Connections that wait on the accept thread at most; more get a thread each.
-const MAX_WAITING: usize = 256;
-
-/// Tells a connection over a limit that the server is busy: a control client gets an
-/// `error` (code `busy`, with `why`) after its `hello`, within [`BUSY_ANSWER_TIME`], so it
-/// can say so instead of "connection closed". At most [`MAX_BUSY_ANSWERS`] at once; the
-/// others are closed at once.
-fn answer_busy(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, why: String) {
-    if ctx.busy_answers.fetch_add(1, SeqCst) >= MAX_BUSY_ANSWERS {
-        ctx.busy_answers.fetch_sub(1, SeqCst);
-        return;
-    }
-    log(ctx, peer, &format!("{peer}: refused: {why}"));
-    let c = ctx.clone();
-    let spawned = std::thread::Builder::new()
-        .name("lr-busy".into())
-        .spawn(move || {
-            tell_busy(stream, why);
-            c.busy_answers.fetch_sub(1, SeqCst);
-        });
-    if spawned.is_err() {
-        ctx.busy_answers.fetch_sub(1, SeqCst);
-    }
-}
-
-fn tell_busy(mut stream: TcpStream, why: String) {
-    use std::io::{Read, Write};
-    let deadline = Instant::now() + BUSY_ANSWER_TIME;
-    let mut head = [0u8; 4];
-    if peek_exact(&stream, &mut head, deadline).ok() != Some(4)
-        || head[..2] != control::frame::MAGIC
-    {
-        return;
-    }
-    // Read the hello (capped as every frame before it), so that closing sends a FIN and
-    // not a reset that could discard the answer.
-    let left = deadline.saturating_duration_since(Instant::now());
-    if stream
-        .set_read_timeout(Some(left.max(Duration::from_millis(1))))
-        .is_err()
-    {
-        return;
-    }
-    if super::conn::read_frame(&mut stream, control::MAX_HANDSHAKE_FRAME).is_err() {
-        return;
-    }
-    let m = Message::Error(ErrorMsg {
-        code: ErrorCode::Busy,
-        message: why,
-    });
-    let Ok(frame) = control::encode(&m) else {
-        return;
-    };
-    let _ = stream.set_write_timeout(Some(BUSY_ANSWER_TIME));
-    if stream.write_all(&frame).is_err() {
-        return;
-    }
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    // Until the client closes too (or the time is up), so that nothing unread is left.
-    let mut sink = [0u8; 1024];
-    while Instant::now() < deadline {
-        match stream.read(&mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
-/// Waits until `buf.len()` bytes can be read from `stream` or `deadline` passes, without
-/// reading them, and returns how many are there (0: the peer closed). Each wait is one
-/// blocking `recv(MSG_PEEK | MSG_WAITALL)` with the time left as its time-out, so a peer
-/// that sends a byte and waits costs no CPU (no polling), and a peer that sends a byte now
-/// and then cannot stretch the time past `deadline`.
-pub(crate) fn peek_exact(
-    stream: &TcpStream,
-    buf: &mut [u8],
-    deadline: Instant,
-) -> io::Result<usize> {
-    use nix::errno::Errno;
-    use nix::sys::socket::{recv, MsgFlags};
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let flags = if left.is_zero() {
-            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT
-        } else {
-            stream.set_read_timeout(Some(left))?;
-            MsgFlags::MSG_PEEK | MsgFlags::MSG_WAITALL
-        };
-        match recv(stream.as_raw_fd(), buf, flags) {
-            Ok(n) => return Ok(n),
-            Err(Errno::EINTR) => continue,
-            // The time-out (or nothing there when it is already up): how much is there?
-            Err(Errno::EAGAIN) => {
-                return match recv(
-                    stream.as_raw_fd(),
-                    buf,
-                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
-                ) {
-                    Ok(n) => Ok(n),
-                    Err(Errno::EAGAIN) => Err(io::ErrorKind::TimedOut.into()),
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
 }
 
 fn bind_tcp(addr: SocketAddr) -> std::io::Result<TcpListener> {
@@ -809,7 +522,7 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
 /// Logs one line about `peer` on stderr: escaped and cut (a peer's text may be in it), and
 /// at most [`LOG_BURST`] lines per address at once, then [`LOG_PER_SECOND`]; the lines held
 /// back are counted in the next one.
-fn log(ctx: &Ctx, peer: SocketAddr, line: &str) {
+pub(in crate::session) fn log(ctx: &Ctx, peer: SocketAddr, line: &str) {
     if !ctx.cfg.log {
         return;
     }
@@ -839,175 +552,6 @@ fn log_always(ctx: &Ctx, line: &str) {
     }
     let now = humantime::format_rfc3339_seconds(std::time::SystemTime::now());
     eprintln!("{now} {}", linerate_wire::text::clip(line, MAX_LOG_LINE));
-}
-
-/// Reads the first bytes within the handshake time-out (counted from the accept) and
-/// routes the connection.
-fn handle_conn(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant, seq: u64) {
-    let deadline = accepted + ctx.cfg.handshake_timeout;
-    let mut head = [0u8; 4];
-    match peek_exact(&stream, &mut head, deadline) {
-        Ok(4) => {}
-        Ok(0) => return,
-        Ok(_) | Err(_) => {
-            log(
-                ctx,
-                peer,
-                &format!("{peer}: no hello within the handshake time-out; closed"),
-            );
-            return;
-        }
-    }
-    if head == stream_hello::MAGIC {
-        handle_data(ctx, stream, peer, deadline);
-    } else if linerate_wire::iperf3::Cookie::could_start(&head) {
-        handle_iperf3(ctx, stream, peer, accepted, seq);
-    } else if head[..2] == control::frame::MAGIC {
-        // Counted from its first bytes until its test request: over the limit, the peer
-        // is told busy within a second, or closed (MAX_BUSY_ANSWERS at once).
-        if let Err(why) = ctx.enter_handshake(sockets::canonical(peer.ip())) {
-            log(ctx, peer, &format!("{peer}: refused: {why}"));
-            if ctx.busy_answers.fetch_add(1, SeqCst) < MAX_BUSY_ANSWERS {
-                tell_busy(stream, why);
-            }
-            ctx.busy_answers.fetch_sub(1, SeqCst);
-            return;
-        }
-        // Control messages are small and answered at once. Data connections keep the
-        // options the test asks for (-N): forcing TCP_NODELAY on them would make a server
-        // that sends (-R) measure something else than a client that sends.
-        let _ = stream.set_nodelay(true);
-        ctx.sessions.fetch_add(1, SeqCst);
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            handle_control(ctx, stream, peer, accepted)
-        }));
-        if r.is_err() {
-            log(
-                ctx,
-                peer,
-                &format!("{peer}: session failed internally; other tests are unaffected"),
-            );
-        }
-        ctx.sessions.fetch_sub(1, SeqCst);
-    } else {
-        log(
-            ctx,
-            peer,
-            &format!("{peer}: not a linerate client (bad magic); closed"),
-        );
-    }
-}
-
-/// A connection that begins like an iperf3 cookie: a data connection of a running iperf3
-/// session, or a new iperf3 client.
-fn handle_iperf3(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: Instant, seq: u64) {
-    let mut b = [0u8; linerate_wire::iperf3::COOKIE_LEN];
-    match peek_exact(&stream, &mut b, accepted + ctx.cfg.handshake_timeout) {
-        Ok(n) if n == b.len() => {}
-        Ok(0) => return,
-        Ok(_) | Err(_) => {
-            log(
-                ctx,
-                peer,
-                &format!("{peer}: no complete iperf3 cookie within the handshake time-out; closed"),
-            );
-            return;
-        }
-    }
-    let _ = stream.set_read_timeout(None);
-    let (arrival, stream) = iperf3::route(ctx, stream, peer, seq);
-    let (iperf3::Arrival::Control(cookie), Some(stream)) = (arrival, stream) else {
-        return;
-    };
-    ctx.sessions.fetch_add(1, SeqCst);
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        iperf3::handle_control(ctx, stream, peer, cookie, accepted)
-    }));
-    if r.is_err() {
-        log(
-            ctx,
-            peer,
-            &format!("{peer}: iperf3 session failed internally; other tests are unaffected"),
-        );
-    }
-    ctx.sessions.fetch_sub(1, SeqCst);
-}
-
-/// Routes a data connection whose whole stream hello is already readable, on the accept
-/// thread, and returns `None`; returns the stream for a connection thread otherwise.
-///
-/// TCP_CRR opens a data connection per transaction and sends its hello with the request
-/// right after connecting, so by the time it is accepted the hello is nearly always there:
-/// this saves a thread start per transaction. The peek never blocks (`MSG_DONTWAIT`), so a
-/// slow peer cannot stall the accept loop.
-fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
-    use nix::sys::socket::{recv, MsgFlags};
-    let mut b = [0u8; stream_hello::LEN];
-    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
-    let ready = matches!(recv(stream.as_raw_fd(), &mut b, flags), Ok(n) if n == b.len())
-        && b[..4] == stream_hello::MAGIC;
-    if !ready {
-        return Some(stream);
-    }
-    // The peeked bytes are there: this read takes them without waiting.
-    if (&stream).read_exact(&mut b).is_ok() {
-        route_data(ctx, stream, peer, &b);
-    }
-    None
-}
-
-/// Reads a data connection's stream hello (all of it by `deadline`) and passes the
-/// connection to the session that owns its token.
-fn handle_data(ctx: &Ctx, mut stream: TcpStream, peer: SocketAddr, deadline: Instant) {
-    let mut b = [0u8; stream_hello::LEN];
-    match peek_exact(&stream, &mut b, deadline) {
-        Ok(n) if n == b.len() => {}
-        Ok(0) => return,
-        Ok(_) | Err(_) => {
-            log(
-                ctx,
-                peer,
-                &format!("{peer}: no complete stream hello within the handshake time-out; closed"),
-            );
-            return;
-        }
-    }
-    if stream.read_exact(&mut b).is_err() {
-        return;
-    }
-    route_data(ctx, stream, peer, &b);
-}
-
-/// Passes a data connection whose stream hello `b` has been read to its session (or, in a
-/// running server TCP_CRR test, straight to the stream's responder).
-fn route_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr, b: &[u8; stream_hello::LEN]) {
-    let Ok(h) = StreamHello::parse(b) else {
-        log(
-            ctx,
-            peer,
-            &format!("{peer}: malformed stream hello; closed"),
-        );
-        return;
-    };
-    let route = ctx
-        .registry
-        .lock()
-        .ok()
-        .and_then(|r| r.get(&h.token).cloned());
-    match route {
-        Some(Route {
-            crr: Some(inbox), ..
-        }) => inbox.deliver(h.stream_index, stream),
-        Some(Route { session, .. }) => {
-            let _ = stream.set_read_timeout(None);
-            let _ = session.send(Event::Data(h.stream_index, stream));
-        }
-        None => log(
-            ctx,
-            peer,
-            &format!("{peer}: data connection with an unknown token; closed"),
-        ),
-    }
 }
 
 #[cfg(test)]
@@ -1045,32 +589,5 @@ mod tests {
         let mut cfg = ServerConfig::default();
         let (most, _) = fit_open_files(16, &mut cfg);
         assert!(most >= 1 && cfg.max_connections_per_address >= 1);
-    }
-
-    #[test]
-    fn accept_failures_are_counted_between_lines() {
-        let mut a = AcceptErrors::default();
-        let ctx_cfg = ServerConfig {
-            log: false,
-            ..ServerConfig::default()
-        };
-        let t0 = Instant::now();
-        let e = io::Error::from_raw_os_error(24);
-        // The line itself is off (log: false); what is counted is what matters.
-        let server = Server::bind(ServerConfig {
-            listen: "127.0.0.1:0".parse().unwrap(),
-            ..ctx_cfg
-        })
-        .unwrap();
-        for k in 0..100 {
-            a.failed(&server.ctx, &e, t0 + Duration::from_millis(k * 10));
-        }
-        assert_eq!(a.not_logged, 99);
-        a.failed(
-            &server.ctx,
-            &e,
-            t0 + ACCEPT_ERROR_LOG_EVERY + Duration::from_secs(1),
-        );
-        assert_eq!(a.not_logged, 0);
     }
 }

@@ -23,6 +23,8 @@
 //!   (`app::keep`).
 
 pub mod entry;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 pub mod schema;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use linerate::model::plan::{Debug, StreamPlan};
-use linerate::session::client;
+use linerate::session::protocol::client;
 use linerate::session::server::{Server, ServerConfig};
 use linerate_wire::control::{Direction, TestSpec, Transport};
 

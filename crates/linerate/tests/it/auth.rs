@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use linerate::model::plan::Credentials;
-use linerate::session::auth::Users;
+use linerate::session::protocol::auth::Users;
 use linerate_wire::control::{Direction, Transport};
 
 use crate::common::{bin, plan, spec, TestServer};
@@ -24,7 +24,11 @@ fn try_run(
     let mut p = plan(server.addr, s);
     p.auth = auth;
     let never = std::sync::atomic::AtomicBool::new(false);
-    linerate::session::client::run(&p, &mut linerate::session::client::Quiet, &never)
+    linerate::session::protocol::client::run(
+        &p,
+        &mut linerate::session::protocol::client::Quiet,
+        &never,
+    )
 }
 
 #[test]

@@ -51,7 +51,7 @@ impl Peer {
     /// The next message within `wait`; `None` on close, a bad frame or the time-out.
     pub fn recv_within(&mut self, wait: Duration) -> Option<Message> {
         self.stream.set_read_timeout(Some(wait)).ok()?;
-        linerate::session::conn::read_frame(&mut self.stream, control::MAX_CONTROL_FRAME)
+        linerate::session::protocol::conn::read_frame(&mut self.stream, control::MAX_CONTROL_FRAME)
             .ok()
             .flatten()
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use linerate::model::plan::Credentials;
-use linerate::session::auth::Users;
+use linerate::session::protocol::auth::Users;
 use linerate_wire::control::{self, Direction, ErrorCode, IntervalMsg, Message, Transport};
 use linerate_wire::report::Totals;
 
@@ -20,7 +20,11 @@ use crate::fake::{
 
 fn try_run(p: &linerate::model::plan::StreamPlan) -> anyhow::Result<linerate::model::RunRecord> {
     let never = std::sync::atomic::AtomicBool::new(false);
-    linerate::session::client::run(p, &mut linerate::session::client::Quiet, &never)
+    linerate::session::protocol::client::run(
+        p,
+        &mut linerate::session::protocol::client::Quiet,
+        &never,
+    )
 }
 
 /// Runs `linerate ARGS...` against a server on 127.0.0.1:`port`; exit code, stdout, stderr.
@@ -351,7 +355,7 @@ fn the_handshake_time_out_is_a_total_not_per_byte() {
         std::thread::sleep(Duration::from_millis(150));
     }
     s.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
-    let m = linerate::session::conn::read_frame(&mut s, control::MAX_CONTROL_FRAME);
+    let m = linerate::session::protocol::conn::read_frame(&mut s, control::MAX_CONTROL_FRAME);
     assert!(
         matches!(m, Ok(Some(Message::Error(ref e))) if e.code == ErrorCode::Timeout) || m.is_err(),
         "{m:?}"
@@ -620,15 +624,15 @@ fn guessing_one_users_secret_from_many_addresses_is_limited_per_user() {
         let mut a = FakeClient::connect_from(srv.addr, IpAddr::from(from));
         let w = a.hello(&all_features()).clone();
         let ch = w.auth.expect("a challenge");
-        let nonce = linerate::session::auth::unhex(&ch.nonce).unwrap();
+        let nonce = linerate::session::protocol::auth::unhex(&ch.nonce).unwrap();
         let creds = Credentials::new("alice", secret).unwrap();
         let cn = [1u8; 32];
         a.peer
             .send(&Message::Auth(control::AuthResponse {
                 user: "alice".into(),
-                nonce: linerate::session::auth::hex(&cn),
+                nonce: linerate::session::protocol::auth::hex(&cn),
                 mac: creds.key.proof(
-                    linerate::session::auth::Prover::Client,
+                    linerate::session::protocol::auth::Prover::Client,
                     &nonce,
                     &cn,
                     "alice",

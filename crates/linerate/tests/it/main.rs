@@ -15,6 +15,8 @@ mod copy_modes;
 mod counters;
 mod diagnose;
 mod fake;
+#[cfg(feature = "fleet")]
+mod fleet;
 mod hardening;
 mod iperf3;
 mod iperf3_client;

@@ -17,7 +17,7 @@ fn connect(srv: &TestServer) -> TcpStream {
 }
 
 fn read_msg(s: &mut TcpStream) -> Option<Message> {
-    linerate::session::conn::read_frame(s, control::MAX_CONTROL_FRAME)
+    linerate::session::protocol::conn::read_frame(s, control::MAX_CONTROL_FRAME)
         .ok()
         .flatten()
 }
@@ -156,9 +156,9 @@ fn limits_are_enforced_and_explained() {
     let mut s = spec(Transport::Tcp, Direction::Send);
     s.streams = 3;
     let never = std::sync::atomic::AtomicBool::new(false);
-    let err = linerate::session::client::run(
+    let err = linerate::session::protocol::client::run(
         &plan(srv.addr, s),
-        &mut linerate::session::client::Quiet,
+        &mut linerate::session::protocol::client::Quiet,
         &never,
     )
     .unwrap_err()
@@ -190,9 +190,9 @@ fn client_that_vanishes_mid_test_frees_its_slot() {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let never = std::sync::atomic::AtomicBool::new(false);
-        match linerate::session::client::run(
+        match linerate::session::protocol::client::run(
             &plan(srv.addr, spec(Transport::Tcp, Direction::Send)),
-            &mut linerate::session::client::Quiet,
+            &mut linerate::session::protocol::client::Quiet,
             &never,
         ) {
             Ok(rec) => {

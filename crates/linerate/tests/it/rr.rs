@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use clap::Parser;
 use linerate::cli::args::{Args, Command as Cmd};
 use linerate::model::{RrKind, RunRecord, RunSetRecord};
-use linerate::session::client;
+use linerate::session::protocol::client;
 
 use crate::common::{run_against, run_json, run_usage_error, TestServer};
 

@@ -503,7 +503,7 @@ test = ["udp", "-R", "-t", "0.3", "-l", "1000"]
 fn server_hooks_run_as_declared_and_undeclared_ones_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
-    let hooks = linerate::session::hooks::HookSet::parse(&format!(
+    let hooks = linerate::session::server::policy::hooks::HookSet::parse(&format!(
         "[hooks.mark]\ncommand = [\"mktemp\", \"{d}/mark-{{n}}.XXXXXX\"]\nrestore = [\"mktemp\", \"{d}/restored.XXXXXX\"]\nparams.n = {{ type = \"int\", min = 1, max = 10 }}\n"
     ))
     .unwrap();

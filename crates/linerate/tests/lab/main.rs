@@ -12,6 +12,7 @@ mod conntrack;
 mod counters;
 mod diagnose;
 mod dut;
+mod fleet;
 mod latency;
 mod packets;
 mod profile;

@@ -55,14 +55,14 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
     let auth = cfg.auth.clone();
     let mut net = NetTrial::new(cfg, &interrupt);
     if let Some((host, port)) = &a.dut.dut {
-        let target = crate::session::client::Target {
-            addr: crate::session::client::resolve(host, *port)?,
+        let target = crate::session::protocol::client::Target {
+            addr: crate::session::protocol::client::resolve(host, *port)?,
             server: format!("{host}:{port}"),
             connect_timeout: a.connect_timeout,
             debug: crate::model::plan::Debug(false),
             auth,
         };
-        net.dut = Some(crate::session::dut::DutProbe::open(&target)?);
+        net.dut = Some(crate::session::side::dut::DutProbe::open(&target)?);
     }
     let smallest = plan.frame_sizes.iter().copied().min().unwrap_or(64);
     net.learn(smallest)

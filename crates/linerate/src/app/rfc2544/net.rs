@@ -27,7 +27,7 @@ use crate::rfc2544::record::Generator;
 use crate::rfc2544::trial::{
     self as trial_mod, CountedAt, Trial, TrialOutcome, TrialProfile, Way, WayOutcome,
 };
-use crate::session::client;
+use crate::session::protocol::client;
 use anyhow::{anyhow, bail};
 use linerate_wire::control::{DelaySpec, Direction, Transport};
 use linerate_wire::report::SideReport;
@@ -67,7 +67,7 @@ pub struct NetTrial<'a> {
     /// Boot id of the server as last reported.
     pub server_boot_id: Option<String>,
     /// The device under test's counters session (`--dut`): a snapshot around every trial.
-    pub dut: Option<crate::session::dut::DutProbe>,
+    pub dut: Option<crate::session::side::dut::DutProbe>,
 }
 
 /// The run was interrupted (Ctrl-C).

@@ -18,7 +18,7 @@ use std::time::SystemTime;
 use linerate_wire::control::ErrorCode;
 use linerate_wire::fleet::{FleetOrder, FleetReport, MAX_ERROR_LEN};
 
-use super::auth::Users;
+use crate::session::protocol::auth::Users;
 use crate::model::plan::Credentials;
 
 /// What runs an ordered test: parses its words, checks them against the agent's caps and

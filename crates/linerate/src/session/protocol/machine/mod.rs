@@ -5,8 +5,8 @@
 //! data streams, start the engine, stop, finish, fail with a code and a text) and the next
 //! deadline (`poll_timeout`).
 //!
-//! No socket, thread, clock or sleep lives here: the drivers (`session::client` and
-//! `session::server::session`) read the sockets, run the engines, wait until the next event
+//! No socket, thread, clock or sleep lives here: the drivers (`session::protocol::client` and
+//! `session::server::connection`) read the sockets, run the engines, wait until the next event
 //! or deadline, and feed the machine. So every phase, time-out and out-of-order message is
 //! tested here with fake instants (`client_tests.rs`, `server_tests.rs`), and the driver is
 //! a loop of "perform the actions, wait, feed".

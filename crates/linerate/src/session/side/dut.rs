@@ -13,8 +13,8 @@ use std::time::Instant;
 use linerate_wire::control::Feature;
 use linerate_wire::device::DeviceSnapshot;
 
-use super::client::{self, Connection, Target, WindowWatch};
 use crate::model::dut::DutCounters;
+use crate::session::protocol::client::{self, Connection, Target, WindowWatch};
 
 /// An open counters session to the device under test.
 pub struct DutProbe {

@@ -17,7 +17,7 @@ use super::client::{
 };
 use super::{Incoming, CLIENT_DONE, CLIENT_HANDSHAKE, CLIENT_RESULTS, UDP_HELLO_PERIOD};
 use crate::model::plan::{default_spec, Credentials};
-use crate::session::auth::{self, Prover};
+use crate::session::protocol::auth::{self, Prover};
 
 const SERVER_NONCE: [u8; 32] = [7; 32];
 const CLIENT_NONCE: [u8; 32] = [9; 32];

@@ -15,13 +15,13 @@ use std::time::Duration;
 use linerate_wire::control::{Direction, RrSpec, Transport};
 use linerate_wire::report::{IntervalReport, SideReport};
 
-use super::client::{self, Observer, Quiet};
 use crate::model::latency::{
     self, LatencyUnderLoad, IDLE_BASELINE_MS, PROBE_BURST, PROBE_RATE_TPS, PROBE_UDP_TIMEOUT_MS,
 };
 use crate::model::plan::{default_spec, StreamPlan};
 use crate::model::rr::RrSummary;
 use crate::model::{PlanRecord, RunRecord};
+use crate::session::protocol::client::{self, Observer, Quiet};
 
 /// Bytes of a TCP probe's request and response.
 const TCP_PROBE_BYTES: u32 = 1;

@@ -9,17 +9,17 @@ use std::sync::Arc;
 use linerate_wire::control::{ErrorCode, TestSpec, Transport};
 use linerate_wire::report::Role;
 
+use super::policy::limits::Refusal;
 use super::Ctx;
 use crate::engine::{DataSocket, StreamSetup};
 use crate::model::plan::{stream_slots, SockOpts};
-use crate::session::limits::Refusal;
 use crate::sys::sockets;
 
 /// Claims the client addresses of a test's UDP streams for it: a port that a running test
 /// already uses is refused (its server socket would be connected to the same address, and
 /// the kernel would split the datagrams between the two tests). The server machine has
 /// refused port 0 and ports listed twice before.
-pub(super) fn claim_udp_peers(
+pub(in crate::session) fn claim_udp_peers(
     ctx: &Ctx,
     peer_ip: IpAddr,
     ports: &[u16],
@@ -87,7 +87,9 @@ pub(super) fn set_up(
                 DataSocket::Udp(Arc::new(u))
             }
         };
-        out.push(crate::session::streams::setup(slot, socket, spec));
+        out.push(crate::session::protocol::stream_setup::setup(
+            slot, socket, spec,
+        ));
     }
     Ok(out)
 }

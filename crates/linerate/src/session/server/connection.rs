@@ -1,5 +1,5 @@
 //! One control session at the server: the driver of the
-//! [`ServerMachine`](crate::session::machine::server::ServerMachine). It performs the
+//! [`ServerMachine`](crate::session::protocol::machine::server::ServerMachine). It performs the
 //! machine's actions (sends, the test's admission into the server's registry, data sockets,
 //! UDP hellos, the engine, the capture, the doctor's findings), waits for the next control
 //! message, data connection, engine interval or deadline, and feeds it. Every wait has a
@@ -18,17 +18,18 @@ use linerate_wire::hooks::{HookRequest, HookResult};
 use linerate_wire::report::{IntervalReport, Role};
 
 use super::capture::{self, ServerCapture};
-use super::streams::{self, Ends};
+use super::data_sockets::{self, Ends};
+use super::policy::hooks;
+use super::policy::limits::{self, Cost};
 use super::{log, log_always, Ctx, Route};
 use crate::engine::{DataSocket, StreamSetup};
-use crate::session::conn::{self, Backlog, ControlWriter, Incoming};
-use crate::session::engine_select::{Running, StartLinks};
-use crate::session::limits::{self, Cost};
-use crate::session::machine::earliest;
-use crate::session::machine::server::{
+use crate::session::protocol::auth;
+use crate::session::protocol::conn::{self, Backlog, ControlWriter, Incoming};
+use crate::session::protocol::engine_select::{Running, StartLinks};
+use crate::session::protocol::machine::earliest;
+use crate::session::protocol::machine::server::{
     Action, EngineStatus, Input, Phase, ServerMachine, ServerSettings,
 };
-use crate::session::{auth, hooks};
 use crate::sys::{self, sockets};
 use linerate_wire::control;
 
@@ -527,9 +528,9 @@ impl Session<'_> {
         };
         if spec.transport == linerate_wire::control::Transport::Udp {
             let token = self.token.unwrap_or_default();
-            streams::claim_udp_peers(self.ctx, ends.peer_ip, udp_ports, &token)?;
+            data_sockets::claim_udp_peers(self.ctx, ends.peer_ip, udp_ports, &token)?;
         }
-        self.setups = streams::set_up(&spec, &ends, &mut self.tcp, udp_ports)?;
+        self.setups = data_sockets::set_up(&spec, &ends, &mut self.tcp, udp_ports)?;
         Ok(())
     }
 

@@ -35,8 +35,8 @@ use super::{
     HARD_STOP_GRACE, HOOK_RESULT_WAIT, INTERVAL_BURST, MIN_BYTE_RATE_BPS, UDP_HELLO_PERIOD,
 };
 use crate::model::plan::Credentials;
-use crate::session::auth::{self, Prover, NONCE_LEN};
-use crate::session::plausible;
+use crate::session::protocol::auth::{self, Prover, NONCE_LEN};
+use crate::session::protocol::plausible;
 
 /// What the client machine needs besides the messages.
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! What both iperf3 roles share beyond the wire format (`linerate_wire::iperf3`): timed
 //! reads of state bytes and capped JSON messages on the control connection, bounded writes,
 //! and the drain of a receiving stream after the test's end. The server's sessions
-//! (`server/iperf3.rs`) and the client (`iperf3_client.rs`) both use them, so that every read
+//! ([`server`]) and the client ([`client`]) both use them, so that every read
 //! from an iperf3 peer has a deadline and every length it announces a cap.
 
 use std::io::{self, Read, Write};
@@ -9,6 +9,9 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use linerate_wire::iperf3;
+
+pub mod client;
+pub mod server;
 
 /// Longest a write on an iperf3 control connection may block.
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);

@@ -30,9 +30,9 @@ use linerate_wire::iperf3::{
     self, ierrno, Cookie, Direction, Params, Protocol, Results, State, StreamResult,
 };
 
-use super::{log, Ctx};
-use crate::session::iperf3::{read_by, read_json, Drain};
-use crate::session::limits::{self, Cost};
+use super::{read_by, read_json, Drain};
+use crate::session::server::policy::limits::{self, Cost};
+use crate::session::server::{log, Ctx};
 use crate::sys::sockets::{self, SockOpts};
 
 /// How long after the test's planned end a client has to send `TEST_END`.
@@ -49,7 +49,7 @@ const DEFAULT_UDP_LEN: u32 = 1460;
 const MAX_OUTPUT: usize = 64 * 1024;
 
 /// What the accept loop knows of a connection that begins like a cookie.
-pub(super) enum Arrival {
+pub(in crate::session) enum Arrival {
     /// A data connection of a running session (already delivered).
     Delivered,
     /// A new control connection: run [`handle_control`].
@@ -60,7 +60,7 @@ pub(super) enum Arrival {
 
 /// Reads the cookie (its 37 bytes are readable, peeked) and delivers a data connection to
 /// its session.
-pub(super) fn route(
+pub(in crate::session) fn route(
     ctx: &Ctx,
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -98,7 +98,7 @@ pub(super) fn route(
 /// The UDP port's reader: a `"9876"` from a client address goes to the session of that
 /// address that is opening UDP streams; anything else (a datagram that arrived before its
 /// stream's socket was connected) is dropped, as it would have been unread.
-pub(super) fn udp_dispatch(ctx: Arc<Ctx>, udp: UdpSocket) {
+pub(in crate::session) fn udp_dispatch(ctx: Arc<Ctx>, udp: UdpSocket) {
     let _ = udp.set_read_timeout(Some(POLL));
     let mut b = [0u8; 64];
     while !ctx.shutdown.load(SeqCst) {
@@ -130,7 +130,7 @@ fn fail(why: impl Into<String>, i_errno: Option<i32>) -> Failure {
 }
 
 /// Serves one iperf3 client whose cookie has been read.
-pub(super) fn handle_control(
+pub(in crate::session) fn handle_control(
     ctx: &Arc<Ctx>,
     mut ctl: TcpStream,
     peer: SocketAddr,
@@ -565,8 +565,13 @@ impl Session<'_> {
                     Some(ierrno::ACCEPT_STREAM),
                 )
             })?;
-            super::streams::claim_udp_peers(self.ctx, ip, &[from.port()], &token)
-                .map_err(|(_, e)| fail(e, Some(ierrno::ACCEPT_STREAM)))?;
+            crate::session::server::data_sockets::claim_udp_peers(
+                self.ctx,
+                ip,
+                &[from.port()],
+                &token,
+            )
+            .map_err(|(_, e)| fail(e, Some(ierrno::ACCEPT_STREAM)))?;
             let u = sockets::udp_socket(
                 local,
                 from_like(local, SocketAddr::new(ip, from.port())),
@@ -736,8 +741,7 @@ fn send_state(ctl: &mut TcpStream, s: State) -> Result<(), Failure> {
 }
 
 fn write_all(ctl: &mut TcpStream, b: &[u8]) -> Result<(), Failure> {
-    crate::session::iperf3::write_all(ctl, b)
-        .map_err(|e| fail(format!("control connection: {e}"), None))
+    super::write_all(ctl, b).map_err(|e| fail(format!("control connection: {e}"), None))
 }
 
 /// Waits for `TEST_END` (or `CLIENT_TERMINATE`) by `deadline`.

@@ -35,8 +35,8 @@ use linerate_wire::stream_hello::{self, StreamHello};
 
 use super::{Incoming, AUTH_FAIL_DELAY, HARD_STOP_GRACE, SERVER_RESULTS};
 use crate::model::plan::stream_slots;
-use crate::session::auth::{self, Prover, Users, NONCE_LEN};
-use crate::session::limits::check_request;
+use crate::session::protocol::auth::{self, Prover, Users, NONCE_LEN};
+use crate::session::server::policy::limits::check_request;
 
 /// What the server machine needs besides the messages.
 #[derive(Debug, Clone)]

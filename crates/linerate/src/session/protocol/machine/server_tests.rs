@@ -20,7 +20,7 @@ use super::server::{
 use super::{Incoming, AUTH_FAIL_DELAY, HARD_STOP_GRACE, SERVER_RESULTS};
 use crate::model::plan::default_spec;
 use crate::model::plan::Key;
-use crate::session::auth::{self, Prover, Users};
+use crate::session::protocol::auth::{self, Prover, Users};
 
 const HS: Duration = Duration::from_secs(2);
 const IDLE: Duration = Duration::from_secs(60);

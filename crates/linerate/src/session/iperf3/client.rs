@@ -32,11 +32,11 @@ use linerate_wire::report::{
     ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals, UdpRxReport,
 };
 
-use super::client::{self, Observer};
-use super::iperf3::{io_why, read_by, read_json, write_all};
+use super::{io_why, read_by, read_json, write_all};
 use crate::engine::{DataSocket, Engine, EngineConfig, StreamSetup};
 use crate::model::plan::{stream_slots, StreamPlan};
 use crate::model::RunRecord;
+use crate::session::protocol::client::{self, Observer};
 use crate::sys::sockets;
 
 /// Longest the server may take for each step before the test runs (a state byte, the UDP
@@ -154,13 +154,13 @@ pub fn run(
             Ok(()) => {
                 let why = server_ended(&mut ctl, b[0]);
                 engine.stop_senders();
-                let _ = engine.finish(super::iperf3::DRAIN_QUIET, Duration::ZERO);
+                let _ = engine.finish(super::DRAIN_QUIET, Duration::ZERO);
                 bail!("{why}");
             }
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
             Err(e) => {
                 engine.stop_senders();
-                let _ = engine.finish(super::iperf3::DRAIN_QUIET, Duration::ZERO);
+                let _ = engine.finish(super::DRAIN_QUIET, Duration::ZERO);
                 bail!(
                     "the iperf3 server's control connection failed during the test ({})",
                     io_why(&e)
@@ -174,7 +174,7 @@ pub fn run(
     // The receivers keep reading (their threads run) while the server stops.
     let results_by = Instant::now() + RESULTS_WAIT;
     let waited = expect(&mut ctl, State::ExchangeResults, results_by);
-    let mut report = engine.finish(super::iperf3::DRAIN_QUIET, super::iperf3::DRAIN_MAX);
+    let mut report = engine.finish(super::DRAIN_QUIET, super::DRAIN_MAX);
     waited?;
     for iv in irx.try_iter() {
         observer.interval(Role::Client, &iv);
@@ -426,7 +426,7 @@ fn our_results(r: &SideReport, elapsed: Duration) -> Results {
 }
 
 /// [`server_report`], held to what the test could have measured in `seen` (the client's
-/// time from the start to the results, [`super::plausible::checked`]): implausible CPU figures are
+/// time from the start to the results, [`crate::session::protocol::plausible::checked`]): implausible CPU figures are
 /// left out with a note, and a report whose bytes or durations cannot be true is left out
 /// whole, with a warning, as a linerate server's would be.
 fn checked_server_report(
@@ -437,7 +437,7 @@ fn checked_server_report(
     seen: Duration,
 ) -> anyhow::Result<(Option<SideReport>, Vec<String>)> {
     let (report, mut warnings) = server_report(plan, client, theirs, elapsed)?;
-    let report = super::plausible::checked(report, seen, &mut warnings);
+    let report = crate::session::protocol::plausible::checked(report, seen, &mut warnings);
     Ok((report, warnings))
 }
 

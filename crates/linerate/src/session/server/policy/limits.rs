@@ -376,7 +376,7 @@ impl AuthLimiter {
     pub fn succeeded(&mut self, ip: IpAddr, user: &str) {
         let user: String = user
             .chars()
-            .take(crate::session::auth::MAX_USER_LEN)
+            .take(crate::session::protocol::auth::MAX_USER_LEN)
             .collect();
         for w in [self.addresses.get_mut(&ip), self.users.get_mut(&user)]
             .into_iter()
@@ -414,7 +414,7 @@ impl AuthLimiter {
         count(&mut self.addresses, ip, now, window);
         let user: String = user
             .chars()
-            .take(crate::session::auth::MAX_USER_LEN)
+            .take(crate::session::protocol::auth::MAX_USER_LEN)
             .collect();
         count(&mut self.users, user, now, window);
     }

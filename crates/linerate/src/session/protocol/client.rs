@@ -337,7 +337,7 @@ pub fn run(
 }
 
 /// What watches a test's window from beside the protocol (`--dut`'s counters session to
-/// the device under test, `session::dut::DutProbe`): told when the window starts and ends,
+/// the device under test, `session::side::dut::DutProbe`): told when the window starts and ends,
 /// it gives what it counted over the window, or warnings of why it could not.
 pub trait WindowWatch {
     /// The window starts.
@@ -660,7 +660,7 @@ fn open_streams(
                 DataSocket::Udp(Arc::new(u))
             }
         };
-        out.push(super::streams::setup(slot, socket, spec));
+        out.push(super::stream_setup::setup(slot, socket, spec));
     }
     Ok(out)
 }

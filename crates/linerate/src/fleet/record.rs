@@ -1,0 +1,426 @@
+//! The record of a fleet run (`fleet run --json`, schema `fleet-v1.json`): every ordered
+//! pair with its round and its figures, the interference check, and per-host summaries.
+//! Built from the pairs in the store ([`FleetRecord::from_runs`]), so a resumed run's record
+//! holds the pairs of every attempt (the last of each pair counts).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::RunRecord;
+
+/// The record's version.
+pub const SCHEMA_VERSION: u32 = 1;
+/// Confidence of the interference check's interval.
+pub const INTERFERENCE_CONFIDENCE: f64 = 0.95;
+
+/// A fleet run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FleetRecord {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// linerate's version (the coordinator's).
+    pub tool_version: String,
+    /// The fleet run's name (`--name`, `--resume`).
+    pub name: String,
+    /// The test each pair ran: its words after `--`.
+    pub test: Vec<String>,
+    /// The agents as addressed (HOST:PORT), in the order the plan numbers them.
+    pub agents: Vec<String>,
+    /// Rounds of the plan (2(N-1) for N even, 2N for N odd).
+    pub rounds: usize,
+    /// The pairs the plan has: N(N-1).
+    pub planned_pairs: usize,
+    /// Every pair run in the mesh (the last attempt of each), by round.
+    pub pairs: Vec<PairResult>,
+    /// The pairs re-run alone at the end, and whether their mesh result was disturbed.
+    pub interference: Vec<InterferenceCheck>,
+    /// Per agent: its pairs as source and destination.
+    pub hosts: Vec<HostSummary>,
+    /// When the first pair started and the last ended (RFC 3339), if any ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// See `started_at`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+}
+
+/// Whether a pair ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PairStatus {
+    /// The test ran and both ends reported.
+    Ok,
+    /// It did not (the reason is in `error`).
+    Failed,
+}
+
+/// One ordered pair's test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairResult {
+    /// The agent that ran the test (the client end), HOST:PORT.
+    pub source: String,
+    /// The agent the test went to (the server end).
+    pub destination: String,
+    /// The round it ran in (from 1).
+    pub round: usize,
+    /// How many other pairs ran in the same round, beside it.
+    pub beside: usize,
+    /// `ok` or `failed`.
+    pub status: PairStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The stored run (`linerate report ID`, `linerate compare ID ...`).
+    pub run_id: i64,
+    /// When the test started (the record's), if it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Figures of the test.
+    #[serde(flatten)]
+    pub figures: PairFigures,
+}
+
+/// The figures of one test that the matrix shows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PairFigures {
+    /// Throughput at the receiving end, bits/s (tcp, udp: the first flow's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throughput_bps: Option<f64>,
+    /// Payload bytes the receiving end got (tcp, udp: the first flow's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_bytes: Option<u64>,
+    /// TCP retransmissions of the sender.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retransmits: Option<u64>,
+    /// UDP loss (rr --udp: lost transactions), percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loss_percent: Option<f64>,
+    /// rr: transactions per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions_per_sec: Option<f64>,
+    /// rr: 99th percentile latency, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr_p99_ns: Option<f64>,
+    /// The per-interval samples of the primary figure (throughput in bits/s, rr:
+    /// transactions per second) over the measured window (warm-up intervals left out):
+    /// what the interference check's interval is computed from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interval_samples: Vec<f64>,
+}
+
+impl PairFigures {
+    /// The figures of a test's record.
+    pub fn of(rec: &RunRecord) -> PairFigures {
+        let flow = rec.summary.flows.first();
+        let rr = rec.rr.as_ref();
+        let loss = flow
+            .and_then(|f| f.loss_percent)
+            .or_else(|| rr.and_then(|r| r.lost_percent));
+        // rr: the client counts the transactions; a stream: the receiving end's bytes.
+        let server = rec.server.iter().filter(|_| rr.is_none());
+        let samples = rec
+            .client
+            .intervals
+            .iter()
+            .chain(server.flat_map(|s| s.intervals.iter()))
+            .filter(|iv| !iv.omitted && iv.end_ns > iv.start_ns)
+            .filter_map(|iv| {
+                let secs = (iv.end_ns - iv.start_ns) as f64 / 1e9;
+                match rr {
+                    Some(_) => iv.transactions.map(|t| t as f64 / secs),
+                    None => (iv.rx_bytes > 0).then(|| iv.rx_bytes as f64 * 8.0 / secs),
+                }
+            })
+            .collect();
+        PairFigures {
+            throughput_bps: rr
+                .is_none()
+                .then(|| flow.and_then(|f| f.receiver_bps))
+                .flatten(),
+            received_bytes: rr
+                .is_none()
+                .then(|| flow.and_then(|f| f.receiver_bytes))
+                .flatten(),
+            retransmits: flow.and_then(|f| f.retransmits),
+            loss_percent: loss,
+            transactions_per_sec: rr.and_then(|r| r.transactions_per_sec),
+            rr_p99_ns: rr.and_then(|r| r.latency.as_ref()).map(|l| l.p99_ns as f64),
+            interval_samples: samples,
+        }
+    }
+
+    /// The primary figure: throughput, or for rr transactions per second (higher is better).
+    pub fn primary(&self) -> Option<f64> {
+        self.throughput_bps.or(self.transactions_per_sec)
+    }
+}
+
+/// One pair of the interference check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InterferenceCheck {
+    /// The pair's source.
+    pub source: String,
+    /// Its destination.
+    pub destination: String,
+    /// The round its mesh test ran in.
+    pub round: usize,
+    /// How many pairs ran beside it then.
+    pub beside: usize,
+    /// The mean of the mesh test's per-interval samples (bits/s; rr: transactions/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh_mean: Option<f64>,
+    /// The alone test's mean of the same samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_mean: Option<f64>,
+    /// The 95 % confidence interval of the alone test's mean (Student's t over its
+    /// per-interval samples), low end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_ci_low: Option<f64>,
+    /// High end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_ci_high: Option<f64>,
+    /// Samples of the alone test.
+    pub alone_samples: usize,
+    /// The mesh mean lies outside the alone interval: the pairs beside it disturbed it.
+    pub flagged: bool,
+    /// The alone run, stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alone_run_id: Option<i64>,
+    /// Why the check could not decide (the alone test failed, too few samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl InterferenceCheck {
+    /// Judges a mesh result against its alone re-run.
+    pub fn judge(mesh: &PairResult, alone: &PairFigures, alone_run_id: Option<i64>) -> Self {
+        let mesh_mean = mean(&mesh.figures.interval_samples);
+        let summary = linerate_stats::Summary::from_samples(&alone.interval_samples);
+        let ci = summary
+            .as_ref()
+            .and_then(|s| s.mean_ci(INTERFERENCE_CONFIDENCE));
+        let flagged = match (mesh_mean, ci) {
+            (Some(m), Some((lo, hi))) => m < lo || m > hi,
+            _ => false,
+        };
+        let note = match (mesh_mean, ci) {
+            (Some(_), Some(_)) => None,
+            _ => Some(format!(
+                "no interval to judge by: the mesh test has {} samples and the alone test {} (at least 2 each; a shorter -i gives more)",
+                mesh.figures.interval_samples.len(),
+                alone.interval_samples.len()
+            )),
+        };
+        InterferenceCheck {
+            source: mesh.source.clone(),
+            destination: mesh.destination.clone(),
+            round: mesh.round,
+            beside: mesh.beside,
+            mesh_mean,
+            alone_mean: mean(&alone.interval_samples),
+            alone_ci_low: ci.map(|c| c.0),
+            alone_ci_high: ci.map(|c| c.1),
+            alone_samples: alone.interval_samples.len(),
+            flagged,
+            alone_run_id,
+            note,
+        }
+    }
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+/// One agent's pairs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HostSummary {
+    /// The agent, HOST:PORT.
+    pub agent: String,
+    /// Its host name, as its own report gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hostname: Option<String>,
+    /// Pairs it was in that ran.
+    pub pairs_ok: usize,
+    /// Pairs it was in that failed.
+    pub pairs_failed: usize,
+    /// Lowest primary figure of its pairs as source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_out: Option<f64>,
+    /// Lowest primary figure of its pairs as destination.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_in: Option<f64>,
+}
+
+/// The fleet facts a pair is stored with (the run's `point`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairPoint {
+    /// The fleet run's name.
+    pub fleet: String,
+    /// `mesh` or `alone` (the interference check's re-run).
+    pub phase: String,
+    /// The test's words.
+    pub test: Vec<String>,
+    /// The agents of the run.
+    pub agents: Vec<String>,
+    /// Source, HOST:PORT.
+    pub source: String,
+    /// Destination.
+    pub destination: String,
+    /// Round, from 1.
+    pub round: usize,
+    /// Pairs beside it.
+    pub beside: usize,
+    /// Why it failed, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A stored pair: its id, its facts and its record, if it ran.
+#[derive(Debug, Clone)]
+pub struct StoredPair {
+    /// The run's id.
+    pub id: i64,
+    /// Its facts.
+    pub point: PairPoint,
+    /// Its record, if the test ran.
+    pub record: Option<RunRecord>,
+}
+
+impl FleetRecord {
+    /// The record of the fleet run `name` from its stored pairs; the last attempt of each
+    /// pair counts. `agents` and `rounds` are the plan's.
+    pub fn from_runs(
+        name: &str,
+        test: &[String],
+        agents: &[String],
+        rounds: usize,
+        stored: &[StoredPair],
+    ) -> FleetRecord {
+        let mut mesh: BTreeMap<(String, String), PairResult> = BTreeMap::new();
+        let mut alone: BTreeMap<(String, String), (i64, PairFigures)> = BTreeMap::new();
+        for s in stored {
+            let p = &s.point;
+            let key = (p.source.clone(), p.destination.clone());
+            let figures = s.record.as_ref().map(PairFigures::of).unwrap_or_default();
+            if p.phase == "alone" {
+                if s.record.is_some() && p.error.is_none() {
+                    alone.insert(key, (s.id, figures));
+                }
+                continue;
+            }
+            let ok = s.record.is_some() && p.error.is_none();
+            mesh.insert(
+                key,
+                PairResult {
+                    source: p.source.clone(),
+                    destination: p.destination.clone(),
+                    round: p.round,
+                    beside: p.beside,
+                    status: if ok {
+                        PairStatus::Ok
+                    } else {
+                        PairStatus::Failed
+                    },
+                    error: p.error.clone(),
+                    run_id: s.id,
+                    started_at: s.record.as_ref().map(|r| r.started_at.clone()),
+                    figures,
+                },
+            );
+        }
+        let mut pairs: Vec<PairResult> = mesh.into_values().collect();
+        pairs.sort_by(|a, b| {
+            (a.round, &a.source, &a.destination).cmp(&(b.round, &b.source, &b.destination))
+        });
+        let interference = pairs
+            .iter()
+            .filter_map(|p| {
+                let (id, f) = alone.get(&(p.source.clone(), p.destination.clone()))?;
+                Some(InterferenceCheck::judge(p, f, Some(*id)))
+            })
+            .collect();
+        let hostnames: BTreeMap<&str, String> = stored
+            .iter()
+            .filter_map(|s| {
+                let r = s.record.as_ref()?;
+                Some([
+                    (s.point.source.as_str(), r.client.host.hostname.clone()?),
+                    (
+                        s.point.destination.as_str(),
+                        r.server.as_ref()?.host.hostname.clone()?,
+                    ),
+                ])
+            })
+            .flatten()
+            .collect();
+        let hosts = agents
+            .iter()
+            .map(|a| {
+                let mine = pairs
+                    .iter()
+                    .filter(|p| &p.source == a || &p.destination == a);
+                let min = |f: &dyn Fn(&PairResult) -> bool| {
+                    pairs
+                        .iter()
+                        .filter(|p| f(p))
+                        .filter_map(|p| p.figures.primary())
+                        .min_by(f64::total_cmp)
+                };
+                HostSummary {
+                    agent: a.clone(),
+                    hostname: hostnames.get(a.as_str()).cloned(),
+                    pairs_ok: mine.clone().filter(|p| p.status == PairStatus::Ok).count(),
+                    pairs_failed: mine.filter(|p| p.status == PairStatus::Failed).count(),
+                    min_out: min(&|p| &p.source == a),
+                    min_in: min(&|p| &p.destination == a),
+                }
+            })
+            .collect();
+        let times: Vec<&str> = stored
+            .iter()
+            .filter_map(|s| s.record.as_ref().map(|r| r.started_at.as_str()))
+            .collect();
+        FleetRecord {
+            schema_version: SCHEMA_VERSION,
+            tool_version: crate::software(),
+            name: name.to_string(),
+            test: test.to_vec(),
+            agents: agents.to_vec(),
+            rounds,
+            planned_pairs: agents.len() * agents.len().saturating_sub(1),
+            pairs,
+            interference,
+            hosts,
+            started_at: times.iter().min().map(|s| s.to_string()),
+            ended_at: times.iter().max().map(|s| s.to_string()),
+        }
+    }
+
+    /// The pairs that failed.
+    pub fn failed(&self) -> impl Iterator<Item = &PairResult> {
+        self.pairs.iter().filter(|p| p.status == PairStatus::Failed)
+    }
+
+    /// The pairs of the plan that have no result at all (an interrupted run).
+    pub fn missing(&self) -> usize {
+        self.planned_pairs.saturating_sub(self.pairs.len())
+    }
+
+    /// The `k` worst pairs that ran: lowest primary figure first.
+    pub fn worst(&self, k: usize) -> Vec<&PairResult> {
+        let mut v: Vec<&PairResult> = self
+            .pairs
+            .iter()
+            .filter(|p| p.figures.primary().is_some())
+            .collect();
+        v.sort_by(|a, b| {
+            let (x, y) = (a.figures.primary(), b.figures.primary());
+            x.unwrap_or(0.0).total_cmp(&y.unwrap_or(0.0))
+        });
+        v.truncate(k);
+        v
+    }
+}
