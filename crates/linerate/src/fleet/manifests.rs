@@ -182,13 +182,13 @@ fn check(a: &ManifestsArgs) -> anyhow::Result<()> {
         check_name("--namespace", ns)?;
     }
     if a.auth_user.is_empty()
-        || a.auth_user.len() > crate::session::auth::MAX_USER_LEN
+        || a.auth_user.len() > crate::session::protocol::auth::MAX_USER_LEN
         || a.auth_user.contains([':', '\n', '\r'])
     {
         return bad(format!(
             "--auth-user '{}': give a user name of 1 to {} bytes without ':'",
             a.auth_user.escape_default(),
-            crate::session::auth::MAX_USER_LEN
+            crate::session::protocol::auth::MAX_USER_LEN
         ));
     }
     if let Some(x) = a

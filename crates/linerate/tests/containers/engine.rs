@@ -230,23 +230,6 @@ impl Engine {
             std::thread::sleep(Duration::from_millis(500));
         }
     }
-
-    /// The state of a replicated-job's latest task (e.g. "Complete", "Failed", "Running").
-    pub fn job_state(&self, service: &str) -> String {
-        let out = self.docker(&[
-            "service",
-            "ps",
-            service,
-            "--no-trunc",
-            "--format",
-            "{{.DesiredState}}|{{.CurrentState}}|{{.Error}}",
-        ]);
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .next()
-            .unwrap_or("")
-            .to_string()
-    }
 }
 
 impl Drop for Engine {

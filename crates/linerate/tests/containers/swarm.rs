@@ -361,7 +361,6 @@ fn a_swarm_of_six_agents_runs_all_thirty_pairs_in_ten_rounds_and_resumes_after_a
     // 2. An agent killed mid-run (restart condition none: it stays dead): only its pairs
     //    fail, with a reason; the others all run.
     f.deploy(&["--run-name", "killed"]);
-    let coordinator = f.coordinator();
     f.e.wait_for(
         "the second run's third round",
         Duration::from_secs(120),
