@@ -197,3 +197,40 @@ kill "$static_pid"
 "$static" demo >/dev/null
 rm -f "$port_file"
 echo "scripts/test.sh: the static build ($static) served the usual build's tests and ran its demo"
+
+# The Kubernetes objects of `linerate fleet manifests` (both agent variants, with and without
+# a namespace) checked against Kubernetes' own schemas, offline, by kubernetes-validate
+# (PyPI; pinned, in a virtual environment kept between runs): strict (no unknown field) for
+# the oldest and the newest Kubernetes it knows that we pin. They were never applied to a
+# cluster here (README.md, "Fleets").
+stage "kubernetes manifests"
+KV_VERSION=1.37.0
+kv_env="${XDG_CACHE_HOME:-$HOME/.cache}/linerate-ci/kubernetes-validate-$KV_VERSION"
+if [ ! -x "$kv_env/bin/kubernetes-validate" ]; then
+    command -v python3 >/dev/null && python3 -c 'import ensurepip' 2>/dev/null || {
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get install -y -qq python3-venv
+    }
+    rm -rf "$kv_env"
+    python3 -m venv "$kv_env"
+    "$kv_env/bin/pip" install -q "kubernetes-validate==$KV_VERSION"
+fi
+k8s_dir=$(mktemp -d)
+cleanup_files+=("$k8s_dir")
+"$dyn" fleet manifests --engine kubernetes --network pod --out "$k8s_dir/pod" >/dev/null
+"$dyn" fleet manifests --engine kubernetes --network host --namespace linerate --out "$k8s_dir/host" -- udp -t 5 -b 100M >/dev/null
+for k in 1.30.0 1.37.0; do
+    "$kv_env/bin/kubernetes-validate" --strict --quiet -k "$k" "$k8s_dir"/pod/*.yaml "$k8s_dir"/host/*.yaml
+done
+echo "scripts/test.sh: the Kubernetes manifests are valid for Kubernetes 1.30.0 and 1.37.0 (kubernetes-validate $KV_VERSION, strict)"
+
+# Docker Swarm for real (crates/linerate/tests/containers/): a dockerd of the test's own when
+# none runs, the FROM scratch image of the static build above, 6 agents and the coordinator
+# of `linerate fleet manifests --engine swarm`. Last: Docker loads nf_conntrack.
+stage "docker swarm"
+if ! command -v dockerd >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq docker.io
+fi
+LINERATE_STATIC_BIN="$static" cargo test -p linerate --locked --test containers -- --include-ignored
