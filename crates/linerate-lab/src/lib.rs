@@ -21,7 +21,8 @@
 //!   namespace), qdiscs sit on those veths and nftables tables live in the
 //!   namespaces' own rulesets. Deleting the namespaces therefore removes all of
 //!   it; nothing in the host's own network configuration is ever touched.
-//! * Addresses are private (IPv4 in `10.64.0.0/10`, IPv6 in the ULA prefix
+//! * Addresses are reserved for benchmarks or private (IPv4 in `198.19.0.0/16`, the
+//!   upper half of RFC 2544's benchmark range 198.18.0.0/15; IPv6 in the ULA prefix
 //!   `fd6c:7200::/24`) and derived deterministically from the lab name (FNV-1a
 //!   and murmur3's finalizer, [`topology::name_hash`]), see [`topology::plan`]. Because every lab is isolated in its own namespaces,
 //!   two labs whose hashes collide still cannot see each other.

@@ -29,7 +29,7 @@ pub enum LabCommand {
     List,
     /// Run a command on a lab host; its exit status is passed through.
     #[command(
-        after_help = "Examples:\n  linerate lab exec demo b -- linerate serve\n  linerate lab exec demo a -- linerate tcp 10.64.0.2"
+        after_help = "Examples:\n  linerate lab exec demo b -- linerate serve\n  linerate lab exec demo a -- linerate tcp 198.19.0.2"
     )]
     Exec {
         /// Lab name.
