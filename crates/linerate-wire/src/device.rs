@@ -16,6 +16,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::host::InterfaceStats;
+
 /// Most CPUs a snapshot may list (in each per-CPU section).
 pub const MAX_DEVICE_CPUS: usize = 4096;
 /// Most interfaces a snapshot may list.
@@ -31,14 +33,26 @@ pub const MAX_SNAPSHOT_TEXT: usize = 256;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CountersRequest {}
 
-/// One CPU's `/proc/stat` ticks (USER_HZ), cumulative.
+/// One CPU's `/proc/stat` ticks (USER_HZ), cumulative. The fields are
+/// [`CpuTick`]'s, written inline (`{"cpu":0,"user":..,"nice":..}`), as before the two
+/// types became one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuTicks {
     /// The CPU's number (`cpuN`).
     pub cpu: u32,
-    /// User mode (guest included).
+    /// Its ticks.
+    #[serde(flatten)]
+    pub ticks: CpuTick,
+}
+
+/// Tick counters of one `/proc/stat` CPU line (or of their difference), in USER_HZ clock
+/// ticks: the one home of CPU times, read by `linerate::sys::cpu` for the local host and
+/// sent in a [`DeviceSnapshot`] for the device under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct CpuTick {
+    /// User mode (guest time included).
     pub user: u64,
-    /// Niced user mode.
+    /// Niced user mode (guest_nice time included).
     pub nice: u64,
     /// Kernel mode.
     pub system: u64,
@@ -52,6 +66,45 @@ pub struct CpuTicks {
     pub softirq: u64,
     /// Stolen by a hypervisor.
     pub steal: u64,
+}
+
+impl CpuTick {
+    /// All ticks (guest excluded, as it is inside `user`/`nice`), saturating.
+    pub fn total(&self) -> u64 {
+        [
+            self.user,
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .iter()
+        .fold(0u64, |a, &b| a.saturating_add(b))
+    }
+
+    /// Busy ticks: everything but `idle` and `iowait`.
+    pub fn busy(&self) -> u64 {
+        self.total()
+            .saturating_sub(self.idle)
+            .saturating_sub(self.iowait)
+    }
+
+    /// Field-wise `self − earlier`, clamped at 0 for counters that went backwards.
+    pub fn saturating_sub(&self, earlier: &CpuTick) -> CpuTick {
+        CpuTick {
+            user: self.user.saturating_sub(earlier.user),
+            nice: self.nice.saturating_sub(earlier.nice),
+            system: self.system.saturating_sub(earlier.system),
+            idle: self.idle.saturating_sub(earlier.idle),
+            iowait: self.iowait.saturating_sub(earlier.iowait),
+            irq: self.irq.saturating_sub(earlier.irq),
+            softirq: self.softirq.saturating_sub(earlier.softirq),
+            steal: self.steal.saturating_sub(earlier.steal),
+        }
+    }
 }
 
 /// A counter per CPU, cumulative, aligned with the section's `cpus`.
@@ -90,6 +143,28 @@ pub struct IfaceSnapshot {
     /// the server's network namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_missed_errors: Option<u64>,
+}
+
+impl IfaceSnapshot {
+    /// The snapshot of interface `name` from its [`InterfaceStats`], the one home of the
+    /// interface counters and of their reading (`linerate::sys::netdev`): the same values,
+    /// without the fields the device exchange does not carry (`tx_fifo_errors`,
+    /// `rx_over_errors`, `rx_crc_errors`), so the snapshot's JSON stays as it was.
+    pub fn from_stats(name: String, s: &InterfaceStats) -> IfaceSnapshot {
+        IfaceSnapshot {
+            name,
+            rx_packets: s.rx_packets,
+            tx_packets: s.tx_packets,
+            rx_bytes: s.rx_bytes,
+            tx_bytes: s.tx_bytes,
+            rx_errors: s.rx_errors,
+            tx_errors: s.tx_errors,
+            rx_dropped: s.rx_dropped,
+            tx_dropped: s.tx_dropped,
+            rx_fifo_errors: s.rx_fifo_errors,
+            rx_missed_errors: s.rx_missed_errors,
+        }
+    }
 }
 
 /// The device's counters at one moment; a section that could not be read is absent and
@@ -221,5 +296,58 @@ mod tests {
         let mut chatty = s;
         chatty.warnings = vec!["w".into(); MAX_SNAPSHOT_WARNINGS + 1];
         assert!(chatty.check_sizes().is_err());
+    }
+
+    /// The JSON of a snapshot as linerate sent it before CPU times had one home
+    /// ([`CpuTick`], inline in [`CpuTicks`]) and interface counters one reader
+    /// ([`IfaceSnapshot::from_stats`]): it reads into the new types, and they write it back
+    /// byte for byte.
+    #[test]
+    fn the_snapshot_json_is_what_it_was() {
+        let old = concat!(
+            r#"{"monotonic_ns":7,"boot_id":"b","ticks_per_sec":100,"#,
+            r#""cpu":[{"cpu":0,"user":1,"nice":2,"system":3,"idle":4,"iowait":5,"irq":6,"softirq":7,"steal":8},"#,
+            r#"{"cpu":3,"user":10,"nice":0,"system":0,"idle":90,"iowait":0,"irq":0,"softirq":0,"steal":0}],"#,
+            r#""interfaces":[{"name":"eth0","rx_packets":1,"tx_packets":2,"rx_bytes":3,"tx_bytes":4,"#,
+            r#""rx_errors":5,"tx_errors":6,"rx_dropped":7,"tx_dropped":8,"rx_fifo_errors":9,"rx_missed_errors":10},"#,
+            r#"{"name":"lo","rx_packets":0,"tx_packets":0,"rx_bytes":0,"tx_bytes":0,"#,
+            r#""rx_errors":0,"tx_errors":0,"rx_dropped":0,"tx_dropped":0,"rx_fifo_errors":0}]}"#
+        );
+        let s: DeviceSnapshot = serde_json::from_str(old).unwrap();
+        let cpu = s.cpu.as_ref().unwrap();
+        assert_eq!(cpu[0].cpu, 0);
+        assert_eq!(
+            cpu[0].ticks,
+            CpuTick {
+                user: 1,
+                nice: 2,
+                system: 3,
+                idle: 4,
+                iowait: 5,
+                irq: 6,
+                softirq: 7,
+                steal: 8
+            }
+        );
+        assert_eq!((cpu[1].cpu, cpu[1].ticks.busy()), (3, 10));
+        assert_eq!(serde_json::to_string(&s).unwrap(), old);
+        // An interface snapshot is its InterfaceStats less the fields the exchange lacks.
+        let stats = InterfaceStats {
+            rx_packets: 1,
+            tx_packets: 2,
+            rx_bytes: 3,
+            tx_bytes: 4,
+            rx_errors: 5,
+            tx_errors: 6,
+            rx_dropped: 7,
+            tx_dropped: 8,
+            rx_fifo_errors: 9,
+            tx_fifo_errors: 11,
+            rx_missed_errors: Some(10),
+            rx_over_errors: Some(12),
+            rx_crc_errors: None,
+        };
+        let eth0 = IfaceSnapshot::from_stats("eth0".into(), &stats);
+        assert_eq!(&eth0, &s.interfaces.as_ref().unwrap()[0]);
     }
 }

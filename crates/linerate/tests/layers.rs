@@ -16,6 +16,9 @@
 //! Test code counts: a test that needs a higher layer lives in that layer. Comments and
 //! string literals are skipped, so a doc link to another module is not an import.
 //!
+//! A fourth rule holds for functions ([`long_functions`]): none outside test code is longer
+//! than [`MAX_FN_LINES`] lines, counted from its `fn` to its closing brace.
+//!
 //! The only exceptions are the edges in [`ALLOWED`], each with its reason. An entry whose
 //! edge no longer exists fails the test too, so the list only ever shrinks.
 //! `docs/ARCHITECTURE.md` draws the same layers.
@@ -86,6 +89,7 @@ enum Tok {
     Open,
     Close,
     Comma,
+    Semi,
     Other,
 }
 
@@ -190,6 +194,7 @@ fn tokens(src: &str) -> Vec<(Tok, usize)> {
                     '{' => Tok::Open,
                     '}' => Tok::Close,
                     ',' => Tok::Comma,
+                    ';' => Tok::Semi,
                     _ => Tok::Other,
                 },
                 line,
@@ -859,4 +864,162 @@ fn use_trees_expand_to_full_paths() {
             "export::csv"
         ]
     );
+}
+
+/// The longest a function outside test code may be, in lines from its `fn` to its closing
+/// brace. The goal is about 100 (issue 30); this is the longest that remains, lowered as
+/// they are split, never raised.
+const MAX_FN_LINES: usize = 185;
+
+/// `cfg(test)` or `cfg(all(test, ...))` at token `i`.
+fn is_cfg_test(toks: &[(Tok, usize)], i: usize) -> bool {
+    let ident = |i: usize, w: &str| matches!(toks.get(i), Some((Tok::Ident(x), _)) if x == w);
+    ident(i, "cfg") && (ident(i + 2, "test") || (ident(i + 2, "all") && ident(i + 4, "test")))
+}
+
+/// The files that are test code as a whole: those a `#[cfg(test)] mod NAME;` declares
+/// (`NAME.rs` beside the declaring `mod.rs`/`lib.rs`, or in the declaring file's folder).
+fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        let toks = tokens(&std::fs::read_to_string(f).expect("read source"));
+        let ident = |i: usize, w: &str| matches!(toks.get(i), Some((Tok::Ident(x), _)) if x == w);
+        for i in 0..toks.len() {
+            if !is_cfg_test(&toks, i) {
+                continue;
+            }
+            // `#[cfg(test)] [pub(crate)] mod NAME;`
+            let Some(m) = (i + 3..(i + 16).min(toks.len())).find(|&j| ident(j, "mod")) else {
+                continue;
+            };
+            let (Some((Tok::Ident(name), _)), Some((Tok::Semi, _))) =
+                (toks.get(m + 1), toks.get(m + 2))
+            else {
+                continue;
+            };
+            let stem = f.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            let dir = f.parent().expect("a folder");
+            let dir = if stem == "mod" || stem == "lib" {
+                dir.to_path_buf()
+            } else {
+                dir.join(stem)
+            };
+            for c in [
+                dir.join(format!("{name}.rs")),
+                dir.join(name).join("mod.rs"),
+            ] {
+                if c.exists() {
+                    out.insert(c);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every function outside test code longer than `max` lines: (lines, file, name, line).
+/// Test code is a `#[cfg(test)]` item (its braces skipped) and a file that is all tests.
+fn long_functions(max: usize) -> Vec<(usize, String, String, usize)> {
+    let src = src_dir();
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let tests = test_files(&files);
+    let mut out = Vec::new();
+    for f in files.iter().filter(|f| !tests.contains(*f)) {
+        let toks = tokens(&std::fs::read_to_string(f).expect("read source"));
+        let rel = f
+            .strip_prefix(&src)
+            .expect("under src")
+            .display()
+            .to_string();
+        let ident = |i: usize, w: &str| matches!(toks.get(i), Some((Tok::Ident(x), _)) if x == w);
+        // The index of the token that closes the braces opened at `open`.
+        let close = |open: usize| -> usize {
+            let mut depth = 0usize;
+            for (j, (t, _)) in toks.iter().enumerate().skip(open) {
+                match t {
+                    Tok::Open => depth += 1,
+                    Tok::Close => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            toks.len() - 1
+        };
+        let mut i = 0;
+        while i < toks.len() {
+            if is_cfg_test(&toks, i) {
+                // Skip the item: to its body's closing brace, or its `;`.
+                let mut j = i + 3;
+                while j < toks.len() && !matches!(toks[j].0, Tok::Open | Tok::Semi) {
+                    j += 1;
+                }
+                i = if matches!(toks.get(j), Some((Tok::Open, _))) {
+                    close(j) + 1
+                } else {
+                    j + 1
+                };
+                continue;
+            }
+            if ident(i, "fn") {
+                if let Some((Tok::Ident(name), line)) = toks.get(i + 1) {
+                    // Its body, unless a `;` ends a declaration first.
+                    let mut j = i + 2;
+                    while j < toks.len() && !matches!(toks[j].0, Tok::Open | Tok::Semi) {
+                        j += 1;
+                    }
+                    if matches!(toks.get(j), Some((Tok::Open, _))) {
+                        let end = close(j);
+                        let n = toks[end].1 - line + 1;
+                        if n > max {
+                            out.push((n, rel.clone(), name.clone(), *line));
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+    out.sort_by(|a, b| b.cmp(a));
+    out
+}
+
+#[test]
+fn no_function_is_longer_than_the_limit() {
+    let long = long_functions(MAX_FN_LINES);
+    let list: Vec<String> = long
+        .iter()
+        .map(|(n, f, name, line)| format!("{f}:{line} {name}: {n} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them by meaning):\n{}",
+        list.join("\n")
+    );
+}
+
+#[test]
+fn the_function_length_check_counts_from_fn_to_its_brace() {
+    let dir = std::env::temp_dir().join(format!("layers-fn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("x.rs");
+    std::fs::write(
+        &f,
+        "trait T { fn decl(&self); }\nfn short() {\n    let s = \"}\";\n}\n#[cfg(test)]\nmod tests {\n    fn long() {\n\n\n\n    }\n}\n",
+    )
+    .unwrap();
+    let toks = tokens(&std::fs::read_to_string(&f).unwrap());
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The string's brace is not a token; `decl` has no body.
+    assert_eq!(toks.iter().filter(|t| t.0 == Tok::Close).count(), 4);
+    assert!(toks.iter().any(|t| t.0 == Tok::Semi));
+    // On this crate: a limit of 1 line finds functions, every one counted at least 2 lines.
+    let all = long_functions(1);
+    assert!(all.len() > 100 && all.iter().all(|(n, ..)| *n >= 2));
+    let in_tests: Vec<_> = all.iter().filter(|(_, f, ..)| f.ends_with("tests.rs")).collect();
+    assert!(in_tests.is_empty(), "{in_tests:?}");
 }

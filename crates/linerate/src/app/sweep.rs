@@ -333,19 +333,7 @@ pub fn run(
             Err(e) => warn_not_stored(&e),
         }
     }
-    let mut record = SweepRecord {
-        schema_version: SWEEP_SCHEMA_VERSION,
-        tool_version: crate::software(),
-        started_at,
-        test: plan.test.clone(),
-        vary: plan.vary.clone(),
-        runs_per_point: (plan.rp.min, plan.rp.max),
-        best_by: plan.best_by.clone(),
-        points: Vec::new(),
-        best: None,
-        restore: Vec::new(),
-        warnings: Vec::new(),
-    };
+    let mut record = new_record(plan, started_at);
     // The sweep's own row first, so that its points can name it as they are stored.
     let sweep_id = store.as_mut().and_then(|s| {
         let run = entry::sweep(&record, &keeper.context(0));
@@ -409,24 +397,11 @@ pub fn run(
                 break;
             }
         };
-        if let (Some(s), Some(id), Some(set)) = (store.as_mut(), sweep_id, point.runs.as_ref()) {
-            let mut run = entry::run_set(set, &keeper_ctx(&keeper, plan, p));
-            run.sweep_id = Some(id);
-            run.point = serde_json::to_value(&p.values).ok();
-            match s.insert(&run) {
-                Ok(pid) => point.stored_id = Some(pid),
-                Err(e) => warnings.push(format!("point {} was not stored: {e}", p.index)),
-            }
+        if let (Some(s), Some(id)) = (store.as_mut(), sweep_id) {
+            store_point(s, id, &keeper, plan, p, &mut point, &mut warnings);
         }
         if let Some((f, _)) = journal.as_mut() {
-            let mut line = serde_json::to_string(&point)?;
-            line.push('\n');
-            if let Err(e) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
-                warnings.push(format!(
-                    "point {} could not be written to the journal: {e}",
-                    p.index
-                ));
-            }
+            journal_point(f, p, &point, &mut warnings)?;
         }
         record.points.push(point);
         bar.inc(1);
@@ -434,13 +409,7 @@ pub fn run(
     bar.finish_and_clear();
     // Closing the hooks' session makes the server restore what they changed.
     drop(hook_conn);
-    for argv in &plan.restore {
-        let c = command_record(argv, crate::sys::command::run(argv, plan.cmd_timeout));
-        if let Some(f) = c.failure() {
-            warnings.push(format!("restore command {f}"));
-        }
-        record.restore.push(c);
-    }
+    restore(plan, &mut record, &mut warnings);
     if let Some(e) = fatal {
         if let (Some(s), Some(id)) = (store.as_mut(), sweep_id) {
             record.warnings = vec![format!("the sweep stopped: {e:#}")];
@@ -449,6 +418,99 @@ pub fn run(
         }
         return Err(e);
     }
+    sum_up(a, plan, &mut record, &mut warnings);
+    record.warnings = warnings;
+    let failed = record
+        .points
+        .iter()
+        .any(|p| p.status == PointStatus::Failed || p.error.is_some());
+    let code = i32::from(failed);
+    if let (Some(s), Some(id)) = (store.as_mut(), sweep_id) {
+        let run = entry::sweep(&record, &keeper.context(code));
+        if let Err(e) = s.update_record(id, &run.record, run.headline.as_deref(), Some(code)) {
+            warn_not_stored(&e);
+        } else if std::io::stderr().is_terminal() {
+            eprintln!(
+                "linerate: stored as run {id} in {} (its points: linerate history --sweep {id})",
+                s.path()
+            );
+        }
+    }
+    Ok((record, failed))
+}
+
+/// The sweep's record before its points: what it varies and how it picks the best.
+fn new_record(plan: &SweepPlan, started_at: String) -> SweepRecord {
+    SweepRecord {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        tool_version: crate::software(),
+        started_at,
+        test: plan.test.clone(),
+        vary: plan.vary.clone(),
+        runs_per_point: (plan.rp.min, plan.rp.max),
+        best_by: plan.best_by.clone(),
+        points: Vec::new(),
+        best: None,
+        restore: Vec::new(),
+        warnings: Vec::new(),
+    }
+}
+
+/// Stores a point's runs under the sweep's row `id`; a failure is a warning.
+fn store_point(
+    s: &mut Store,
+    id: i64,
+    keeper: &Keeper,
+    plan: &SweepPlan,
+    p: &PointPlan,
+    point: &mut PointRecord,
+    warnings: &mut Vec<String>,
+) {
+    let Some(set) = point.runs.as_ref() else {
+        return;
+    };
+    let mut run = entry::run_set(set, &keeper_ctx(keeper, plan, p));
+    run.sweep_id = Some(id);
+    run.point = serde_json::to_value(&p.values).ok();
+    match s.insert(&run) {
+        Ok(pid) => point.stored_id = Some(pid),
+        Err(e) => warnings.push(format!("point {} was not stored: {e}", p.index)),
+    }
+}
+
+/// Appends a finished point to the journal (`--journal`), synced; a failed write is a
+/// warning.
+fn journal_point(
+    f: &mut std::fs::File,
+    p: &PointPlan,
+    point: &PointRecord,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<()> {
+    let mut line = serde_json::to_string(point)?;
+    line.push('\n');
+    if let Err(e) = f.write_all(line.as_bytes()).and_then(|()| f.sync_data()) {
+        warnings.push(format!(
+            "point {} could not be written to the journal: {e}",
+            p.index
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the restore commands (`--restore`), each on the record; a failed one is a warning.
+fn restore(plan: &SweepPlan, record: &mut SweepRecord, warnings: &mut Vec<String>) {
+    for argv in &plan.restore {
+        let c = command_record(argv, crate::sys::command::run(argv, plan.cmd_timeout));
+        if let Some(f) = c.failure() {
+            warnings.push(format!("restore command {f}"));
+        }
+        record.restore.push(c);
+    }
+}
+
+/// The sweep's end: points it did not reach, each failed, interrupted or tester-limited
+/// point, and the best pick (or why there is none), each said in `warnings`.
+fn sum_up(a: &SweepArgs, plan: &SweepPlan, record: &mut SweepRecord, warnings: &mut Vec<String>) {
     let missing = plan.points.len() - record.points.len();
     if missing > 0 {
         warnings.push(format!(
@@ -506,24 +568,6 @@ pub fn run(
             }
         ));
     }
-    record.warnings = warnings;
-    let failed = record
-        .points
-        .iter()
-        .any(|p| p.status == PointStatus::Failed || p.error.is_some());
-    let code = i32::from(failed);
-    if let (Some(s), Some(id)) = (store.as_mut(), sweep_id) {
-        let run = entry::sweep(&record, &keeper.context(code));
-        if let Err(e) = s.update_record(id, &run.record, run.headline.as_deref(), Some(code)) {
-            warn_not_stored(&e);
-        } else if std::io::stderr().is_terminal() {
-            eprintln!(
-                "linerate: stored as run {id} in {} (its points: linerate history --sweep {id})",
-                s.path()
-            );
-        }
-    }
-    Ok((record, failed))
 }
 
 /// The context a point's runs are stored with: the test's command and command line, the

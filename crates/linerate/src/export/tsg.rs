@@ -10,7 +10,7 @@
 
 use std::fmt::Write as _;
 
-use crate::analyze::{DirectionGraph, GraphKind, PeriodKind};
+use crate::analyze::{DirectionGraph, GraphEvent, GraphKind, PeriodKind};
 
 const WIDTH: f64 = 900.0;
 const HEIGHT: f64 = 540.0;
@@ -57,44 +57,11 @@ fn bytes_label(v: f64) -> String {
     }
 }
 
-/// The SVG of one direction's time-sequence graph.
+/// The SVG of one direction's time-sequence graph: the frame, the shaded periods, the ACK
+/// and window lines, the segments, the axes and the legend.
 pub fn render_svg(g: &DirectionGraph) -> String {
-    let ev = &g.events;
-    let t0 = ev
-        .iter()
-        .map(|e| e.t_ns)
-        .chain(g.periods.iter().map(|p| p.start_ns))
-        .min()
-        .unwrap_or(0);
-    let t1 = ev
-        .iter()
-        .map(|e| e.t_ns)
-        .chain(g.periods.iter().map(|p| p.end_ns))
-        .max()
-        .unwrap_or(t0)
-        .max(t0.saturating_add(1000));
-    let data = ev
-        .iter()
-        .filter(|e| matches!(e.kind, GraphKind::Data | GraphKind::Retransmission));
-    let y0 = data.clone().map(|e| e.a).min().unwrap_or(0);
-    // The window's edge may lie far above the data: it is drawn clipped.
-    let y1 = ev
-        .iter()
-        .map(|e| match e.kind {
-            GraphKind::Ack | GraphKind::DupAck => e.a,
-            _ => e.b,
-        })
-        .max()
-        .unwrap_or(y0 + 1)
-        .max(y0 + 1);
-    let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
-    let span_t = (t1 - t0) as f64 / 1e9;
-    let span_y = (y1 - y0) as f64;
-    let x = |t: u64| LEFT + (t.saturating_sub(t0) as f64 / 1e9) / span_t * pw;
-    let y = |s: u64| {
-        let v = (s.max(y0) - y0) as f64 / span_y;
-        TOP + ph - v.min(1.05) * ph
-    };
+    let f = Frame::of(g);
+    let (pw, ph) = (f.pw, f.ph);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -115,8 +82,85 @@ pub fn render_svg(g: &DirectionGraph) -> String {
         out,
         r#"<clipPath id="plot"><rect x="{LEFT:.1}" y="{TOP:.1}" width="{pw:.1}" height="{ph:.1}"/></clipPath>"#
     );
-    // Shaded periods.
     let _ = writeln!(out, r#"<g clip-path="url(#plot)">"#);
+    shaded_periods(&mut out, g, &f);
+    ack_lines(&mut out, &g.events, &f);
+    segments(&mut out, &g.events, &f);
+    let _ = writeln!(out, "</g>");
+    axes(&mut out, g, &f);
+    legend(&mut out, g);
+    out.push_str("</svg>\n");
+    out
+}
+
+/// Where the plot puts times and sequence offsets: the span of the events and periods,
+/// and the plot's size.
+struct Frame {
+    t0: u64,
+    y0: u64,
+    span_t: f64,
+    span_y: f64,
+    pw: f64,
+    ph: f64,
+}
+
+impl Frame {
+    fn of(g: &DirectionGraph) -> Frame {
+        let ev = &g.events;
+        let t0 = ev
+            .iter()
+            .map(|e| e.t_ns)
+            .chain(g.periods.iter().map(|p| p.start_ns))
+            .min()
+            .unwrap_or(0);
+        let t1 = ev
+            .iter()
+            .map(|e| e.t_ns)
+            .chain(g.periods.iter().map(|p| p.end_ns))
+            .max()
+            .unwrap_or(t0)
+            .max(t0.saturating_add(1000));
+        let y0 = ev
+            .iter()
+            .filter(|e| matches!(e.kind, GraphKind::Data | GraphKind::Retransmission))
+            .map(|e| e.a)
+            .min()
+            .unwrap_or(0);
+        // The window's edge may lie far above the data: it is drawn clipped.
+        let y1 = ev
+            .iter()
+            .map(|e| match e.kind {
+                GraphKind::Ack | GraphKind::DupAck => e.a,
+                _ => e.b,
+            })
+            .max()
+            .unwrap_or(y0 + 1)
+            .max(y0 + 1);
+        Frame {
+            t0,
+            y0,
+            span_t: (t1 - t0) as f64 / 1e9,
+            span_y: (y1 - y0) as f64,
+            pw: WIDTH - LEFT - RIGHT,
+            ph: HEIGHT - TOP - BOTTOM,
+        }
+    }
+
+    /// The x of time `t` (nanoseconds).
+    fn x(&self, t: u64) -> f64 {
+        LEFT + (t.saturating_sub(self.t0) as f64 / 1e9) / self.span_t * self.pw
+    }
+
+    /// The y of sequence offset `s`, at most a little above the plot.
+    fn y(&self, s: u64) -> f64 {
+        let v = (s.max(self.y0) - self.y0) as f64 / self.span_y;
+        TOP + self.ph - v.min(1.05) * self.ph
+    }
+}
+
+/// Delayed-ACK stalls, window-limited and loss-recovery periods, shaded.
+fn shaded_periods(out: &mut String, g: &DirectionGraph, f: &Frame) {
+    let (x, ph) = (|t| f.x(t), f.ph);
     for p in &g.periods {
         let color = match p.kind {
             PeriodKind::DelayedAck => "#f6b3b3",
@@ -131,7 +175,11 @@ pub fn render_svg(g: &DirectionGraph) -> String {
             (xb - xa).max(0.5)
         );
     }
-    // Window right edge and ACK step lines.
+}
+
+/// The receive window's right edge and the ACK step lines.
+fn ack_lines(out: &mut String, ev: &[GraphEvent], f: &Frame) {
+    let (x, y, pw) = (|t| f.x(t), |s| f.y(s), f.pw);
     let acks: Vec<_> = ev
         .iter()
         .filter(|e| matches!(e.kind, GraphKind::Ack | GraphKind::DupAck))
@@ -163,7 +211,11 @@ pub fn render_svg(g: &DirectionGraph) -> String {
             );
         }
     }
-    // Data segments, SACK blocks, duplicate-ACK ticks.
+}
+
+/// Data segments, retransmissions, SACK blocks and duplicate-ACK ticks.
+fn segments(out: &mut String, ev: &[GraphEvent], f: &Frame) {
+    let (x, y) = (|t| f.x(t), |s| f.y(s));
     let mut normal = String::new();
     let mut retrans = String::new();
     let mut sack = String::new();
@@ -203,8 +255,11 @@ pub fn render_svg(g: &DirectionGraph) -> String {
             );
         }
     }
-    let _ = writeln!(out, "</g>");
-    // Axes.
+}
+
+/// The plot's border, the time and sequence axes with their ticks and titles.
+fn axes(out: &mut String, g: &DirectionGraph, f: &Frame) {
+    let (pw, ph, span_t, span_y, t0) = (f.pw, f.ph, f.span_t, f.span_y, f.t0);
     let _ = writeln!(
         out,
         r##"<rect x="{LEFT:.1}" y="{TOP:.1}" width="{pw:.1}" height="{ph:.1}" fill="none" stroke="#444444"/>"##
@@ -254,7 +309,10 @@ pub fn render_svg(g: &DirectionGraph) -> String {
         TOP + ph / 2.0,
         TOP + ph / 2.0
     );
-    // Legend.
+}
+
+/// The legend, and a note when only the first events are drawn.
+fn legend(out: &mut String, g: &DirectionGraph) {
     let items = [
         ("#222222", "data"),
         ("#d62728", "retransmission"),
@@ -284,6 +342,4 @@ pub fn render_svg(g: &DirectionGraph) -> String {
             TOP - 8.0
         );
     }
-    out.push_str("</svg>\n");
-    out
 }

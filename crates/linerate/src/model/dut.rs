@@ -263,13 +263,11 @@ fn cpu_delta(before: &[CpuTicks], after: &[CpuTicks]) -> Option<DutCpu> {
         let Some(b) = before.iter().find(|b| b.cpu == a.cpu) else {
             continue;
         };
-        let d = |x: u64, y: u64| y.saturating_sub(x);
-        let user = d(b.user, a.user).saturating_add(d(b.nice, a.nice));
-        let system = d(b.system, a.system);
-        let idle = d(b.idle, a.idle).saturating_add(d(b.iowait, a.iowait));
-        let irq = d(b.irq, a.irq);
-        let softirq = d(b.softirq, a.softirq);
-        let steal = d(b.steal, a.steal);
+        let d = a.ticks.saturating_sub(&b.ticks);
+        let user = d.user.saturating_add(d.nice);
+        let system = d.system;
+        let idle = d.idle.saturating_add(d.iowait);
+        let (irq, softirq, steal) = (d.irq, d.softirq, d.steal);
         let total = [user, system, idle, irq, softirq, steal]
             .iter()
             .fold(0u64, |s, &v| s.saturating_add(v));
@@ -307,6 +305,7 @@ fn cpu_delta(before: &[CpuTicks], after: &[CpuTicks]) -> Option<DutCpu> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use linerate_wire::device::CpuTick;
 
     /// A snapshot with two CPUs and one interface, `k` windows in: CPU 1 is busy, most of
     /// it in softirq; `eth1` forwards 1000 packets a window, `eth0` drops `drops` each.
@@ -318,17 +317,21 @@ pub(crate) mod tests {
             cpu: Some(vec![
                 CpuTicks {
                     cpu: 0,
-                    user: 10 * k,
-                    idle: 90 * k,
-                    ..CpuTicks::default()
+                    ticks: CpuTick {
+                        user: 10 * k,
+                        idle: 90 * k,
+                        ..CpuTick::default()
+                    },
                 },
                 CpuTicks {
                     cpu: 1,
-                    system: 10 * k,
-                    softirq: 80 * k,
-                    irq: 7 * k,
-                    idle: 3 * k,
-                    ..CpuTicks::default()
+                    ticks: CpuTick {
+                        system: 10 * k,
+                        softirq: 80 * k,
+                        irq: 7 * k,
+                        idle: 3 * k,
+                        ..CpuTick::default()
+                    },
                 },
             ]),
             interrupts: Some(CpuCounts {

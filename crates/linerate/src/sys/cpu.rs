@@ -27,65 +27,8 @@ use super::{read_text, SysError, SysParseError};
 /// The path [`read_proc_stat`] reads.
 pub const PROC_STAT: &str = "/proc/stat";
 
-/// Tick counters of one CPU line (or of their difference), in USER_HZ clock ticks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CpuTick {
-    /// Normal processes in user mode (guest time included).
-    pub user: u64,
-    /// Niced processes in user mode (guest_nice time included).
-    pub nice: u64,
-    /// Kernel mode.
-    pub system: u64,
-    /// Idle.
-    pub idle: u64,
-    /// Idle while I/O was outstanding.
-    pub iowait: u64,
-    /// Servicing hardware interrupts.
-    pub irq: u64,
-    /// Servicing software interrupts.
-    pub softirq: u64,
-    /// Stolen by the hypervisor.
-    pub steal: u64,
-}
-
-impl CpuTick {
-    /// All ticks (guest excluded, as it is inside `user`/`nice`), saturating.
-    pub fn total(&self) -> u64 {
-        [
-            self.user,
-            self.nice,
-            self.system,
-            self.idle,
-            self.iowait,
-            self.irq,
-            self.softirq,
-            self.steal,
-        ]
-        .iter()
-        .fold(0u64, |a, &b| a.saturating_add(b))
-    }
-
-    /// Busy ticks: everything but `idle` and `iowait`.
-    pub fn busy(&self) -> u64 {
-        self.total()
-            .saturating_sub(self.idle)
-            .saturating_sub(self.iowait)
-    }
-
-    /// Field-wise `self − earlier`, clamped at 0 for counters that went backwards.
-    pub fn saturating_sub(&self, earlier: &CpuTick) -> CpuTick {
-        CpuTick {
-            user: self.user.saturating_sub(earlier.user),
-            nice: self.nice.saturating_sub(earlier.nice),
-            system: self.system.saturating_sub(earlier.system),
-            idle: self.idle.saturating_sub(earlier.idle),
-            iowait: self.iowait.saturating_sub(earlier.iowait),
-            irq: self.irq.saturating_sub(earlier.irq),
-            softirq: self.softirq.saturating_sub(earlier.softirq),
-            steal: self.steal.saturating_sub(earlier.steal),
-        }
-    }
-}
+/// Tick counters of one CPU line: one type with the device exchange's (`linerate_wire::device`).
+pub use linerate_wire::device::CpuTick;
 
 /// One snapshot of `/proc/stat`'s CPU lines.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use linerate_wire::host::InterfaceStats;
+
 use linerate_wire::device::{
     CpuCounts, CpuTicks, DeviceSnapshot, IfaceSnapshot, MAX_DEVICE_CPUS, MAX_DEVICE_INTERFACES,
     MAX_IFNAME, MAX_SNAPSHOT_TEXT, MAX_SNAPSHOT_WARNINGS,
@@ -17,7 +19,7 @@ use linerate_wire::device::{
 
 use super::cpu::{read_proc_stat, CpuTimes};
 use super::interrupts::{read_proc_interrupts, ProcInterrupts};
-use super::netdev::{read_proc_net_dev, NetDevRow};
+use super::netdev::{read_proc_net_dev, stats_from_row, NetDevRow};
 use super::softirqs::{read_proc_softirqs, ProcSoftirqs};
 
 /// Reads every source now. What could not be read is absent, with a warning in the
@@ -74,17 +76,7 @@ pub fn build(
         s.per_cpu
             .iter()
             .take(MAX_DEVICE_CPUS)
-            .map(|(n, t)| CpuTicks {
-                cpu: *n,
-                user: t.user,
-                nice: t.nice,
-                system: t.system,
-                idle: t.idle,
-                iowait: t.iowait,
-                irq: t.irq,
-                softirq: t.softirq,
-                steal: t.steal,
-            })
+            .map(|(n, t)| CpuTicks { cpu: *n, ticks: *t })
             .collect()
     });
     let interrupts = ints.map(|p| {
@@ -123,18 +115,14 @@ pub fn build(
         rows.iter()
             .filter(|(name, _)| name.len() <= MAX_IFNAME)
             .take(MAX_DEVICE_INTERFACES)
-            .map(|(name, r)| IfaceSnapshot {
-                name: name.clone(),
-                rx_bytes: r[0],
-                rx_packets: r[1],
-                rx_errors: r[2],
-                rx_dropped: r[3],
-                rx_fifo_errors: r[4],
-                tx_bytes: r[8],
-                tx_packets: r[9],
-                tx_errors: r[10],
-                tx_dropped: r[11],
-                rx_missed_errors: missed(name),
+            .map(|(name, r)| {
+                // The one reading of a `/proc/net/dev` row, with the NIC's missed packets
+                // from sysfs where it shows them.
+                let stats = InterfaceStats {
+                    rx_missed_errors: missed(name),
+                    ..stats_from_row(r)
+                };
+                IfaceSnapshot::from_stats(name.clone(), &stats)
             })
             .collect()
     });
@@ -196,7 +184,10 @@ mod tests {
         );
         let cpu = s.cpu.as_ref().unwrap();
         assert_eq!(cpu.len(), 2);
-        assert_eq!((cpu[1].cpu, cpu[1].softirq, cpu[1].idle), (2, 2, 50));
+        assert_eq!(
+            (cpu[1].cpu, cpu[1].ticks.softirq, cpu[1].ticks.idle),
+            (2, 2, 50)
+        );
         // ERR has one total, not a count per CPU: left out of the per-CPU sums.
         assert_eq!(
             s.interrupts,

@@ -217,7 +217,7 @@ mod tests {
         let mut a = snap(1, 0);
         let mut b = snap(2, 0);
         for s in [&mut a, &mut b] {
-            for c in s.cpu.iter_mut().flatten() {
+            for c in s.cpu.iter_mut().flatten().map(|c| &mut c.ticks) {
                 c.idle += c.softirq;
                 c.softirq = 0;
                 c.system = 0;

@@ -459,120 +459,24 @@ fn server_report(
             mine.len()
         );
     }
-    let udp = plan.spec.transport == Transport::Udp;
-    let omit = plan.spec.omit_ms > 0;
-    let len = u64::from(plan.spec.write_size.max(1));
+    let r = Reading {
+        udp: plan.spec.transport == Transport::Udp,
+        omit: plan.spec.omit_ms > 0,
+        len: u64::from(plan.spec.write_size.max(1)),
+    };
+    let udp = r.udp;
     let mut warnings = vec![SERVER_ABSENT.to_string()];
     let mut by_bytes = false;
     let mut streams = Vec::with_capacity(mine.len());
-    let mut t = Totals {
-        duration_ns: 0,
-        tx_bytes: 0,
-        rx_bytes: 0,
-        // An iperf3 server does not count its system calls.
-        tx_calls: None,
-        rx_calls: None,
-        tx_duration_ns: 0,
-        rx_duration_ns: 0,
-        tx_packets: None,
-        rx_packets: None,
-        retransmits: None,
-        udp_rx: None,
-    };
-    let mut rx_udp: Option<UdpRxReport> = None;
-    let mut retrans: Option<u64> = Some(0);
-    let mut any_tx = false;
+    let mut sum = ServerSum::default();
     for (m, s) in mine.iter().zip(&theirs.streams) {
-        let role = match m.role {
-            StreamRole::Tx => StreamRole::Rx,
-            StreamRole::Rx => StreamRole::Tx,
-        };
-        let duration_ns = secs_ns(s.end_time_s);
-        // iperf3 counts `packets` from the test's start, warm-up included: a sender the
-        // datagrams it sent, a receiver up to the highest sequence number it saw, with
-        // `errors` the datagrams missing below it. Its `bytes` are the measured window's.
-        let packets = u64::try_from(s.packets).ok();
-        let count = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
-        let lost =
-            count(Some(s.errors)).map(|e| e.saturating_sub(count(s.omitted_errors).unwrap_or(0)));
-        // The window's datagrams: after `-O`, iperf3 3.13 and later say how many were in
-        // the omitted seconds; 3.12 does not (and restarts `errors` there), so they are its
-        // bytes in the window over the datagram size, which every datagram has.
-        let window = match (omit, count(s.omitted_packets)) {
-            (false, _) => packets,
-            (true, Some(o)) => packets.map(|p| p.saturating_sub(o)),
-            (true, None) => {
-                by_bytes |= udp;
-                None
-            }
-        };
-        let udp_rx = (udp && role == StreamRole::Rx).then(|| UdpRxReport {
-            packets: window.map_or(s.bytes / len, |w| w.saturating_sub(lost.unwrap_or(0))),
-            lost: lost.unwrap_or(0),
-            duplicates: 0,
-            reordered: 0,
-            highest_seq: packets.and_then(|p| p.checked_sub(1)),
-            jitter_ns: Some(secs_ns(s.jitter_s)),
-            one_way_delay: None,
-        });
-        // Datagrams this end sent or received in the window.
-        let moved = udp.then(|| match &udp_rx {
-            Some(u) => u.packets,
-            None => window.unwrap_or(s.bytes / len),
-        });
-        match role {
-            StreamRole::Tx => {
-                any_tx = true;
-                t.tx_bytes += s.bytes;
-                t.tx_duration_ns = t.tx_duration_ns.max(duration_ns);
-                if udp {
-                    t.tx_packets = Some(t.tx_packets.unwrap_or(0) + moved.unwrap_or(0));
-                } else {
-                    retrans = retrans.zip(s.retransmits).map(|(a, b)| a + b);
-                }
-            }
-            StreamRole::Rx => {
-                t.rx_bytes += s.bytes;
-                t.rx_duration_ns = t.rx_duration_ns.max(duration_ns);
-                if let Some(u) = &udp_rx {
-                    t.rx_packets = Some(t.rx_packets.unwrap_or(0) + u.packets);
-                    let a = rx_udp.get_or_insert(UdpRxReport {
-                        packets: 0,
-                        lost: 0,
-                        duplicates: 0,
-                        reordered: 0,
-                        highest_seq: None,
-                        jitter_ns: None,
-                        one_way_delay: None,
-                    });
-                    a.packets += u.packets;
-                    a.lost += u.lost;
-                    a.jitter_ns = a.jitter_ns.max(u.jitter_ns);
-                }
-            }
-        }
-        streams.push(StreamReport {
-            index: m.index,
-            role,
-            bytes: s.bytes,
-            io_calls: None,
-            packets: moved,
-            duration_ns,
-            sndbuf_bytes: None,
-            rcvbuf_bytes: None,
-            mss_bytes: None,
-            congestion: theirs.congestion_used.clone().filter(|_| !udp),
-            tcp_info: None,
-            udp_rx,
-            udp_seq_end: packets.filter(|_| udp && role == StreamRole::Tx),
-            local_addr: m.remote_addr.clone(),
-            remote_addr: m.local_addr.clone(),
-            tx_path: None,
-            send_mode: None,
-            recv_mode: None,
-            zerocopy: None,
-        });
+        let congestion = theirs.congestion_used.clone().filter(|_| !udp);
+        let (stream, counted_by_bytes) = server_stream(m, s, &r, congestion);
+        by_bytes |= counted_by_bytes;
+        sum.add(&stream, s.retransmits, udp);
+        streams.push(stream);
     }
+    let mut t = sum.totals;
     // A byte count sent to the server: an iperf3 server stops reading at TEST_END, so what
     // was still in its socket buffers (acknowledged by its kernel, unread) is not in its
     // count. iperf3's own client has the same gap.
@@ -581,7 +485,7 @@ fn server_report(
         .filter(|m| m.role == StreamRole::Tx)
         .map(|m| m.bytes)
         .sum();
-    if !udp && !omit && plan.spec.bytes.is_some() && t.rx_bytes < sent_to_it {
+    if !udp && !r.omit && plan.spec.bytes.is_some() && t.rx_bytes < sent_to_it {
         warnings.push(format!(
             "the iperf3 server counted {} of the {sent_to_it} bytes sent to it: it stops reading when told the test has ended, and the rest were still in its socket buffers",
             t.rx_bytes
@@ -589,33 +493,21 @@ fn server_report(
     }
     if by_bytes {
         warnings.push(format!(
-            "the iperf3 server does not say how many of its datagrams fell in the omitted seconds (-O; iperf3 3.12): its datagrams in the measured window are its bytes there over {len}, the datagram size"
+            "the iperf3 server does not say how many of its datagrams fell in the omitted seconds (-O; iperf3 3.12): its datagrams in the measured window are its bytes there over {}, the datagram size",
+            r.len
         ));
     }
-    if any_tx && !udp {
-        t.retransmits = retrans;
-        if retrans.is_none() {
+    if sum.any_tx && !udp {
+        t.retransmits = sum.retrans;
+        if sum.retrans.is_none() {
             warnings.push(
                 "the iperf3 server did not know its retransmits (iperf3 reports 2^64-1 or -1): they are absent".into(),
             );
         }
     }
-    t.udp_rx = rx_udp;
+    t.udp_rx = sum.rx_udp;
     t.duration_ns = t.tx_duration_ns.max(t.rx_duration_ns);
-    // iperf3's CPU is its process's user and system time over the test, % of one CPU: as
-    // times over the server's duration (its streams' longest), so that the record's
-    // `tool_cpu_percent` for that end is iperf3's own figure.
-    let wall = if t.duration_ns > 0 {
-        t.duration_ns as f64 / 1e9
-    } else {
-        elapsed.as_secs_f64()
-    };
-    let ns = |pct: f64| (pct.max(0.0) / 100.0 * wall * 1e9) as u64;
-    let process_cpu =
-        (theirs.cpu_util_total.is_finite() && theirs.cpu_util_total >= 0.0).then(|| ProcessCpu {
-            user_ns: ns(theirs.cpu_util_user),
-            system_ns: ns(theirs.cpu_util_system),
-        });
+    let process_cpu = server_process_cpu(theirs, &t, elapsed);
     let report = SideReport {
         role: Role::Server,
         host: linerate_wire::report::HostInfo {
@@ -638,6 +530,172 @@ fn server_report(
         warnings: Vec::new(),
     };
     Ok((report, warnings))
+}
+
+/// How the server's results are read: UDP or TCP, with `-O` or not, the datagram size.
+struct Reading {
+    udp: bool,
+    omit: bool,
+    len: u64,
+}
+
+/// One of the server's streams, from the client's stream `m` and iperf3's result `s` of it:
+/// the other role, the client's index and addresses swapped. The flag says its datagrams in
+/// the window were counted from its bytes (iperf3 3.12 after `-O`).
+fn server_stream(
+    m: &StreamReport,
+    s: &StreamResult,
+    r: &Reading,
+    congestion: Option<String>,
+) -> (StreamReport, bool) {
+    let (udp, len) = (r.udp, r.len);
+    let role = match m.role {
+        StreamRole::Tx => StreamRole::Rx,
+        StreamRole::Rx => StreamRole::Tx,
+    };
+    let duration_ns = secs_ns(s.end_time_s);
+    // iperf3 counts `packets` from the test's start, warm-up included: a sender the
+    // datagrams it sent, a receiver up to the highest sequence number it saw, with
+    // `errors` the datagrams missing below it. Its `bytes` are the measured window's.
+    let packets = u64::try_from(s.packets).ok();
+    let count = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+    let lost =
+        count(Some(s.errors)).map(|e| e.saturating_sub(count(s.omitted_errors).unwrap_or(0)));
+    // The window's datagrams: after `-O`, iperf3 3.13 and later say how many were in
+    // the omitted seconds; 3.12 does not (and restarts `errors` there), so they are its
+    // bytes in the window over the datagram size, which every datagram has.
+    let mut by_bytes = false;
+    let window = match (r.omit, count(s.omitted_packets)) {
+        (false, _) => packets,
+        (true, Some(o)) => packets.map(|p| p.saturating_sub(o)),
+        (true, None) => {
+            by_bytes |= udp;
+            None
+        }
+    };
+    let udp_rx = (udp && role == StreamRole::Rx).then(|| UdpRxReport {
+        packets: window.map_or(s.bytes / len, |w| w.saturating_sub(lost.unwrap_or(0))),
+        lost: lost.unwrap_or(0),
+        duplicates: 0,
+        reordered: 0,
+        highest_seq: packets.and_then(|p| p.checked_sub(1)),
+        jitter_ns: Some(secs_ns(s.jitter_s)),
+        one_way_delay: None,
+    });
+    // Datagrams this end sent or received in the window.
+    let moved = udp.then(|| match &udp_rx {
+        Some(u) => u.packets,
+        None => window.unwrap_or(s.bytes / len),
+    });
+    let stream = StreamReport {
+        index: m.index,
+        role,
+        bytes: s.bytes,
+        io_calls: None,
+        packets: moved,
+        duration_ns,
+        sndbuf_bytes: None,
+        rcvbuf_bytes: None,
+        mss_bytes: None,
+        congestion,
+        tcp_info: None,
+        udp_rx,
+        udp_seq_end: packets.filter(|_| udp && role == StreamRole::Tx),
+        local_addr: m.remote_addr.clone(),
+        remote_addr: m.local_addr.clone(),
+        tx_path: None,
+        send_mode: None,
+        recv_mode: None,
+        zerocopy: None,
+    };
+    (stream, by_bytes)
+}
+
+/// The server's streams summed: its totals so far, its UDP receivers' figures, its TCP
+/// senders' retransmits (absent once one of them does not know its own).
+struct ServerSum {
+    totals: Totals,
+    rx_udp: Option<UdpRxReport>,
+    retrans: Option<u64>,
+    any_tx: bool,
+}
+
+impl Default for ServerSum {
+    fn default() -> Self {
+        ServerSum {
+            totals: Totals {
+                duration_ns: 0,
+                tx_bytes: 0,
+                rx_bytes: 0,
+                // An iperf3 server does not count its system calls.
+                tx_calls: None,
+                rx_calls: None,
+                tx_duration_ns: 0,
+                rx_duration_ns: 0,
+                tx_packets: None,
+                rx_packets: None,
+                retransmits: None,
+                udp_rx: None,
+            },
+            rx_udp: None,
+            retrans: Some(0),
+            any_tx: false,
+        }
+    }
+}
+
+impl ServerSum {
+    /// Adds one of the server's streams (`retransmits`: iperf3's count for it).
+    fn add(&mut self, s: &StreamReport, retransmits: Option<u64>, udp: bool) {
+        let t = &mut self.totals;
+        match s.role {
+            StreamRole::Tx => {
+                self.any_tx = true;
+                t.tx_bytes += s.bytes;
+                t.tx_duration_ns = t.tx_duration_ns.max(s.duration_ns);
+                if udp {
+                    t.tx_packets = Some(t.tx_packets.unwrap_or(0) + s.packets.unwrap_or(0));
+                } else {
+                    self.retrans = self.retrans.zip(retransmits).map(|(a, b)| a + b);
+                }
+            }
+            StreamRole::Rx => {
+                t.rx_bytes += s.bytes;
+                t.rx_duration_ns = t.rx_duration_ns.max(s.duration_ns);
+                if let Some(u) = &s.udp_rx {
+                    t.rx_packets = Some(t.rx_packets.unwrap_or(0) + u.packets);
+                    let a = self.rx_udp.get_or_insert(UdpRxReport {
+                        packets: 0,
+                        lost: 0,
+                        duplicates: 0,
+                        reordered: 0,
+                        highest_seq: None,
+                        jitter_ns: None,
+                        one_way_delay: None,
+                    });
+                    a.packets += u.packets;
+                    a.lost += u.lost;
+                    a.jitter_ns = a.jitter_ns.max(u.jitter_ns);
+                }
+            }
+        }
+    }
+}
+
+/// iperf3's CPU is its process's user and system time over the test, % of one CPU: as
+/// times over the server's duration (its streams' longest), so that the record's
+/// `tool_cpu_percent` for that end is iperf3's own figure.
+fn server_process_cpu(theirs: &Results, t: &Totals, elapsed: Duration) -> Option<ProcessCpu> {
+    let wall = if t.duration_ns > 0 {
+        t.duration_ns as f64 / 1e9
+    } else {
+        elapsed.as_secs_f64()
+    };
+    let ns = |pct: f64| (pct.max(0.0) / 100.0 * wall * 1e9) as u64;
+    (theirs.cpu_util_total.is_finite() && theirs.cpu_util_total >= 0.0).then(|| ProcessCpu {
+        user_ns: ns(theirs.cpu_util_user),
+        system_ns: ns(theirs.cpu_util_system),
+    })
 }
 
 fn secs_ns(s: f64) -> u64 {
