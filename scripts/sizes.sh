@@ -6,6 +6,7 @@
 # and writes the table into docs/PERFORMANCE.md between the `sizes:` markers.
 #
 # Usage: bash scripts/sizes.sh [TARGET...]     (default: every target scripts/cross.sh knows)
+#        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full)
 # A build that fails or that scripts/cross.sh refuses is listed as not measured, with why.
 # Release builds are slow (fat LTO, one codegen unit): about 5-15 minutes per build on 2 cores.
 set -euo pipefail
@@ -22,7 +23,7 @@ trap 'rm -rf "$tmp"' EXIT
 rows=()
 declare -A built
 for t in "${targets[@]}"; do
-    for build in board full; do
+    for build in ${SIZES_BUILDS:-board full}; do
         flag=$([ "$build" = board ] && echo --board || true)
         echo "scripts/sizes.sh: $t $build" >&2
         if bin=$(bash scripts/cross.sh "$t" $flag 2>"$tmp/err" | tail -n 1) && [ -f "$bin" ]; then
@@ -91,5 +92,16 @@ if grep -q '<!-- sizes:begin' "$doc"; then
         !skip { print }' "$doc" >"$tmp/doc"
     cat "$tmp/doc" >"$doc"
 else
-    { echo; echo "## Binary sizes per target"; echo; cat "$tmp/table"; } >>"$doc"
+    {
+        echo
+        echo "## Binary sizes per target"
+        echo
+        echo "\`bash scripts/sizes.sh\` builds every target with scripts/cross.sh (static, stripped; the"
+        echo "board's core with \`--board\`, [profile.board]: opt-level \"z\"; the full build with"
+        echo "\`--release\`) and writes the table below. Targets: the board build of armv7 and powerpc"
+        echo "at most 2 MB (2,000,000 bytes), the full x86_64 build at most 8 MB, the server's peak RSS"
+        echo "while it serves one TCP test at most 8 MiB."
+        echo
+        cat "$tmp/table"
+    } >>"$doc"
 fi
