@@ -129,6 +129,11 @@ cargo clippy -p linerate --locked --no-default-features --features board --all-t
 stage "board build: tests"
 cargo test -p linerate --locked --no-default-features --features board --lib --test it --test layers
 
+# Every wire format's golden bytes, the wire crate's unit and bounded property tests on a
+# big-endian 32-bit CPU (powerpc under qemu-ppc-static; scripts/wire-be.sh). No speed.
+stage "big-endian wire tests"
+bash scripts/wire-be.sh
+
 # The emulated boards' binaries (tests/lab/board.rs runs them under qemu-user-static): the
 # board's core for 32-bit big-endian PowerPC and for aarch64, static, built once here by
 # scripts/cross.sh and named to the lab tests by LINERATE_BOARD_PPC and

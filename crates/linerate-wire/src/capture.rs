@@ -590,15 +590,17 @@ fn stop_error(
 }
 
 /// The 24-byte header of a classic pcap file with nanosecond timestamps (magic
-/// 0xa1b23c4d), written in this host's byte order as libpcap does.
+/// 0xa1b23c4d), written little-endian on every host
+/// (libpcap writes its host's order; readers follow the magic, so a big-endian board's
+/// captures read the same, and the bytes are the same everywhere).
 pub fn pcap_file_header(snaplen: u32, link_type: u32) -> [u8; 24] {
     let mut h = [0u8; 24];
-    h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_ne_bytes());
-    h[4..6].copy_from_slice(&2u16.to_ne_bytes());
-    h[6..8].copy_from_slice(&4u16.to_ne_bytes());
+    h[0..4].copy_from_slice(&0xa1b2_3c4du32.to_le_bytes());
+    h[4..6].copy_from_slice(&2u16.to_le_bytes());
+    h[6..8].copy_from_slice(&4u16.to_le_bytes());
     // thiszone and sigfigs stay 0.
-    h[16..20].copy_from_slice(&snaplen.to_ne_bytes());
-    h[20..24].copy_from_slice(&link_type.to_ne_bytes());
+    h[16..20].copy_from_slice(&snaplen.to_le_bytes());
+    h[20..24].copy_from_slice(&link_type.to_le_bytes());
     h
 }
 
@@ -607,10 +609,10 @@ pub fn pcap_record_header(ts_ns: u64, caplen: u32, orig_len: u32) -> [u8; 16] {
     let mut h = [0u8; 16];
     let secs = u32::try_from(ts_ns / 1_000_000_000).unwrap_or(u32::MAX);
     let nanos = (ts_ns % 1_000_000_000) as u32;
-    h[0..4].copy_from_slice(&secs.to_ne_bytes());
-    h[4..8].copy_from_slice(&nanos.to_ne_bytes());
-    h[8..12].copy_from_slice(&caplen.to_ne_bytes());
-    h[12..16].copy_from_slice(&orig_len.to_ne_bytes());
+    h[0..4].copy_from_slice(&secs.to_le_bytes());
+    h[4..8].copy_from_slice(&nanos.to_le_bytes());
+    h[8..12].copy_from_slice(&caplen.to_le_bytes());
+    h[12..16].copy_from_slice(&orig_len.to_le_bytes());
     h
 }
 
@@ -793,12 +795,12 @@ mod tests {
     #[test]
     fn pcap_headers_have_the_documented_layout() {
         let h = pcap_file_header(128, LINKTYPE_LINUX_SLL2);
-        assert_eq!(u32::from_ne_bytes([h[0], h[1], h[2], h[3]]), 0xa1b2_3c4d);
-        assert_eq!(u32::from_ne_bytes([h[20], h[21], h[22], h[23]]), 276);
+        assert_eq!(u32::from_le_bytes([h[0], h[1], h[2], h[3]]), 0xa1b2_3c4d);
+        assert_eq!(u32::from_le_bytes([h[20], h[21], h[22], h[23]]), 276);
         let r = pcap_record_header(3_000_000_123, 60, 1514);
-        assert_eq!(u32::from_ne_bytes([r[0], r[1], r[2], r[3]]), 3);
-        assert_eq!(u32::from_ne_bytes([r[4], r[5], r[6], r[7]]), 123);
-        assert_eq!(u32::from_ne_bytes([r[12], r[13], r[14], r[15]]), 1514);
+        assert_eq!(u32::from_le_bytes([r[0], r[1], r[2], r[3]]), 3);
+        assert_eq!(u32::from_le_bytes([r[4], r[5], r[6], r[7]]), 123);
+        assert_eq!(u32::from_le_bytes([r[12], r[13], r[14], r[15]]), 1514);
     }
 
     proptest::proptest! {

@@ -30,6 +30,7 @@ mod report;
 mod rfc2544;
 mod rr;
 mod run;
+#[cfg(feature = "schema")]
 mod schema;
 mod serve;
 mod stream;
@@ -51,6 +52,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Doctor(a) => doctor::command(&a),
         #[cfg(feature = "analyze")]
         Command::Analyze(a) => analyze::command(&a),
+        #[cfg(feature = "schema")]
         Command::Schema(a) => schema::command(&a),
         #[cfg(feature = "sweep")]
         Command::Sweep(a) => sweep::command(&a),

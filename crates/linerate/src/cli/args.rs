@@ -12,9 +12,11 @@ use super::history;
 use super::lab;
 #[cfg(feature = "report")]
 use super::report;
+#[cfg(feature = "schema")]
+use super::schema;
 #[cfg(feature = "sweep")]
 use super::{campaign, sweep};
-use super::{compare, demo, doctor, rfc2544, rr, schema, serve, stream};
+use super::{compare, demo, doctor, rfc2544, rr, serve, stream};
 
 const EXIT_CODES: &str = "Exit codes: 0 success; 1 the run completed but a pass/fail criterion failed (udp and rr --udp: --max-loss exceeded; rfc2544: a throughput not confirmed by its full-length trial); 2 usage, network, protocol or I/O error.";
 
@@ -117,6 +119,7 @@ pub enum Command {
         after_help = "Examples:\n  linerate tcp HOST -t 30 -i 0.1 --json > run.json\n  linerate report run.json -o run.html\n  linerate report a.json b.json -o ab.html        # compared on shared axes\n  linerate report 14 17 --chart-dir charts/       # stored runs; every chart as .svg and .png\n  linerate sweep --vary len=1K..64K:*2 --repeat 5 --json -- tcp HOST > s.json\n  linerate report s.json -o sweep.html\n\nThe same input gives the same bytes: the page holds no time of its making."
     )]
     Report(report::ReportArgs),
+    #[cfg(feature = "schema")]
     /// Print the JSON Schema of a record.
     #[command(hide = true)]
     Schema(schema::SchemaArgs),

@@ -20,6 +20,7 @@ pub mod repeat;
 pub mod report;
 pub mod rfc2544;
 pub mod rr;
+#[cfg(feature = "schema")]
 pub mod schema;
 pub mod serve;
 pub mod stream;

@@ -86,7 +86,9 @@ impl Target {
 pub fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
     (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve '{host}': check the host name"))?
+        .with_context(|| {
+            format!("cannot resolve '{host}': check the host name, or give an IP address")
+        })?
         .next()
         .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
 }

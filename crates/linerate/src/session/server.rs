@@ -351,6 +351,7 @@ pub struct Server {
 /// Raises this process's soft limit of open files to its hard limit (an unlimited hard
 /// limit: to the kernel's `fs.nr_open`); returns the soft limit now in force (`u64::MAX`
 /// if unknown).
+#[allow(clippy::unnecessary_cast)] // rlim_t is u64 here, u32 on 32-bit targets
 fn raise_open_files() -> u64 {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {

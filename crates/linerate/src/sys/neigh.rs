@@ -149,8 +149,20 @@ pub fn parse_link(json: &str) -> Result<LinkInfo, String> {
 fn ip(args: &[&str]) -> Result<String, String> {
     let prog = program("ip", IP_FALLBACKS)
         .ok_or_else(|| "iproute2's `ip` is not installed".to_string())?;
-    run_with_timeout(&prog, args, IP_TIMEOUT)
-        .ok_or_else(|| format!("`ip {}` failed", args.join(" ")))
+    run_with_timeout(&prog, args, IP_TIMEOUT).ok_or_else(|| ip_failed(&prog, args))
+}
+
+/// Why `ip ARGS` gave nothing, in one line: busybox's `ip` (a board's) has no JSON output.
+fn ip_failed(prog: &std::path::Path, args: &[&str]) -> String {
+    let real = std::fs::canonicalize(prog).unwrap_or_else(|_| prog.to_path_buf());
+    if real.file_name().is_some_and(|n| n == "busybox") {
+        return format!(
+            "`ip {}` failed: {} is busybox's ip, which has no JSON output (-j); install iproute2's ip",
+            args.join(" "),
+            prog.display()
+        );
+    }
+    format!("`ip {}` failed", args.join(" "))
 }
 
 fn family(a: IpAddr) -> &'static str {
@@ -245,6 +257,27 @@ mod tests {
     const NEIGH: &str = r#"[{"dst":"10.71.112.254","dev":"lrefae493bar","lladdr":"5e:7c:8e:60:a7:b5","state":["STALE"]},{"dst":"10.71.112.9","dev":"lrefae493bar","state":["FAILED"]},{"dst":"10.71.112.8","dev":"lrefae493bar","lladdr":"00:00:00:00:00:08","state":["INCOMPLETE"]}]"#;
     const LINK: &str = r#"[{"ifindex":2,"link_index":2,"ifname":"lrefae493bar","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1500,"qdisc":"noqueue","operstate":"UP","linkmode":"DEFAULT","group":"default","txqlen":1000,"link_type":"ether","address":"b2:f5:2c:cf:eb:3c","broadcast":"ff:ff:ff:ff:ff:ff","link_netnsid":0}]"#;
     const LO: &str = r#"[{"ifindex":1,"ifname":"lo","flags":["LOOPBACK","UP","LOWER_UP"],"mtu":65536,"qdisc":"noqueue","operstate":"UNKNOWN","linkmode":"DEFAULT","group":"default","txqlen":1000,"link_type":"loopback","address":"00:00:00:00:00:00","broadcast":"00:00:00:00:00:00"}]"#;
+
+    #[test]
+    fn busybox_ip_is_named_with_what_to_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let busybox = dir.path().join("busybox");
+        std::fs::write(&busybox, "").unwrap();
+        let ip = dir.path().join("ip");
+        std::os::unix::fs::symlink(&busybox, &ip).unwrap();
+        let m = ip_failed(&ip, &["-j", "link", "show"]);
+        assert!(
+            m.contains("busybox's ip") && m.contains("install iproute2"),
+            "{m}"
+        );
+        assert!(!m.contains('\n'), "{m}");
+        let plain = dir.path().join("ip2");
+        std::fs::write(&plain, "").unwrap();
+        assert_eq!(
+            ip_failed(&plain, &["-j", "link", "show"]),
+            "`ip -j link show` failed"
+        );
+    }
 
     #[test]
     fn route_gateway_is_the_next_hop() {

@@ -242,6 +242,7 @@ fn max_loss_exceeded_exits_1_with_the_record() {
 
 /// `linerate schema NAME` prints exactly what `docs/json-schema/NAME-v1.json` holds, for
 /// every committed schema.
+#[cfg(feature = "schema")]
 #[test]
 fn schema_prints_every_committed_schema() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/json-schema");

@@ -222,6 +222,42 @@ fn an_unwritable_database_never_costs_the_output() {
     );
 }
 
+/// A board's read-only root file system: the default database's directories
+/// ($XDG_DATA_HOME, else $HOME) cannot be made. The run's output is whole, the exit code the
+/// run's, and stderr says in one line that the run was not stored. (/proc stands for a
+/// read-only directory: these tests run as root, which file modes do not stop.)
+#[test]
+fn a_read_only_home_never_costs_the_output() {
+    let srv = TestServer::start();
+    let (host, port) = (srv.addr.ip().to_string(), srv.addr.port().to_string());
+    for (xdg, home) in [
+        (Some("/proc/linerate-ro/share"), "/proc/linerate-ro"),
+        (None, "/proc/linerate-ro"),
+    ] {
+        let mut c = bin();
+        c.env_remove("LINERATE_NO_STORE").env("HOME", home);
+        match xdg {
+            Some(x) => c.env("XDG_DATA_HOME", x),
+            None => c.env_remove("XDG_DATA_HOME"),
+        };
+        let o = c
+            .args(["udp", &host, "-p", &port, "-t", "0.2", "-b", "5M", "--json"])
+            .output()
+            .unwrap();
+        let rec = ok_json(&o);
+        assert!(rec["summary"]["flows"][0]["receiver_bps"]
+            .as_f64()
+            .is_some());
+        let err = String::from_utf8_lossy(&o.stderr);
+        let line: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("was not stored"))
+            .collect();
+        assert_eq!(line.len(), 1, "{xdg:?} {home}: {err}");
+        assert!(line[0].contains("the output is complete"), "{err}");
+    }
+}
+
 /// Several processes storing into one database at once: WAL and the busy time-out make
 /// every one of them wait its turn, and nothing is lost.
 #[test]

@@ -187,7 +187,9 @@ fn write_profiles(dir: Option<&std::path::Path>, rec: &Rfc2544Record) {
 fn resolve(host: &str, port: u16) -> anyhow::Result<IpAddr> {
     (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve '{host}': check the host name"))?
+        .with_context(|| {
+            format!("cannot resolve '{host}': check the host name, or give an IP address")
+        })?
         .next()
         .map(|a| a.ip())
         .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))

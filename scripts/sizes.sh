@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Measures linerate's stripped static executable for every target, the board's core
+# (scripts/cross.sh --board) and the full build, plus the server's peak RSS while it serves
+# one TCP test (the x86_64 board build natively; the powerpc board build under
+# qemu-ppc-static, whose figure includes the emulator's own memory: a size, never a speed),
+# and writes the table into docs/PERFORMANCE.md between the `sizes:` markers.
+#
+# Usage: bash scripts/sizes.sh [TARGET...]     (default: every target scripts/cross.sh knows)
+#        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full)
+# A build that fails or that scripts/cross.sh refuses is listed as not measured, with why.
+# Release builds are slow (fat LTO, one codegen unit): about 5-15 minutes per build on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=("$@")
+if ((${#targets[@]} == 0)); then
+    targets=(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu aarch64-unknown-linux-musl
+        armv7-unknown-linux-gnueabihf powerpc-unknown-linux-gnu powerpc64-unknown-linux-gnu
+        riscv64gc-unknown-linux-gnu)
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+rows=()
+declare -A built
+for t in "${targets[@]}"; do
+    for build in ${SIZES_BUILDS:-board full}; do
+        flag=$([ "$build" = board ] && echo --board || true)
+        echo "scripts/sizes.sh: $t $build" >&2
+        if bin=$(bash scripts/cross.sh "$t" $flag 2>"$tmp/err" | tail -n 1) && [ -f "$bin" ]; then
+            bytes=$(stat -c %s "$bin")
+            kind=$(readelf -h "$bin" | awk '/Type:/ {print ($2 == "DYN") ? "static-pie" : "static"}')
+            built[$t.$build]=$bin
+            rows+=("| $t | $build | $(printf "%'d" "$bytes") | $kind |")
+        else
+            why=$(grep -v '^\s*$' "$tmp/err" | tail -n 1 | cut -c1-160 | tr '|' '/')
+            rows+=("| $t | $build | not measured | ${why:-build failed} |")
+        fi
+    done
+done
+
+# Peak RSS (VmHWM) of `serve` while one 3-second TCP test runs against it over loopback.
+serve_rss() { # BIN [RUNNER...]
+    local port_file="$tmp/port" pid port n
+    "$@" serve --bind 127.0.0.1 --port 0 >"$port_file" 2>&1 &
+    pid=$!
+    for n in $(seq 100); do
+        port=$(grep -oE '127\.0\.0\.1:[0-9]+' "$port_file" | head -n 1 | cut -d: -f2 || true)
+        [ -n "$port" ] && break
+        sleep 0.1
+    done
+    if [ -z "${port:-}" ]; then
+        kill "$pid" 2>/dev/null || true
+        echo "no port"
+        return
+    fi
+    "${built[x86_64-unknown-linux-gnu.board]}" tcp 127.0.0.1 -p "$port" -t 3 --no-store >/dev/null 2>&1 || true
+    local hwm
+    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "")
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "${hwm:-?} KiB"
+}
+rss=()
+if [ -n "${built[x86_64-unknown-linux-gnu.board]:-}" ]; then
+    rss+=("| x86_64-unknown-linux-gnu | board | $(serve_rss "${built[x86_64-unknown-linux-gnu.board]}") | native |")
+    if [ -n "${built[powerpc-unknown-linux-gnu.board]:-}" ] && command -v qemu-ppc-static >/dev/null 2>&1; then
+        rss+=("| powerpc-unknown-linux-gnu | board | $(serve_rss qemu-ppc-static "${built[powerpc-unknown-linux-gnu.board]}") | under qemu-ppc-static (its own memory included) |")
+    fi
+fi
+
+{
+    echo "<!-- sizes:begin (written by scripts/sizes.sh on $(date -u +%Y-%m-%d); do not edit by hand) -->"
+    echo "| target | build | stripped bytes | linked |"
+    echo "|---|---|---:|---|"
+    printf '%s\n' "${rows[@]}"
+    if ((${#rss[@]})); then
+        echo
+        echo "Peak RSS of \`linerate serve\` (VmHWM) while it serves one 3-second TCP test on loopback:"
+        echo
+        echo "| target | build | peak RSS | how |"
+        echo "|---|---|---:|---|"
+        printf '%s\n' "${rss[@]}"
+    fi
+    echo "<!-- sizes:end -->"
+} >"$tmp/table"
+cat "$tmp/table" >&2
+doc=docs/PERFORMANCE.md
+if grep -q '<!-- sizes:begin' "$doc"; then
+    awk -v f="$tmp/table" '
+        /<!-- sizes:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
+        /<!-- sizes:end -->/ { skip = 0; next }
+        !skip { print }' "$doc" >"$tmp/doc"
+    cat "$tmp/doc" >"$doc"
+else
+    {
+        echo
+        echo "## Binary sizes per target"
+        echo
+        echo "\`bash scripts/sizes.sh\` builds every target with scripts/cross.sh (static, stripped; the"
+        echo "board's core with \`--board\`, [profile.board]: opt-level \"z\"; the full build with"
+        echo "\`--release\`) and writes the table below. Targets: the board build of armv7 and powerpc"
+        echo "at most 2 MB (2,000,000 bytes), the full x86_64 build at most 8 MB, the server's peak RSS"
+        echo "while it serves one TCP test at most 8 MiB."
+        echo
+        cat "$tmp/table"
+    } >>"$doc"
+fi
