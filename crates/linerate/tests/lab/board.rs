@@ -204,6 +204,26 @@ impl BoardLab {
         }
     }
 
+    /// `ip -s link` of `a`'s and `b`'s ends of the veth between them once they are still:
+    /// an emulated end may still be closing its connections when the client has exited,
+    /// and the two ends are read one after the other.
+    fn settled(&self, a_if: &str, b_if: &str) -> (LinkStats, LinkStats) {
+        let mut last = (self.link("a", a_if), self.link("b", b_if));
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = (self.link("a", a_if), self.link("b", b_if));
+            let still = now.0.tx_packets == last.0.tx_packets
+                && now.0.rx_packets == last.0.rx_packets
+                && now.1.tx_packets == last.1.tx_packets
+                && now.1.rx_packets == last.1.rx_packets;
+            last = now;
+            if still {
+                break;
+            }
+        }
+        last
+    }
+
     /// `linerate serve` of the board in `host`, bound to its address; waits until it
     /// accepts connections.
     fn board_serve(&self, b: &Board, host: &str) -> Server {
@@ -437,7 +457,7 @@ fn board_serves_tcp(b: &Board, tag: &str) {
         let mut args = vec!["tcp", b_addr.as_str(), "-t", "1"];
         args.extend_from_slice(extra);
         let rec = bl.x86("a", &args);
-        let (a1, b1) = (bl.link("a", &a_if), bl.link("b", &b_if));
+        let (a1, b1) = bl.settled(&a_if, &b_if);
         let (da, db) = (a1 - a0, b1 - b0);
         let (up, down) = check_bytes(&rec);
         match way {
@@ -545,7 +565,7 @@ fn board_serves_udp(b: &Board, tag: &str) {
             args.push("-R");
         }
         let rec = bl.x86("a", &args);
-        let (a1, b1) = (bl.link("a", &a_if), bl.link("b", &b_if));
+        let (a1, b1) = bl.settled(&a_if, &b_if);
         let (da, db) = (a1 - a0, b1 - b0);
         if reverse {
             check_udp(&rec, ("server", "client"), db, da, false);
@@ -719,8 +739,8 @@ fn lab_board_ppc_transmits_to_an_x86_64_server() {
 
     let (a0, b0) = (bl.link("a", &a_if), bl.link("b", &b_if));
     let rec = bl.board(&PPC, "a", &["tcp", &b_addr, "-t", "1"]);
-    let da = bl.link("a", &a_if) - a0;
-    let db = bl.link("b", &b_if) - b0;
+    let (a1, b1) = bl.settled(&a_if, &b_if);
+    let (da, db) = (a1 - a0, b1 - b0);
     let (up, down) = check_bytes(&rec);
     assert!(up > 0 && down == 0);
     assert_eq!(da.tx_bytes, db.rx_bytes);
@@ -734,7 +754,8 @@ fn lab_board_ppc_transmits_to_an_x86_64_server() {
         "a",
         &["udp", &b_addr, "-t", "1", "-b", "4M", "-l", "1000"],
     );
-    let (da, db) = (bl.link("a", &a_if) - a0, bl.link("b", &b_if) - b0);
+    let (a1, b1) = bl.settled(&a_if, &b_if);
+    let (da, db) = (a1 - a0, b1 - b0);
     check_udp(&rec, ("client", "server"), da, db, true);
     check_side_figures(&rec, "client");
 }
