@@ -55,6 +55,9 @@ const AARCH64: Board = Board {
 /// connections' handshakes and closes, neighbour discovery.
 const OTHER_PACKETS: u64 = 200;
 
+/// The stream hello a data connection starts with (docs/protocol.md), not in `bytes`.
+const STREAM_HELLO: u64 = 24;
+
 /// Builds are serialised: two tests that need the same binary build it once.
 static BUILT: Mutex<Vec<(&'static str, PathBuf)>> = Mutex::new(Vec::new());
 
@@ -201,6 +204,26 @@ impl BoardLab {
         }
     }
 
+    /// `ip -s link` of `a`'s and `b`'s ends of the veth between them once they are still:
+    /// an emulated end may still be closing its connections when the client has exited,
+    /// and the two ends are read one after the other.
+    fn settled(&self, a_if: &str, b_if: &str) -> (LinkStats, LinkStats) {
+        let mut last = (self.link("a", a_if), self.link("b", b_if));
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(100));
+            let now = (self.link("a", a_if), self.link("b", b_if));
+            let still = now.0.tx_packets == last.0.tx_packets
+                && now.0.rx_packets == last.0.rx_packets
+                && now.1.tx_packets == last.1.tx_packets
+                && now.1.rx_packets == last.1.rx_packets;
+            last = now;
+            if still {
+                break;
+            }
+        }
+        last
+    }
+
     /// `linerate serve` of the board in `host`, bound to its address; waits until it
     /// accepts connections.
     fn board_serve(&self, b: &Board, host: &str) -> Server {
@@ -320,6 +343,8 @@ fn u(v: &Value) -> u64 {
 /// What one side's record says about the figures emulation cannot give: each is absent
 /// with a warning or plausible, never a wrong value. `side` is "client" or "server".
 fn check_side_figures(rec: &Value, side: &str) {
+    // An rr test's streams report neither TCP_INFO nor the congestion control.
+    let stream_test = rec["rr"].is_null();
     let s = &rec[side];
     let warnings: Vec<&str> = s["warnings"]
         .as_array()
@@ -335,7 +360,7 @@ fn check_side_figures(rec: &Value, side: &str) {
                         .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
                 "{side}: congestion control {cc:?}"
             ),
-            None if st["mss_bytes"].is_number() => assert!(
+            None if stream_test && st["mss_bytes"].is_number() => assert!(
                 warnings.iter().any(|w| w.contains("TCP_CONGESTION")),
                 "{side}: no congestion control and no warning: {warnings:?}"
             ),
@@ -343,7 +368,7 @@ fn check_side_figures(rec: &Value, side: &str) {
         }
         let ti = &st["tcp_info"];
         if ti.is_null() {
-            if st["mss_bytes"].is_number() {
+            if stream_test && st["mss_bytes"].is_number() {
                 // A TCP stream: the missing TCP_INFO is said.
                 assert!(
                     warnings.iter().any(|w| w.contains("TCP_INFO")),
@@ -357,8 +382,10 @@ fn check_side_figures(rec: &Value, side: &str) {
         assert!(u(&ti["rtt_us"]) < 60_000_000, "{side}: {ti}");
         if let (Some(acked), Some(bytes)) = (ti["bytes_acked"].as_u64(), st["bytes"].as_u64()) {
             if st["role"] == "tx" {
-                // The SYN and FIN take a sequence number each.
-                assert!(acked <= bytes + 2, "{side}: acked {acked} of {bytes}: {ti}");
+                // Besides the test's bytes, the 24-byte stream hello; the SYN and the FIN
+                // take a sequence number each.
+                let most = bytes + STREAM_HELLO + 2;
+                assert!(acked <= most, "{side}: acked {acked} of {bytes}: {ti}");
             }
         }
     }
@@ -430,7 +457,7 @@ fn board_serves_tcp(b: &Board, tag: &str) {
         let mut args = vec!["tcp", b_addr.as_str(), "-t", "1"];
         args.extend_from_slice(extra);
         let rec = bl.x86("a", &args);
-        let (a1, b1) = (bl.link("a", &a_if), bl.link("b", &b_if));
+        let (a1, b1) = bl.settled(&a_if, &b_if);
         let (da, db) = (a1 - a0, b1 - b0);
         let (up, down) = check_bytes(&rec);
         match way {
@@ -441,8 +468,13 @@ fn board_serves_tcp(b: &Board, tag: &str) {
         // The veth's ends count the same frames, which carry the payload and its headers.
         assert_eq!(da.tx_bytes, db.rx_bytes, "{way}");
         assert_eq!(db.tx_bytes, da.rx_bytes, "{way}");
-        check_wire_bytes(way, up, da.tx_bytes);
-        check_wire_bytes(way, down, db.tx_bytes);
+        // Each way that carried data (the other carried its ACKs).
+        if up > 0 {
+            check_wire_bytes(way, up, da.tx_bytes);
+        }
+        if down > 0 {
+            check_wire_bytes(way, down, db.tx_bytes);
+        }
         check_side_figures(&rec, "server");
         check_side_figures(&rec, "client");
         // The x86_64 end has what the emulated end may not: the kernel's TCP_INFO.
@@ -533,7 +565,7 @@ fn board_serves_udp(b: &Board, tag: &str) {
             args.push("-R");
         }
         let rec = bl.x86("a", &args);
-        let (a1, b1) = (bl.link("a", &a_if), bl.link("b", &b_if));
+        let (a1, b1) = bl.settled(&a_if, &b_if);
         let (da, db) = (a1 - a0, b1 - b0);
         if reverse {
             check_udp(&rec, ("server", "client"), db, da, false);
@@ -557,10 +589,21 @@ fn lab_board_ppc_answers_rr() {
     let n = u(&rr["transactions"]);
     assert!(n > 0, "{rr}");
     let (c, s) = (&rec["client"]["totals"], &rec["server"]["totals"]);
-    assert_eq!(u(&c["tx_bytes"]), n * 32, "{c}");
+    // The client counted n responses; one request (burst 1) may have been in flight at
+    // the stop, and the server's answer to it.
     assert_eq!(u(&c["rx_bytes"]), n * 64, "{c}");
-    assert_eq!(u(&s["rx_bytes"]), n * 32, "{s}");
-    assert_eq!(u(&s["tx_bytes"]), n * 64, "{s}");
+    let requests = u(&c["tx_bytes"]);
+    assert!(requests == n * 32 || requests == (n + 1) * 32, "{c}");
+    assert_eq!(
+        u(&s["rx_bytes"]),
+        requests,
+        "the requests, at both ends: {s}"
+    );
+    let answered = u(&s["tx_bytes"]);
+    assert!(
+        answered == n * 64 || answered == requests * 2,
+        "{n} transactions, the server answered {answered} bytes: {s}"
+    );
     check_side_figures(&rec, "server");
 }
 
@@ -669,8 +712,11 @@ fn lab_board_ppc_receives_an_rfc2544_trial() {
         assert!(s > 0 && r <= s, "{t}");
         // The board's interface in the trial's window took every frame its receiver
         // counted, and few others (the trial's control messages).
+        // An unpaced calibration overflows the emulated receiver's socket: those frames
+        // reached the interface and are counted as dropped there.
         let rx = u(&w["iface_rx_packets"]);
-        assert!(r <= rx && rx <= r + OTHER_PACKETS, "{t}");
+        let dropped = w["tester_rx_dropped"].as_u64().unwrap_or(0);
+        assert!(r <= rx && rx <= r + dropped + OTHER_PACKETS, "{t}");
         received += r;
         board_rx += rx;
     }
@@ -693,8 +739,8 @@ fn lab_board_ppc_transmits_to_an_x86_64_server() {
 
     let (a0, b0) = (bl.link("a", &a_if), bl.link("b", &b_if));
     let rec = bl.board(&PPC, "a", &["tcp", &b_addr, "-t", "1"]);
-    let da = bl.link("a", &a_if) - a0;
-    let db = bl.link("b", &b_if) - b0;
+    let (a1, b1) = bl.settled(&a_if, &b_if);
+    let (da, db) = (a1 - a0, b1 - b0);
     let (up, down) = check_bytes(&rec);
     assert!(up > 0 && down == 0);
     assert_eq!(da.tx_bytes, db.rx_bytes);
@@ -708,7 +754,8 @@ fn lab_board_ppc_transmits_to_an_x86_64_server() {
         "a",
         &["udp", &b_addr, "-t", "1", "-b", "4M", "-l", "1000"],
     );
-    let (da, db) = (bl.link("a", &a_if) - a0, bl.link("b", &b_if) - b0);
+    let (a1, b1) = bl.settled(&a_if, &b_if);
+    let (da, db) = (a1 - a0, b1 - b0);
     check_udp(&rec, ("client", "server"), da, db, true);
     check_side_figures(&rec, "client");
 }
