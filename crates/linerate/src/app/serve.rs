@@ -68,9 +68,9 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             limits: cfg.limits.clone(),
             interrupt,
         };
-        cfg.fleet_agent = Some(Arc::new(crate::session::server::order::Agent::new(Arc::new(
-            runner,
-        ))));
+        cfg.fleet_agent = Some(Arc::new(crate::session::server::order::Agent::new(
+            Arc::new(runner),
+        )));
     }
     let metrics = a
         .metrics

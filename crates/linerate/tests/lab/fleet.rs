@@ -51,9 +51,9 @@ impl Bridge {
         format!("198.18.50.{}", i + 1)
     }
 
-    fn up() -> Bridge {
+    fn up(tag: &str) -> Bridge {
         let b = Bridge {
-            prefix: format!("lrfl{}", std::process::id() % 100_000),
+            prefix: format!("lrf{tag}{}", std::process::id() % 100_000),
         };
         let sw = b.ns("sw");
         sh(&["ip", "netns", "add", &sw]);
@@ -265,7 +265,7 @@ fn expected_goodput_bps() -> f64 {
 #[test]
 #[ignore = "needs root: network namespaces, a bridge, tbf"]
 fn lab_fleet_mesh_on_a_shaped_bridge() {
-    let b = Bridge::up();
+    let b = Bridge::up("m");
     let dir = tempfile::tempdir().unwrap();
     let users = users(dir.path());
     let agents: Vec<Agent> = (0..HOSTS)
@@ -387,7 +387,7 @@ fn lab_fleet_mesh_on_a_shaped_bridge() {
 #[test]
 #[ignore = "needs root: network namespaces, a bridge, tbf"]
 fn lab_fleet_dead_agent_resume_and_a_shared_link() {
-    let b = Bridge::up();
+    let b = Bridge::up("k");
     let dir = tempfile::tempdir().unwrap();
     let users = users(dir.path());
     let mut agents: Vec<Agent> = (0..HOSTS)

@@ -18,8 +18,8 @@ use std::time::SystemTime;
 use linerate_wire::control::ErrorCode;
 use linerate_wire::fleet::{FleetOrder, FleetReport, MAX_ERROR_LEN};
 
-use crate::session::protocol::auth::Users;
 use crate::model::plan::Credentials;
+use crate::session::protocol::auth::Users;
 
 /// What runs an ordered test: parses its words, checks them against the agent's caps and
 /// runs it as a client of `order.target`.
