@@ -45,6 +45,7 @@ mod tests {
                         | Feature::CopyModes
                         | Feature::CrrServerCloses
                         | Feature::CrrPort
+                        | Feature::FleetOrders
                 )
             })
             .collect();
@@ -56,8 +57,8 @@ mod tests {
         assert_eq!(serde_json::to_string(&h).unwrap(), HELLO_1_3);
         // This build's hello lists more names at the end (`device_counters`, for `--dut`;
         // `profile`, for `--profile`; `copy_modes`, for `--zerocopy`, `--sendfile`,
-        // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR; `fleet_orders`, for `fleet run`), which an older
-        // peer ignores as unknown.
+        // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR; `fleet_orders`, for
+        // `fleet run`), which an older peer ignores as unknown.
         let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
             software: "linerate 0.1.0".into(),

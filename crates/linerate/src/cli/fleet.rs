@@ -20,6 +20,8 @@ pub struct FleetArgs {
 }
 
 /// `linerate fleet` subcommands.
+// Parsed once per process: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum FleetCommand {
     /// Run every ordered pair of agents in rounds of disjoint pairs and keep each pair.

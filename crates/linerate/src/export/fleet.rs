@@ -146,7 +146,7 @@ pub fn table(rec: &FleetRecord, worst: usize) -> String {
     if !rec.interference.is_empty() {
         let _ = writeln!(
             out,
-            "Interference check (each pair re-run alone; 95 % Student-t interval of the alone run's mean of its per-interval samples)"
+            "Interference check (each pair re-run alone; the 95 % Student-t prediction interval of the alone run's per-interval samples)"
         );
         for c in &rec.interference {
             let f = |v: Option<f64>| match (
@@ -270,7 +270,7 @@ pub fn prom(rec: &FleetRecord, k: usize) -> String {
     p.family(
         "linerate_fleet_interference_flagged",
         "gauge",
-        "Pairs of the interference check whose mesh result lies outside their alone run's 95 % interval.",
+        "Pairs of the interference check whose mesh result lies outside their alone run's 95 % prediction interval.",
         &[(
             vec![fleet()],
             rec.interference.iter().filter(|c| c.flagged).count() as f64,

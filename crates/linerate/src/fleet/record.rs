@@ -12,7 +12,7 @@ use crate::model::RunRecord;
 
 /// The record's version.
 pub const SCHEMA_VERSION: u32 = 1;
-/// Confidence of the interference check's interval.
+/// Probability of the interference check's prediction interval.
 pub const INTERFERENCE_CONFIDENCE: f64 = 0.95;
 
 /// A fleet run.
@@ -174,8 +174,8 @@ pub struct InterferenceCheck {
     /// The alone test's mean of the same samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alone_mean: Option<f64>,
-    /// The 95 % confidence interval of the alone test's mean (Student's t over its
-    /// per-interval samples), low end.
+    /// The 95 % prediction interval of the alone test's per-interval samples (Student's
+    /// t: mean ± t · s · sqrt(1 + 1/n), [`prediction_interval`]), low end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alone_ci_low: Option<f64>,
     /// High end.
@@ -183,7 +183,8 @@ pub struct InterferenceCheck {
     pub alone_ci_high: Option<f64>,
     /// Samples of the alone test.
     pub alone_samples: usize,
-    /// The mesh mean lies outside the alone interval: the pairs beside it disturbed it.
+    /// The mesh test's mean lies outside the alone interval: the pairs beside it disturbed
+    /// it.
     pub flagged: bool,
     /// The alone run, stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,10 +198,7 @@ impl InterferenceCheck {
     /// Judges a mesh result against its alone re-run.
     pub fn judge(mesh: &PairResult, alone: &PairFigures, alone_run_id: Option<i64>) -> Self {
         let mesh_mean = mean(&mesh.figures.interval_samples);
-        let summary = linerate_stats::Summary::from_samples(&alone.interval_samples);
-        let ci = summary
-            .as_ref()
-            .and_then(|s| s.mean_ci(INTERFERENCE_CONFIDENCE));
+        let ci = prediction_interval(&alone.interval_samples, INTERFERENCE_CONFIDENCE);
         let flagged = match (mesh_mean, ci) {
             (Some(m), Some((lo, hi))) => m < lo || m > hi,
             _ => false,
@@ -228,6 +226,24 @@ impl InterferenceCheck {
             note,
         }
     }
+}
+
+/// The interval in which one more per-interval sample of the alone run falls with
+/// probability `level`: Student's t prediction interval, mean ± t(1-(1-level)/2, n-1) · s ·
+/// sqrt(1 + 1/n), from at least 2 samples. A mesh mean outside it is a whole test's worth
+/// of intervals beyond what the alone run's own intervals vary by; the narrower interval of
+/// the alone run's mean would also flag the few per cent that a busy host's CPU costs the
+/// tests beside each other, which no link caused.
+pub fn prediction_interval(samples: &[f64], level: f64) -> Option<(f64, f64)> {
+    let s = linerate_stats::Summary::from_samples(samples)?;
+    let sd = s.stddev?;
+    let n = s.n as f64;
+    if s.n < 2 {
+        return None;
+    }
+    let t = linerate_stats::tdist::student_t_quantile(1.0 - (1.0 - level) / 2.0, n - 1.0)?;
+    let half = t * sd * (1.0 + 1.0 / n).sqrt();
+    Some((s.mean - half, s.mean + half))
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -422,5 +438,45 @@ impl FleetRecord {
         });
         v.truncate(k);
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prediction_interval_of_samples() {
+        // n = 4, mean 10, s = sqrt(20/3); t(0.975, 3) = 3.182.
+        let (lo, hi) = prediction_interval(&[7.0, 9.0, 11.0, 13.0], 0.95).unwrap();
+        let half = 3.182_446 * (20.0_f64 / 3.0).sqrt() * 1.25_f64.sqrt();
+        assert!((lo - (10.0 - half)).abs() < 1e-3 && (hi - (10.0 + half)).abs() < 1e-3);
+        assert!(prediction_interval(&[5.0], 0.95).is_none());
+        // A mesh test at half the alone run's rate is flagged; one within its spread is not.
+        let alone = PairFigures {
+            interval_samples: vec![47.9e6, 48.1e6, 47.6e6, 48.3e6, 47.8e6, 48.0e6],
+            ..PairFigures::default()
+        };
+        let mut mesh = PairResult {
+            source: "a".into(),
+            destination: "b".into(),
+            round: 3,
+            beside: 2,
+            status: PairStatus::Ok,
+            error: None,
+            run_id: 7,
+            started_at: None,
+            figures: PairFigures {
+                interval_samples: vec![24.0e6, 23.8e6, 24.1e6],
+                ..PairFigures::default()
+            },
+        };
+        let c = InterferenceCheck::judge(&mesh, &alone, Some(9));
+        assert!(c.flagged && c.round == 3 && c.note.is_none(), "{c:?}");
+        mesh.figures.interval_samples = vec![47.5e6, 47.7e6, 47.4e6];
+        assert!(!InterferenceCheck::judge(&mesh, &alone, None).flagged);
+        mesh.figures.interval_samples.clear();
+        let c = InterferenceCheck::judge(&mesh, &alone, None);
+        assert!(!c.flagged && c.note.is_some());
     }
 }
