@@ -6,6 +6,7 @@
 //! loudly without root rather than pass silently.
 
 mod analyze;
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod conntrack;
