@@ -66,6 +66,8 @@ command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 command -v strace >/dev/null 2>&1 || need+=(strace)
 # bench/report.py's doctests (the statistics of the benchmark's targets table).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The virtual environment that holds Apache Otava for the change-point cross-check.
+python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)
 # The browser that loads `linerate report`'s page in its tests (headless: DOM, console
 # errors, network requests, screenshot). Without recommends: about 80 MB to fetch, 280 MB
 # installed, some 20 s.
@@ -126,6 +128,18 @@ cargo test --workspace --locked
 # The benchmark report's statistics (bench/report.py: paired rounds, median intervals).
 stage "bench doctests"
 python3 -m doctest bench/report.py
+# linerate's change points (linerate-stats' E-divisive) against Apache Otava's on the same
+# synthetic series (crates/linerate-stats/tests/otava.rs, scripts/otava_changes.py). Otava
+# and its numpy/scipy come from PyPI into a virtual environment kept in the cache directory:
+# about 70 s the first time, a few seconds after.
+stage "change points against Apache Otava"
+otava_venv="${XDG_CACHE_HOME:-$HOME/.cache}/linerate/otava-venv"
+if ! "$otava_venv/bin/python" -c 'import otava.analysis' >/dev/null 2>&1; then
+    rm -rf "$otava_venv"
+    python3 -m venv "$otava_venv"
+    "$otava_venv/bin/pip" install -q apache-otava
+fi
+OTAVA_PYTHON="$otava_venv/bin/python" cargo test -p linerate-stats --locked --test otava -- --include-ignored
 
 # The board's core alone (Cargo.toml's features; docs/ARCHITECTURE.md, "Features"): it builds
 # without the workstation's tools (SQLite, charts, trace analysis, sweeps, lab), its clippy is
@@ -164,7 +178,7 @@ export LINERATE_BOARD_PPC LINERATE_BOARD_AARCH64
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=50
+LAB_TESTS=53
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"

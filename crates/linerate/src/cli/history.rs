@@ -38,7 +38,8 @@ pub struct HistoryArgs {
     pub limit: u32,
     /// Change points of each series the filters match (the same command, parameters and
     /// hosts, oldest first): E-divisive means with a permutation test, each change with its
-    /// run, size and p-value. JSON schema: docs/json-schema/changes-v1.json.
+    /// run, size and p-value, over the newest --limit runs that match. JSON schema:
+    /// docs/json-schema/changes-v1.json.
     #[arg(long)]
     pub changes: bool,
     /// With --changes: the metric of the series (e.g. latency_p99_ns); default the primary

@@ -34,6 +34,7 @@ fn help_lists_the_core_and_the_tools_built() {
         ("sweep", cfg!(feature = "sweep")),
         ("campaign", cfg!(feature = "sweep")),
         ("history", cfg!(feature = "store")),
+        ("check", cfg!(feature = "store")),
         ("report", cfg!(feature = "report")),
     ] {
         assert_eq!(c.iter().any(|x| x == tool), built, "{tool} in {c:?}");

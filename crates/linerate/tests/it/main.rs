@@ -6,6 +6,8 @@
 mod analyze;
 mod auth;
 mod board;
+#[cfg(feature = "store")]
+mod check;
 mod classic;
 mod cli;
 #[path = "../common/mod.rs"]

@@ -7,6 +7,7 @@
 
 mod analyze;
 mod board;
+mod check;
 #[path = "../common/mod.rs"]
 mod common;
 mod conntrack;

@@ -1,12 +1,15 @@
 //! The report's charts, each built from a record's own numbers with the shared toolkit
 //! (`export::chart`): per-interval time series of both ends, RR latency histogram and CDF,
-//! a sweep's metrics against its points.
+//! a sweep's metrics against its points, and several inputs as a series with its change
+//! points.
 
 use linerate_wire::report::{IntervalReport, SideReport};
 
 use crate::export::chart::{color, thin, Chart, Point, Series, XAxis};
+use crate::model::repeat::primary_metric;
 use crate::model::rr::HistogramBucket;
 use crate::model::sweep::{PointStatus, SweepRecord};
+use crate::model::units::format_metric;
 use crate::model::RunRecord;
 
 /// Most points a line of a time series keeps; longer ones are thinned (means of runs of
@@ -415,4 +418,115 @@ pub fn sweep(id_prefix: &str, rec: &SweepRecord) -> Vec<Chart> {
         })
         .filter_map(|n| sweep_metric(id_prefix, rec, &n))
         .collect()
+}
+
+/// Fewest inputs for the series chart.
+pub const MIN_SERIES: usize = 3;
+
+/// Inputs taken as a series in the order given (stored runs by id, oldest first, as
+/// `history --changes` numbers them): the primary metric of each (a repeated run's mean)
+/// by position, with its change points (`model::changes::find`) marked by the level of
+/// each segment, a dashed line per segment at its mean, and a note per change. `None` with
+/// fewer than [`MIN_SERIES`] inputs or none that measured the metric; the text of the
+/// change points comes second.
+pub fn series(inputs: &[super::RunInput]) -> Option<(Chart, Vec<String>)> {
+    use crate::model::changes::{find, value_of, SeriesPoint};
+    if inputs.len() < MIN_SERIES {
+        return None;
+    }
+    let metric = primary_metric(inputs.first()?.runs.first()?).name;
+    let mut points = Vec::new();
+    let mut files = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        if let Some(v) = value_of(&input.runs, metric) {
+            points.push(SeriesPoint {
+                id: i as i64,
+                started_at: input
+                    .runs
+                    .first()
+                    .map(|r| r.started_at.clone())
+                    .unwrap_or_default(),
+                value: v,
+            });
+            files.push(input.file.clone());
+        }
+    }
+    if points.len() < MIN_SERIES {
+        return None;
+    }
+    let (too_few, changes) = find(&points);
+    let (words, unit) = metric_words(metric);
+    let mut notes = Vec::new();
+    let mut lines = Vec::new();
+    match &too_few {
+        Some(why) => notes.push(format!("change points: {why}")),
+        None if changes.is_empty() => {
+            notes.push("change points: none (one level within its noise)".into())
+        }
+        None => {}
+    }
+    for c in &changes {
+        let text = format!(
+            "change point at {} ({}): {} -> {}{}, p = {:.3}",
+            c.run,
+            files.get(c.run - 1).map_or("", String::as_str),
+            format_metric(metric, c.mean_before),
+            format_metric(metric, c.mean_after),
+            c.change_percent
+                .map_or(String::new(), |p| format!(" ({p:+.1}%)")),
+            c.p_value
+        );
+        notes.push(text.clone());
+        lines.push(text);
+    }
+    let xs: Vec<f64> = (0..points.len()).map(|i| i as f64).collect();
+    let mut series = vec![Series {
+        name: words.clone(),
+        color: color(0),
+        dashed: false,
+        markers: true,
+        joined: true,
+        points: points
+            .iter()
+            .zip(&xs)
+            .map(|(p, &x)| Point::new(x, p.value))
+            .collect(),
+    }];
+    // One dashed level per segment between change points.
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(changes.iter().map(|c| c.run - 1));
+    bounds.push(points.len());
+    if !changes.is_empty() {
+        for (k, w) in bounds.windows(2).enumerate() {
+            let level =
+                points[w[0]..w[1]].iter().map(|p| p.value).sum::<f64>() / (w[1] - w[0]) as f64;
+            series.push(Series {
+                name: format!("level {}: {}", k + 1, format_metric(metric, level)),
+                color: color(k + 1),
+                dashed: true,
+                markers: false,
+                joined: true,
+                points: vec![Point::new(xs[w[0]], level), Point::new(xs[w[1] - 1], level)],
+            });
+        }
+    }
+    let labels: Vec<String> = (1..=points.len()).map(|i| i.to_string()).collect();
+    Some((
+        Chart {
+            id: format!("series-{}", metric.replace('_', "-")),
+            title: format!("{words} by run, with its change points"),
+            x_label: "run, in the order given".into(),
+            y_label: if unit.is_empty() {
+                words.clone()
+            } else {
+                unit.to_string()
+            },
+            x_axis: XAxis::Categories(labels),
+            y_max: None,
+            series,
+            best: None,
+            notes,
+        },
+        lines,
+    ))
 }

@@ -277,6 +277,18 @@ fn runs_page(page: &mut Page, inputs: &[RunInput]) {
             page.pre(&crate::export::compare::render(&report, &counts));
         }
     }
+    if let Some((chart, changes)) = charts::series(inputs) {
+        page.h2("Series");
+        page.p(
+            "",
+            &format!(
+                "The inputs in the order given as one series (stored runs by id, oldest first). Change points: {}.",
+                crate::model::changes::method()
+            ),
+        );
+        page.list("warn", &changes);
+        page.chart(chart);
+    }
     let (runs, cut) = labelled(inputs);
     let series = charts::time_series(&runs);
     let latency = charts::latency(&runs);

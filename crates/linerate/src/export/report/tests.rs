@@ -240,6 +240,65 @@ fn two_runs_are_compared_in_words_on_shared_axes() {
     assert_eq!(names, ["A: client sent", "B: client sent"]);
 }
 
+/// Stored runs given as a series: the primary metric by run, its change point marked by
+/// a level per segment and named (run, size, p) on the chart and the page; a short series
+/// says it is too short.
+#[test]
+fn a_series_of_runs_shows_its_change_point() {
+    let inputs: Vec<RunInput> = (0..24)
+        .map(|i| {
+            let mut r = fixtures::tcp_send();
+            let level = if i < 12 { 50e6 } else { 40e6 };
+            r.summary.flows[0].receiver_bps = Some(level + (i % 3) as f64 * 1e5);
+            RunInput {
+                label: "A".into(),
+                file: format!("run {}", 40 + i),
+                runs: vec![r],
+                metrics: vec![],
+            }
+        })
+        .collect();
+    let r = build(&Input::Runs(inputs.clone()));
+    let c = r
+        .charts
+        .iter()
+        .find(|c| c.id == "series-throughput-bps")
+        .expect("a series chart");
+    assert_eq!(c.series[0].points.len(), 24);
+    let levels: Vec<&str> = c.series[1..].iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(levels.len(), 2, "{levels:?}");
+    assert!(
+        levels[0].starts_with("level 1: 50.") && levels[1].starts_with("level 2: 40."),
+        "{levels:?}"
+    );
+    // The second level starts at run 13 (x = 12).
+    assert_eq!(c.series[2].points[0].x, 12.0);
+    let note = c
+        .notes
+        .iter()
+        .find(|n| n.contains("change point at 13 (run 52)"))
+        .expect("named");
+    assert!(note.contains("-20.") && note.contains("p = 0.00"), "{note}");
+    assert!(r.html.contains("change point at 13 (run 52)"));
+    let svg = crate::export::chart::render_svg(c);
+    assert!(svg.contains("level 2: 40."), "the SVG draws the levels");
+    // Five runs: a chart that says it is too short to call a change.
+    let r = build(&Input::Runs(inputs[..5].to_vec()));
+    let c = r
+        .charts
+        .iter()
+        .find(|c| c.id == "series-throughput-bps")
+        .unwrap();
+    assert_eq!(c.series.len(), 1);
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.contains("too few to call a change")),
+        "{:?}",
+        c.notes
+    );
+}
+
 /// A 60 s test with 4 streams and 0.1 s intervals at both ends.
 fn long_run() -> RunRecord {
     let mut rec = fixtures::tcp_send();
