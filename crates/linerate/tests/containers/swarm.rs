@@ -210,7 +210,7 @@ impl Fleet<'_> {
             .arg(&out_dir)
             .args(["--image", &self.image, "--agents", &AGENTS.to_string()])
             .args(["--subnet", SUBNET, "--port", &PORT.to_string()])
-            .args(["--auth-secret-name", &self.stack, "--wait", "120s"])
+            .args(["--auth-secret-name", &self.stack, "--wait", "120"])
             .arg("--results-dir")
             .arg(&self.results)
             .args(["--interference", "0"])
