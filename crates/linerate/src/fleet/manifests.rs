@@ -90,9 +90,10 @@ pub struct ManifestsArgs {
     /// as a hostPath (made if missing).
     #[arg(long, default_value = "/var/lib/linerate", value_name = "DIR")]
     pub results_dir: PathBuf,
-    /// How long the coordinator waits for all the agents.
-    #[arg(long, default_value = "300s", value_name = "DURATION")]
-    pub wait: String,
+    /// How long the coordinator waits for all the agents, seconds.
+    #[arg(long = "wait", default_value_t = 300, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub wait_secs: u64,
     /// The fleet run's name (the coordinator's --name; default: its own fleet-TIME).
     #[arg(long, value_name = "NAME", conflicts_with = "resume")]
     pub run_name: Option<String>,
@@ -168,12 +169,6 @@ fn check(a: &ManifestsArgs) -> anyhow::Result<()> {
         return bad(format!(
             "--results-dir {}: give an absolute path on the node",
             a.results_dir.display()
-        ));
-    }
-    if humantime::parse_duration(&a.wait).is_err() {
-        return bad(format!(
-            "--wait '{}' is not a duration: give e.g. 300s or 5m",
-            a.wait
         ));
     }
     check_name("--auth-secret-name", &a.auth_secret_name)?;
@@ -310,7 +305,7 @@ fn coordinator_command(a: &ManifestsArgs, agents_dns: &str, secret_file: &str) -
         "--expect",
         &a.agents.to_string(),
         "--wait",
-        &a.wait,
+        &format!("{}s", a.wait_secs),
         "--auth-user",
         &a.auth_user,
         "--auth-secret-file",
@@ -889,6 +884,7 @@ mod tests {
         assert_eq!(&cmd[..2], ["fleet", "run"]);
         assert_eq!(after(&cmd, "--agents-dns"), "tasks.agent:5301");
         assert_eq!(after(&cmd, "--expect"), "6");
+        assert_eq!(after(&cmd, "--wait"), "300s");
         assert_eq!(after(&cmd, "--auth-user"), "fleet");
         assert_eq!(
             after(&cmd, "--auth-secret-file"),
@@ -1144,7 +1140,6 @@ mod tests {
                 "--engine swarm --out x --results-dir results",
                 "absolute path",
             ),
-            ("--engine swarm --out x --wait soon", "duration"),
             ("--engine swarm --out x --port 0", "fixed port"),
             ("--engine swarm --out x -- iperf -t 1", "tcp, udp or rr"),
             (

@@ -210,7 +210,7 @@ impl Fleet<'_> {
             .arg(&out_dir)
             .args(["--image", &self.image, "--agents", &AGENTS.to_string()])
             .args(["--subnet", SUBNET, "--port", &PORT.to_string()])
-            .args(["--auth-secret-name", &self.stack, "--wait", "120s"])
+            .args(["--auth-secret-name", &self.stack, "--wait", "120"])
             .arg("--results-dir")
             .arg(&self.results)
             .args(["--interference", "0"])
@@ -361,10 +361,20 @@ fn a_swarm_of_six_agents_runs_all_thirty_pairs_in_ten_rounds_and_resumes_after_a
     // 2. An agent killed mid-run (restart condition none: it stays dead): only its pairs
     //    fail, with a reason; the others all run.
     f.deploy(&["--run-name", "killed"]);
+    // The service's logs hold the first run's rounds too: the agents' logs name the run
+    // and the round in each test's id (killed-mesh-rR-...).
+    let agent_service = f.agent_service();
     f.e.wait_for(
         "the second run's third round",
         Duration::from_secs(120),
-        || f.coordinator_logs().contains(&format!("round 3/{ROUNDS}")),
+        || {
+            agents_and_tests(f.e, &agent_service)
+                .1
+                .iter()
+                .filter(|t| t.id.starts_with("killed-mesh-r3-") && t.end.is_some())
+                .count()
+                == AGENTS / 2
+        },
         || f.coordinator_logs(),
     );
     let (victim, victim_id) = addrs
