@@ -1020,6 +1020,9 @@ fn the_function_length_check_counts_from_fn_to_its_brace() {
     // On this crate: a limit of 1 line finds functions, every one counted at least 2 lines.
     let all = long_functions(1);
     assert!(all.len() > 100 && all.iter().all(|(n, ..)| *n >= 2));
-    let in_tests: Vec<_> = all.iter().filter(|(_, f, ..)| f.ends_with("tests.rs")).collect();
+    let in_tests: Vec<_> = all
+        .iter()
+        .filter(|(_, f, ..)| f.ends_with("tests.rs"))
+        .collect();
     assert!(in_tests.is_empty(), "{in_tests:?}");
 }
