@@ -18,7 +18,14 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn linerate(&self, args: &[&str]) -> std::process::Output {
-        let mut full = vec![env!("CARGO_BIN_EXE_linerate")];
+        // scripts/test.sh keeps the store off for every test (LINERATE_NO_STORE, honoured even
+        // with --db); this one stores into its own temporary database.
+        let mut full = vec![
+            "env",
+            "-u",
+            "LINERATE_NO_STORE",
+            env!("CARGO_BIN_EXE_linerate"),
+        ];
         full.extend_from_slice(args);
         self.lab.exec("a", &full).expect("linerate in a")
     }
