@@ -87,28 +87,7 @@ const ALIASES: &[(&str, &[&str])] = &[
 
 /// Every full metric name.
 fn full_names() -> Vec<&'static str> {
-    [
-        repeat::THROUGHPUT,
-        repeat::THROUGHPUT_BACK,
-        repeat::PPS,
-        repeat::IFACE_PPS,
-        repeat::LOSS,
-        repeat::TPS,
-        repeat::P50,
-        repeat::P99,
-        repeat::LOST_TRAN,
-        repeat::CLIENT_CPU,
-        repeat::SERVER_CPU,
-        repeat::CLIENT_IRQS,
-        repeat::SERVER_IRQS,
-        repeat::CLIENT_SD_KB,
-        repeat::SERVER_SD_KB,
-        repeat::CLIENT_SD_TR,
-        repeat::SERVER_SD_TR,
-    ]
-    .iter()
-    .map(|d| d.name)
-    .collect()
+    repeat::ALL.iter().map(|d| d.name).collect()
 }
 
 /// `--max-regress` values as thresholds.

@@ -101,6 +101,27 @@ pub const SERVER_SD_TR: MetricDef = def(
     false,
 );
 
+/// Every metric a run's record gives ([`metrics_of`]), in the order tables list them.
+pub const ALL: [MetricDef; 17] = [
+    THROUGHPUT,
+    THROUGHPUT_BACK,
+    PPS,
+    IFACE_PPS,
+    LOSS,
+    TPS,
+    P50,
+    P99,
+    LOST_TRAN,
+    CLIENT_CPU,
+    SERVER_CPU,
+    CLIENT_IRQS,
+    SERVER_IRQS,
+    CLIENT_SD_KB,
+    SERVER_SD_KB,
+    CLIENT_SD_TR,
+    SERVER_SD_TR,
+];
+
 /// Every metric that can be read from `rec`, primary first; unmeasured ones are left out.
 pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
     let mut out = Vec::new();
