@@ -119,7 +119,9 @@ else
     profile=release
     cargo build --locked --target "$TARGET" -p linerate --release >&2
 fi
-bin="${CARGO_TARGET_DIR:-target}/$TARGET/$profile/linerate"
+# Absolute, so the path still names the file from another directory (cargo runs each
+# test from its package's directory, not from the workspace root).
+bin=$(realpath "${CARGO_TARGET_DIR:-target}/$TARGET/$profile/linerate")
 
 # A static executable has no program interpreter (ld.so) to load it.
 if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then

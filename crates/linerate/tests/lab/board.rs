@@ -64,7 +64,11 @@ static BUILT: Mutex<Vec<(&'static str, PathBuf)>> = Mutex::new(Vec::new());
 /// The board's static executable: from its variable, else built by scripts/cross.sh.
 fn board_binary(b: &Board) -> PathBuf {
     if let Some(p) = std::env::var_os(b.env).filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
+        // A relative path is taken from the workspace root, where scripts/ run: cargo
+        // runs this test from the package's directory.
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(PathBuf::from(p));
         assert!(
             p.is_file(),
             "{} names {}, which is not a file",
