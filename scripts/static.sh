@@ -25,7 +25,7 @@ if ! command -v musl-gcc >/dev/null 2>&1; then
     apt-get install -y -qq musl-tools >&2
 fi
 cargo build --release --locked --target "$TARGET" -p linerate "$@" >&2
-bin="${CARGO_TARGET_DIR:-target}/$TARGET/release/linerate"
+bin=$(realpath "${CARGO_TARGET_DIR:-target}/$TARGET/release/linerate")
 # A static executable has no interpreter (ld.so) to load it.
 if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then
     echo "scripts/static.sh: $bin is not static (it asks for a program interpreter)" >&2
