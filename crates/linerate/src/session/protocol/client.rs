@@ -467,10 +467,12 @@ impl TestRun<'_> {
             p.window_start();
         }
         let spec = &self.plan.spec;
-        // A raw-frame test whose server sends: take this end's host counters now, before
-        // the server can start (it starts at `streams_ready`), so that every frame received
-        // falls in the interface counters' window (RFC 2544's cross-check).
-        if spec.raw_frames && spec.transport == Transport::Udp && spec.direction.client_receives() {
+        // A UDP test whose server sends (raw frames or datagrams): take this end's host
+        // counters now, before the server can start (its senders start before its `start`
+        // reaches this end), so that every datagram or frame received falls in the
+        // interface counters' window (RFC 2544's cross-check; the receiver's datagrams per
+        // packet). On a slow board the gap was tens of milliseconds of datagrams.
+        if spec.transport == Transport::Udp && spec.direction.client_receives() {
             let iface = crate::sys::iface::route_interface(link.addr.ip()).ok();
             self.early_host = Some(crate::sys::hostsnap::HostSnapshot::take(iface.as_deref()).0);
         }
