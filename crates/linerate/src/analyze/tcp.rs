@@ -189,10 +189,7 @@ fn forward_flags(s: &TcpSegment, window: u32, fw: &mut WsState, rev: &WsState) -
     if fw.nextseq != 0 && gt_seq(seq, fw.nextseq) && flags & F::RST == 0 {
         ta |= TA_LOST;
     }
-    if seglen <= 1
-        && seq == fw.nextseq.wrapping_sub(1)
-        && flags & (F::SYN | F::FIN | F::RST) == 0
-    {
+    if seglen <= 1 && seq == fw.nextseq.wrapping_sub(1) && flags & (F::SYN | F::FIN | F::RST) == 0 {
         ta |= TA_KEEP_ALIVE;
     }
     if seglen == 0
@@ -866,11 +863,7 @@ impl ConnState {
         // Wireshark's time differences are unsigned: a clock that went back makes them
         // huge, never below a threshold.
         let since_ack = t.wrapping_sub(rev.lastack_time);
-        if not_advanced
-            && rev.dupacknum >= 2
-            && rev.lastack == seq
-            && since_ack < FAST_RETRANS_NS
-        {
+        if not_advanced && rev.dupacknum >= 2 && rev.lastack == seq && since_ack < FAST_RETRANS_NS {
             ta |= TA_FAST_RETRANS;
             return ta;
         }

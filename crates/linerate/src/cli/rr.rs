@@ -289,7 +289,15 @@ mod tests {
             let rp = crate::cli::repeat::repeat_plan(&a.repeat).unwrap();
             cross_flag_checks(&a, rp)
         };
-        let e = check(&["linerate", "rr", "h", "--capture", "x.pcap", "--repeat", "3"]);
+        let e = check(&[
+            "linerate",
+            "rr",
+            "h",
+            "--capture",
+            "x.pcap",
+            "--repeat",
+            "3",
+        ]);
         assert!(e.unwrap_err().0.contains("--capture records one test"));
         assert!(check(&["linerate", "rr", "h", "--capture", "x.pcap"]).is_ok());
         assert!(check(&["linerate", "rr", "h", "--repeat", "3"]).is_ok());

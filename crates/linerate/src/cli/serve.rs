@@ -142,7 +142,9 @@ pub fn server_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         ))
     })?;
     if a.max_streams == 0 || a.max_tests == 0 {
-        return Err(UsageError("--max-streams and --max-tests must be at least 1".into()));
+        return Err(UsageError(
+            "--max-streams and --max-tests must be at least 1".into(),
+        ));
     }
     let mut cfg = ServerConfig {
         listen: SocketAddr::new(ip, a.port),
@@ -199,8 +201,17 @@ mod tests {
         let c = config(&["--bind", "127.0.0.1", "-p", "0", "--max-streams", "3"]).unwrap();
         assert_eq!(c.listen, "127.0.0.1:0".parse().unwrap());
         assert_eq!(c.limits.max_streams, 3);
-        assert!(config(&["--bind", "nowhere"]).unwrap_err().0.contains("not an IP address"));
-        assert!(config(&["--max-tests", "0"]).unwrap_err().0.contains("at least 1"));
-        assert!(config(&["--max-total-buffer", "0"]).unwrap_err().0.contains("above zero"));
+        assert!(config(&["--bind", "nowhere"])
+            .unwrap_err()
+            .0
+            .contains("not an IP address"));
+        assert!(config(&["--max-tests", "0"])
+            .unwrap_err()
+            .0
+            .contains("at least 1"));
+        assert!(config(&["--max-total-buffer", "0"])
+            .unwrap_err()
+            .0
+            .contains("above zero"));
     }
 }

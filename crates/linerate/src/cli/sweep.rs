@@ -471,8 +471,8 @@ fn point(
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ");
-    let (plan, criteria, link_rate_bps) = point_plan(test, &argv)
-        .map_err(|e| UsageError(format!("point {index} ({label}): {e}")))?;
+    let (plan, criteria, link_rate_bps) =
+        point_plan(test, &argv).map_err(|e| UsageError(format!("point {index} ({label}): {e}")))?;
     let commands = templates
         .iter()
         .map(|t| t.iter().map(|w| fill(w, &values)).collect())

@@ -266,19 +266,7 @@ impl Engine {
         // Raw-frame senders are opened before the clock starts: resolving the next hop runs
         // `ip` and `tc` (tens of milliseconds), which must not count as sending time.
         let mut streams = streams;
-        let mut raw: Vec<Option<Result<rawgen::RawSender, String>>> = streams
-            .iter_mut()
-            .map(|s| match (&s.socket, s.role) {
-                _ if s.raw.is_some() => s.raw.take(),
-                (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
-                    Some(rawgen::RawSender::open(
-                        u,
-                        (cfg.write_size as usize).max(linerate_wire::probe::LEN),
-                    ))
-                }
-                _ => None,
-            })
-            .collect();
+        let mut raw = open_raw_senders(&cfg, &mut streams);
         let epoch = Instant::now();
         let profiling = profile::Profiling::start(cfg.profile, epoch);
         let tx_stop = Arc::new(AtomicBool::new(false));
@@ -286,29 +274,8 @@ impl Engine {
         // The interface toward the peer, for host counters and interface facts. Read once,
         // before the data threads start: neither is cheap enough for the data path.
         let mut early_warnings = Vec::new();
-        let iface = streams.first().and_then(|s| {
-            let peer = match &s.socket {
-                DataSocket::Tcp(t) => t.peer_addr(),
-                DataSocket::Udp(u) => u.peer_addr(),
-            };
-            match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
-                Ok(i) => Some(i),
-                Err(e) => {
-                    early_warnings.push(format!(
-                        "interface toward the peer not found ({e}): no interface counters"
-                    ));
-                    None
-                }
-            }
-        });
-        let addrs = streams
-            .iter()
-            .map(|s| match &s.socket {
-                DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
-                DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
-            })
-            .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
-            .collect();
+        let iface = peer_interface(&streams, &mut early_warnings);
+        let addrs = stream_addrs(&streams);
         let shared = Arc::new(Shared {
             addrs,
             window: Window::new(epoch),
@@ -567,14 +534,7 @@ impl Engine {
                 one_way_delay: u.one_way_delay,
             });
             if let Some(u) = &udp_rx {
-                let t = udp_total.get_or_insert_with(UdpRxReport::default);
-                t.packets += u.packets;
-                t.lost += u.lost;
-                t.duplicates += u.duplicates;
-                t.reordered += u.reordered;
-                t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
-                let delays: Vec<_> = t.one_way_delay.iter().chain(&u.one_way_delay).collect();
-                t.one_way_delay = delay::merge(&delays);
+                add_udp_rx(udp_total.get_or_insert_with(UdpRxReport::default), u);
             }
             let (local, remote) = sh.addrs[i].clone();
             let facts = socket_facts(setup, &mut warnings);
@@ -605,15 +565,7 @@ impl Engine {
         let retransmits = if udp {
             None
         } else {
-            let mut any = false;
-            let mut total = 0u64;
-            for i in (0..fin.retrans.len()).filter(|i| is_tx(*i)) {
-                if let (Some(a), Some(b)) = (fin.retrans[i], base.retrans[i]) {
-                    any = true;
-                    total += u64::from(a.saturating_sub(b));
-                }
-            }
-            any.then_some(total)
+            retransmits(fin, base, is_tx)
         };
         let totals = Totals {
             duration_ns: end_ns.saturating_sub(base_ns),
@@ -654,6 +606,86 @@ impl Engine {
             warnings,
         }
     }
+}
+
+/// The raw-frame senders of the streams (`--raw-frames`, or one a stream brought), by
+/// stream position; opened before the clock starts, since resolving the next hop runs `ip`
+/// and `tc`.
+#[allow(clippy::type_complexity)]
+fn open_raw_senders(
+    cfg: &EngineConfig,
+    streams: &mut [StreamSetup],
+) -> Vec<Option<Result<rawgen::RawSender, String>>> {
+    streams
+        .iter_mut()
+        .map(|s| match (&s.socket, s.role) {
+            _ if s.raw.is_some() => s.raw.take(),
+            (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
+                Some(rawgen::RawSender::open(
+                    u,
+                    (cfg.write_size as usize).max(linerate_wire::probe::LEN),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The interface toward the peer of the first stream, for host counters and interface
+/// facts; none (with a warning) when no route names one.
+fn peer_interface(streams: &[StreamSetup], warnings: &mut Vec<String>) -> Option<String> {
+    let s = streams.first()?;
+    let peer = match &s.socket {
+        DataSocket::Tcp(t) => t.peer_addr(),
+        DataSocket::Udp(u) => u.peer_addr(),
+    };
+    match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            warnings.push(format!(
+                "interface toward the peer not found ({e}): no interface counters"
+            ));
+            None
+        }
+    }
+}
+
+/// Each stream's local and remote address, as text.
+fn stream_addrs(streams: &[StreamSetup]) -> Vec<(Option<String>, Option<String>)> {
+    streams
+        .iter()
+        .map(|s| match &s.socket {
+            DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
+            DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
+        })
+        .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
+        .collect()
+}
+
+/// Adds one UDP receiver's figures to the side's total: counts summed, the worst jitter,
+/// the one-way delays merged.
+fn add_udp_rx(t: &mut UdpRxReport, u: &UdpRxReport) {
+    t.packets += u.packets;
+    t.lost += u.lost;
+    t.duplicates += u.duplicates;
+    t.reordered += u.reordered;
+    t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
+    let delays: Vec<_> = t.one_way_delay.iter().chain(&u.one_way_delay).collect();
+    t.one_way_delay = delay::merge(&delays);
+}
+
+/// The retransmissions of the sending streams (`is_tx`) over the window, from TCP_INFO;
+/// none when no sending stream had it at both ends of the window.
+fn retransmits(fin: &Snapshot, base: &Snapshot, is_tx: impl Fn(usize) -> bool) -> Option<u64> {
+    let mut any = false;
+    let mut total = 0u64;
+    for i in (0..fin.retrans.len()).filter(|i| is_tx(*i)) {
+        if let (Some(a), Some(b)) = (fin.retrans[i], base.retrans[i]) {
+            any = true;
+            total += u64::from(a.saturating_sub(b));
+        }
+    }
+    any.then_some(total)
 }
 
 /// What the kernel says about a data socket at the end of the test.

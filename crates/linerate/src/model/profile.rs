@@ -417,7 +417,13 @@ impl<'a> Tally<'a> {
 
 /// A sample's stack in the folded format: the process, then its frames outermost first (a
 /// user-space sample's one frame, a kernel sample's call chain or its own function).
-fn folded_stack(raw: &RawSamples, syms: &Kallsyms, s: &RawSample, comm: &str, name: &str) -> String {
+fn folded_stack(
+    raw: &RawSamples,
+    syms: &Kallsyms,
+    s: &RawSample,
+    comm: &str,
+    name: &str,
+) -> String {
     let mut stack = comm.to_string();
     if s.user {
         stack.push(';');
