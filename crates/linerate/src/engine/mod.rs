@@ -488,6 +488,53 @@ impl Engine {
         })
     }
 
+    /// Stream `i`'s report over the window from `base` to `fin`, active for `dur` ns.
+    fn stream_report(
+        &self,
+        i: usize,
+        (fin, base): (&Snapshot, &Snapshot),
+        dur: u64,
+        outcome: StreamOutcome,
+        warnings: &mut Vec<String>,
+    ) -> StreamReport {
+        let sh = &self.shared;
+        let setup = &sh.streams[i].0;
+        let udp = sh.transport == Transport::Udp;
+        let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
+        let udp_rx = outcome.udp_rx.map(|u| UdpRxReport {
+            packets: fin.packets[i].saturating_sub(base.packets[i]),
+            lost: fin.lost[i].saturating_sub(base.lost[i]),
+            duplicates: fin.dups[i].saturating_sub(base.dups[i]),
+            reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
+            highest_seq: u.highest_seq,
+            jitter_ns: u.jitter_ns,
+            one_way_delay: u.one_way_delay,
+        });
+        let (local, remote) = sh.addrs[i].clone();
+        let facts = socket_facts(setup, warnings);
+        StreamReport {
+            index: setup.index,
+            role: setup.role,
+            bytes,
+            io_calls: Some(fin.calls[i].saturating_sub(base.calls[i])),
+            packets: udp.then(|| fin.packets[i].saturating_sub(base.packets[i])),
+            duration_ns: dur,
+            sndbuf_bytes: facts.sndbuf,
+            rcvbuf_bytes: facts.rcvbuf,
+            mss_bytes: facts.mss,
+            congestion: facts.congestion,
+            tcp_info: facts.tcp_info,
+            udp_rx,
+            udp_seq_end: outcome.udp_seq_end,
+            local_addr: local,
+            remote_addr: remote,
+            tx_path: outcome.tx_path,
+            send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
+            recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
+            zerocopy: outcome.zerocopy,
+        }
+    }
+
     fn build_report(
         &self,
         outcomes: Vec<Option<StreamOutcome>>,
@@ -518,47 +565,16 @@ impl Engine {
             );
             let last = c.last_ns.load(Relaxed).saturating_sub(1);
             let dur = last.saturating_sub(base_ns);
-            let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
             if setup.role == StreamRole::Tx {
                 tx_last = tx_last.max(dur);
             } else {
                 rx_last = rx_last.max(dur);
             }
-            let udp_rx = outcome.udp_rx.map(|u| UdpRxReport {
-                packets: fin.packets[i].saturating_sub(base.packets[i]),
-                lost: fin.lost[i].saturating_sub(base.lost[i]),
-                duplicates: fin.dups[i].saturating_sub(base.dups[i]),
-                reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
-                highest_seq: u.highest_seq,
-                jitter_ns: u.jitter_ns,
-                one_way_delay: u.one_way_delay,
-            });
-            if let Some(u) = &udp_rx {
+            let report = self.stream_report(i, (fin, base), dur, outcome, &mut warnings);
+            if let Some(u) = &report.udp_rx {
                 add_udp_rx(udp_total.get_or_insert_with(UdpRxReport::default), u);
             }
-            let (local, remote) = sh.addrs[i].clone();
-            let facts = socket_facts(setup, &mut warnings);
-            streams.push(StreamReport {
-                index: setup.index,
-                role: setup.role,
-                bytes,
-                io_calls: Some(fin.calls[i].saturating_sub(base.calls[i])),
-                packets: udp.then(|| fin.packets[i].saturating_sub(base.packets[i])),
-                duration_ns: dur,
-                sndbuf_bytes: facts.sndbuf,
-                rcvbuf_bytes: facts.rcvbuf,
-                mss_bytes: facts.mss,
-                congestion: facts.congestion,
-                tcp_info: facts.tcp_info,
-                udp_rx,
-                udp_seq_end: outcome.udp_seq_end,
-                local_addr: local,
-                remote_addr: remote,
-                tx_path: outcome.tx_path,
-                send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
-                recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
-                zerocopy: outcome.zerocopy,
-            });
+            streams.push(report);
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
         let is_rx = |i: usize| !is_tx(i);

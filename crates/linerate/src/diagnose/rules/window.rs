@@ -503,6 +503,28 @@ fn limited_share(
     (text, met)
 }
 
+/// The tiny buffer's end, its name, the flag that asks for it, the sysctl that caps it and
+/// the kernel's minimum for it.
+fn buffer_words(t: &Tiny, f: &Flow<'_>) -> (Role, &'static str, &'static str, &'static str, u64) {
+    if t.by_sender {
+        (
+            f.sender_role,
+            "send buffer (SO_SNDBUF)",
+            sndbuf_flag(f.sender_role),
+            "net.core.wmem_max",
+            KERNEL_MIN_SNDBUF_BYTES,
+        )
+    } else {
+        (
+            f.receiver_role,
+            "receive buffer (SO_RCVBUF)",
+            rcvbuf_flag(f.receiver_role),
+            "net.core.rmem_max",
+            KERNEL_MIN_RCVBUF_BYTES,
+        )
+    }
+}
+
 /// `window_limited` for a buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS: the
 /// sender's granted SO_SNDBUF or the receiver's granted SO_RCVBUF (the smallest over the
 /// flow's streams). The timers then set the rate, so the BDP test does not apply, and a
@@ -538,23 +560,7 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
     if let Some(r) = f.summary.retransmits.filter(|&r| r > 0) {
         evidence.push(ev("retransmits", r as f64, "count", None));
     }
-    let (end, what, flag, sysctl, kernel_min) = if t.by_sender {
-        (
-            f.sender_role,
-            "send buffer (SO_SNDBUF)",
-            sndbuf_flag(f.sender_role),
-            "net.core.wmem_max",
-            KERNEL_MIN_SNDBUF_BYTES,
-        )
-    } else {
-        (
-            f.receiver_role,
-            "receive buffer (SO_RCVBUF)",
-            rcvbuf_flag(f.receiver_role),
-            "net.core.rmem_max",
-            KERNEL_MIN_RCVBUF_BYTES,
-        )
-    };
+    let (end, what, flag, sysctl, kernel_min) = buffer_words(&t, f);
     // The request to make: WINDOW_MIN_SEGMENTS segments at least, twice the BDP at the
     // link rate when that is known, never below the kernel's minimum; whole KiB.
     let at_link = capacity(ctx, f).map_or(0.0, |(cap, _)| {
