@@ -264,7 +264,7 @@ pub fn csv(rec: &AnalysisRecord) -> String {
         }
     }
     for u in &rec.udp {
-        let _ = w.write_record(&udp_row(u));
+        let _ = w.write_record(udp_row(u));
     }
     // The connections and flows beyond --top, summed: "index" holds how many.
     if let Some(o) = &rec.others {
