@@ -17,7 +17,8 @@
 //! string literals are skipped, so a doc link to another module is not an import.
 //!
 //! A fourth rule holds for functions ([`long_functions`]): none outside test code is longer
-//! than [`MAX_FN_LINES`] lines, counted from its `fn` to its closing brace.
+//! than [`MAX_FN_LINES`] lines, counted from its `fn` to its closing brace, but those
+//! named in [`LONG_ALLOWED`] with their reasons.
 //!
 //! The only exceptions are the edges in [`ALLOWED`], each with its reason. An entry whose
 //! edge no longer exists fails the test too, so the list only ever shrinks.
@@ -867,9 +868,29 @@ fn use_trees_expand_to_full_paths() {
 }
 
 /// The longest a function outside test code may be, in lines from its `fn` to its closing
-/// brace. The goal is about 100 (issue 30); this is the longest that remains, lowered as
-/// they are split, never raised.
-const MAX_FN_LINES: usize = 185;
+/// brace: about 100 (issue 30). Never raised.
+const MAX_FN_LINES: usize = 100;
+
+/// The functions allowed over [`MAX_FN_LINES`] for now: (file under `src/`, name, reason).
+/// An entry no longer over the limit fails the test too, so the list only shrinks.
+const LONG_ALLOWED: &[(&str, &str, &str)] = &[
+    // src/fleet/ is being rewritten on the fleet branch: split after it merges.
+    (
+        "fleet/coordinator.rs",
+        "run",
+        "the fleet branch rewrites src/fleet/",
+    ),
+    (
+        "fleet/manifests.rs",
+        "swarm_stack",
+        "the fleet branch rewrites src/fleet/",
+    ),
+    (
+        "fleet/record.rs",
+        "from_runs",
+        "the fleet branch rewrites src/fleet/",
+    ),
+];
 
 /// `cfg(test)` or `cfg(all(test, ...))` at token `i`.
 fn is_cfg_test(toks: &[(Tok, usize)], i: usize) -> bool {
@@ -991,14 +1012,30 @@ fn long_functions(max: usize) -> Vec<(usize, String, String, usize)> {
 #[test]
 fn no_function_is_longer_than_the_limit() {
     let long = long_functions(MAX_FN_LINES);
+    let allowed = |f: &str, name: &str| {
+        LONG_ALLOWED
+            .iter()
+            .any(|(af, an, _)| *af == f && *an == name)
+    };
     let list: Vec<String> = long
         .iter()
+        .filter(|(_, f, name, _)| !allowed(f, name))
         .map(|(n, f, name, line)| format!("{f}:{line} {name}: {n} lines"))
         .collect();
     assert!(
-        long.is_empty(),
+        list.is_empty(),
         "functions over {MAX_FN_LINES} lines (split them by meaning):\n{}",
         list.join("\n")
+    );
+    let stale: Vec<String> = LONG_ALLOWED
+        .iter()
+        .filter(|(af, an, _)| !long.iter().any(|(_, f, name, _)| f == af && name == an))
+        .map(|(f, name, _)| format!("{f} {name}"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "LONG_ALLOWED names functions no longer over {MAX_FN_LINES} lines: remove them:\n{}",
+        stale.join("\n")
     );
 }
 

@@ -440,45 +440,7 @@ impl Analyzer {
         self.udp_index = HashMap::new();
         let mut conns = std::mem::take(&mut self.tcp);
         if let Some(top) = self.opts.top.map(|t| t.max(1)) {
-            // The connections still open that are not among the largest are summed one at
-            // a time, so that the end of a capture of many connections needs no more memory
-            // than its middle.
-            self.prune_finished(top);
-            // (size, connection number, position among the open ones or MAX: finished).
-            let mut sizes: Vec<((u64, u64), u32, u32)> = conns
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (c.size(), c.index(), i as u32))
-                .chain(
-                    self.finished_tcp
-                        .iter()
-                        .map(|f| (f.size(), f.rec.index, u32::MAX)),
-                )
-                .collect();
-            if sizes.len() > top {
-                sizes.select_nth_unstable_by(top - 1, |x, y| bigger((x.0, x.1), (y.0, y.1)));
-                let mut keep = vec![false; conns.len()];
-                for &(_, _, i) in &sizes[..top] {
-                    if let Some(k) = keep.get_mut(i as usize) {
-                        *k = true;
-                    }
-                }
-                drop(sizes);
-                let opts = self.opts.clone();
-                let start = self.first_ns.unwrap_or(0);
-                let all = std::mem::take(&mut conns);
-                for (c, k) in all.into_iter().zip(keep) {
-                    if k {
-                        conns.push(c);
-                    } else {
-                        let v6 = c.a.0.is_ipv6();
-                        let mut no_graph = 0;
-                        let (rec, _, large) = c.finish(start, &opts, v6, &mut no_graph);
-                        self.large_segments += large;
-                        self.others.add_tcp(&rec);
-                    }
-                }
-            }
+            self.sum_open_beyond_top(&mut conns, top);
         }
         for c in conns {
             self.finish_conn(c);
@@ -488,7 +450,110 @@ impl Analyzer {
         }
         let mut finished = std::mem::take(&mut self.finished_tcp);
         finished.sort_by_key(|f| f.rec.index);
+        let mut warnings = self.capture_warnings();
+        let lost: u64 = finished
+            .iter()
+            .map(|f| f.rec.a_to_b.lost_segments + f.rec.b_to_a.lost_segments)
+            .sum::<u64>()
+            + self.others.tcp_lost_segments;
+        if lost > 0 {
+            warnings.push(format!(
+                "the capture missed packets ({lost} segments came after data it never saw): counts and RTTs near those gaps are uncertain"
+            ));
+        }
+        let mut graphs = Vec::new();
+        let mut tcp = Vec::new();
+        for f in finished {
+            tcp.push(f.rec);
+            if let Some(g) = f.graph {
+                graphs.extend(g);
+            }
+        }
+        if graphs.iter().any(|g| g.truncated) {
+            warnings.push(format!(
+                "graphs show the first {} events of each direction ({} in all for the capture)",
+                tcp::GRAPH_EVENTS_CAP,
+                GRAPH_EVENTS_TOTAL_CAP
+            ));
+        }
+        let udp = self.finish_udp();
+        if self.others.tcp_connections > 0 || self.others.udp_flows > 0 {
+            warnings.push(format!(
+                "{} TCP connections and {} UDP flows are summed under \"others\": only the {} largest of each (by payload bytes, then packets) are shown{} (--top changes the number)",
+                self.others.tcp_connections,
+                self.others.udp_flows,
+                self.opts.top.unwrap_or(0),
+                if self.opts.graphs { " and graphed" } else { "" }
+            ));
+        }
+        let rec = AnalysisRecord {
+            schema_version: trace::SCHEMA_VERSION,
+            software: crate::software(),
+            file: file.to_string(),
+            format: format.to_string(),
+            packets: self.packets,
+            packets_analysed: self.analysed,
+            packets_other: self.other,
+            packets_undecodable: self.undecodable,
+            duration_s: self
+                .first_ns
+                .map(|f| self.last_ns.saturating_sub(f) as f64 / 1e9),
+            link_rate_bps: self.opts.link_rate_bps,
+            tcp,
+            udp,
+            top: self.opts.top.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
+            others: (self.others != OtherFlows::default()).then_some(self.others),
+            warnings,
+        };
+        (rec, graphs)
+    }
+
+    /// Sums the connections still open that are not among the `top` largest (open and
+    /// finished together) into `others`, one at a time, so that the end of a capture of
+    /// many connections needs no more memory than its middle; `conns` keeps the rest.
+    fn sum_open_beyond_top(&mut self, conns: &mut Vec<tcp::Conn>, top: usize) {
+        self.prune_finished(top);
+        // (size, connection number, position among the open ones or MAX: finished).
+        let mut sizes: Vec<((u64, u64), u32, u32)> = conns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.size(), c.index(), i as u32))
+            .chain(
+                self.finished_tcp
+                    .iter()
+                    .map(|f| (f.size(), f.rec.index, u32::MAX)),
+            )
+            .collect();
+        if sizes.len() <= top {
+            return;
+        }
+        sizes.select_nth_unstable_by(top - 1, |x, y| bigger((x.0, x.1), (y.0, y.1)));
+        let mut keep = vec![false; conns.len()];
+        for &(_, _, i) in &sizes[..top] {
+            if let Some(k) = keep.get_mut(i as usize) {
+                *k = true;
+            }
+        }
+        drop(sizes);
+        let opts = self.opts.clone();
         let start = self.first_ns.unwrap_or(0);
+        let all = std::mem::take(conns);
+        for (c, k) in all.into_iter().zip(keep) {
+            if k {
+                conns.push(c);
+            } else {
+                let v6 = c.a.0.is_ipv6();
+                let mut no_graph = 0;
+                let (rec, _, large) = c.finish(start, &opts, v6, &mut no_graph);
+                self.large_segments += large;
+                self.others.add_tcp(&rec);
+            }
+        }
+    }
+
+    /// The warnings about the capture as a whole: empty, undecodable packets, too many
+    /// flows, time going back, IP lengths beyond the frame, segments above the MSS.
+    fn capture_warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         if self.packets == 0 {
             warnings.push("the capture holds no packets".to_string());
@@ -523,31 +588,13 @@ impl Analyzer {
                 self.large_segments
             ));
         }
-        let lost: u64 = finished
-            .iter()
-            .map(|f| f.rec.a_to_b.lost_segments + f.rec.b_to_a.lost_segments)
-            .sum::<u64>()
-            + self.others.tcp_lost_segments;
-        if lost > 0 {
-            warnings.push(format!(
-                "the capture missed packets ({lost} segments came after data it never saw): counts and RTTs near those gaps are uncertain"
-            ));
-        }
-        let mut graphs = Vec::new();
-        let mut tcp = Vec::new();
-        for f in finished {
-            tcp.push(f.rec);
-            if let Some(g) = f.graph {
-                graphs.extend(g);
-            }
-        }
-        if graphs.iter().any(|g| g.truncated) {
-            warnings.push(format!(
-                "graphs show the first {} events of each direction ({} in all for the capture)",
-                tcp::GRAPH_EVENTS_CAP,
-                GRAPH_EVENTS_TOTAL_CAP
-            ));
-        }
+        warnings
+    }
+
+    /// The UDP flows' records: the `top` largest kept (the rest summed into `others`), in
+    /// the order they began.
+    fn finish_udp(&mut self) -> Vec<UdpFlow> {
+        let start = self.first_ns.unwrap_or(0);
         let mut udp_states = std::mem::take(&mut self.udp);
         if let Some(top) = self.opts.top.map(|t| t.max(1)) {
             if udp_states.len() > top {
@@ -565,7 +612,7 @@ impl Analyzer {
                 udp_states.sort_by_key(|u| u.index);
             }
         }
-        let udp = udp_states
+        udp_states
             .into_iter()
             .map(|u| {
                 let mut f = UdpFlow {
@@ -589,35 +636,6 @@ impl Analyzer {
                 }
                 f
             })
-            .collect();
-        if self.others.tcp_connections > 0 || self.others.udp_flows > 0 {
-            warnings.push(format!(
-                "{} TCP connections and {} UDP flows are summed under \"others\": only the {} largest of each (by payload bytes, then packets) are shown{} (--top changes the number)",
-                self.others.tcp_connections,
-                self.others.udp_flows,
-                self.opts.top.unwrap_or(0),
-                if self.opts.graphs { " and graphed" } else { "" }
-            ));
-        }
-        let rec = AnalysisRecord {
-            schema_version: trace::SCHEMA_VERSION,
-            software: crate::software(),
-            file: file.to_string(),
-            format: format.to_string(),
-            packets: self.packets,
-            packets_analysed: self.analysed,
-            packets_other: self.other,
-            packets_undecodable: self.undecodable,
-            duration_s: self
-                .first_ns
-                .map(|f| self.last_ns.saturating_sub(f) as f64 / 1e9),
-            link_rate_bps: self.opts.link_rate_bps,
-            tcp,
-            udp,
-            top: self.opts.top.map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
-            others: (self.others != OtherFlows::default()).then_some(self.others),
-            warnings,
-        };
-        (rec, graphs)
+            .collect()
     }
 }

@@ -74,11 +74,42 @@ struct Interface {
     offset_s: i64,
 }
 
+/// The magic numbers of classic pcap (µs and ns, either byte order) and of pcapng.
+const MAGICS: [[u8; 4]; 5] = [
+    [0xd4, 0xc3, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0xc3, 0xd4],
+    [0x4d, 0x3c, 0xb2, 0xa1],
+    [0xa1, 0xb2, 0x3c, 0x4d],
+    PCAPNG_MAGIC,
+];
+const PCAPNG_MAGIC: [u8; 4] = [0x0a, 0x0d, 0x0d, 0x0a];
+
 /// Reads every packet of a pcap or pcapng stream, calling `each` for each one in order.
 pub fn read_capture<R: Read + Send>(
     mut input: R,
-    mut each: impl FnMut(Frame<'_>),
+    each: impl FnMut(Frame<'_>),
 ) -> Result<ReadSummary, CaptureError> {
+    let head = read_magic(&mut input)?;
+    let chained = Fill(std::io::Cursor::new(head.to_vec()).chain(input));
+    let reader = pcap_parser::create_reader(BUFFER, chained).map_err(|e| match e {
+        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
+            err(0, "the file ends inside its header")
+        }
+        PcapError::HeaderNotRecognized if head == PCAPNG_MAGIC => {
+            err(0, "the pcapng section header is cut short or malformed")
+        }
+        other => err(0, format!("invalid file header ({})", describe(&other))),
+    })?;
+    let format = if head == PCAPNG_MAGIC {
+        "pcapng"
+    } else {
+        "pcap"
+    };
+    read_blocks(reader, format, each)
+}
+
+/// Reads the first four bytes and checks that they are a capture's magic number.
+fn read_magic(input: &mut impl Read) -> Result<[u8; 4], CaptureError> {
     let mut head = [0u8; 4];
     let mut got = 0;
     while got < 4 {
@@ -92,14 +123,7 @@ pub fn read_capture<R: Read + Send>(
     if got == 0 {
         return Err(err(0, "the file is empty: not a pcap or pcapng capture"));
     }
-    let known = [
-        [0xd4, 0xc3, 0xb2, 0xa1],
-        [0xa1, 0xb2, 0xc3, 0xd4],
-        [0x4d, 0x3c, 0xb2, 0xa1],
-        [0xa1, 0xb2, 0x3c, 0x4d],
-        [0x0a, 0x0d, 0x0d, 0x0a],
-    ];
-    if got < 4 || !known.contains(&head) {
+    if got < 4 || !MAGICS.contains(&head) {
         let hex: Vec<String> = head[..got].iter().map(|b| format!("{b:02x}")).collect();
         return Err(err(
             0,
@@ -109,128 +133,45 @@ pub fn read_capture<R: Read + Send>(
             ),
         ));
     }
-    let chained = Fill(std::io::Cursor::new(head[..got].to_vec()).chain(input));
-    let mut reader = pcap_parser::create_reader(BUFFER, chained).map_err(|e| match e {
-        PcapError::Incomplete(_) | PcapError::Eof | PcapError::UnexpectedEof => {
-            err(0, "the file ends inside its header")
-        }
-        PcapError::HeaderNotRecognized if head == [0x0a, 0x0d, 0x0d, 0x0a] => {
-            err(0, "the pcapng section header is cut short or malformed")
-        }
-        other => err(0, format!("invalid file header ({})", describe(&other))),
-    })?;
-    let mut summary = ReadSummary {
-        format: if head == [0x0a, 0x0d, 0x0d, 0x0a] {
-            "pcapng"
-        } else {
-            "pcap"
+    Ok(head)
+}
+
+/// The loop over the file's blocks: each block to [`Blocks::block`], the buffer refilled
+/// and grown as blocks need, a cut-off end noted in the summary.
+fn read_blocks<'r>(
+    mut reader: Box<dyn PcapReaderIterator + Send + 'r>,
+    format: &'static str,
+    mut each: impl FnMut(Frame<'_>),
+) -> Result<ReadSummary, CaptureError> {
+    let mut blocks = Blocks {
+        summary: ReadSummary {
+            format,
+            ..ReadSummary::default()
         },
-        ..ReadSummary::default()
+        legacy_link: None,
+        legacy_ns: false,
+        interfaces: Vec::new(),
+        last_ts: 0,
     };
     let mut offset: u64 = 0;
     let mut capacity = BUFFER;
-    let mut legacy_link: Option<u32> = None;
-    let mut legacy_ns = false;
-    let mut interfaces: Vec<Interface> = Vec::new();
-    let mut last_ts = 0u64;
     let mut stuck = 0u32;
     loop {
         match reader.next() {
             Ok((used, block)) => {
                 stuck = 0;
-                match block {
-                    PcapBlockOwned::LegacyHeader(h) => {
-                        legacy_link = Some(h.network.0 as u32);
-                        legacy_ns = h.is_nanosecond_precision();
-                    }
-                    PcapBlockOwned::Legacy(b) => {
-                        let link = legacy_link
-                            .ok_or_else(|| err(offset, "packet before the file header"))?;
-                        let sub = if legacy_ns {
-                            u64::from(b.ts_usec)
-                        } else {
-                            u64::from(b.ts_usec) * 1000
-                        };
-                        let ts = u64::from(b.ts_sec) * 1_000_000_000 + sub;
-                        last_ts = ts;
-                        let n = (b.caplen as usize).min(b.data.len());
-                        summary.records += 1;
-                        each(Frame {
-                            ts_ns: ts,
-                            link_type: link,
-                            data: &b.data[..n],
-                            orig_len: b.origlen,
-                        });
-                    }
-                    PcapBlockOwned::NG(Block::SectionHeader(_)) => interfaces.clear(),
-                    PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
-                        let units = idb.ts_resolution().filter(|u| *u > 0).ok_or_else(|| {
-                            err(
-                                offset,
-                                format!(
-                                    "interface {} has an unusable timestamp resolution ({})",
-                                    interfaces.len(),
-                                    idb.if_tsresol
-                                ),
-                            )
-                        })?;
-                        interfaces.push(Interface {
-                            link_type: idb.linktype.0 as u32,
-                            units_per_s: units,
-                            offset_s: idb.ts_offset(),
-                        });
-                    }
-                    PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
-                        let i = interfaces.get(epb.if_id as usize).ok_or_else(|| {
-                            err(
-                                offset,
-                                format!(
-                                    "a packet names interface {} but the section describes {}",
-                                    epb.if_id,
-                                    interfaces.len()
-                                ),
-                            )
-                        })?;
-                        let units = (u128::from(epb.ts_high) << 32) | u128::from(epb.ts_low);
-                        let ns = units * 1_000_000_000 / u128::from(i.units_per_s);
-                        let ns = (ns as i128 + i128::from(i.offset_s) * 1_000_000_000)
-                            .clamp(0, i128::from(u64::MAX)) as u64;
-                        last_ts = ns;
-                        let n = (epb.caplen as usize).min(epb.data.len());
-                        summary.records += 1;
-                        each(Frame {
-                            ts_ns: ns,
-                            link_type: i.link_type,
-                            data: &epb.data[..n],
-                            orig_len: epb.origlen,
-                        });
-                    }
-                    PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
-                        let i = interfaces.first().ok_or_else(|| {
-                            err(offset, "a packet before any interface description")
-                        })?;
-                        summary.records += 1;
-                        let n = (spb.origlen as usize).min(spb.data.len());
-                        each(Frame {
-                            ts_ns: last_ts,
-                            link_type: i.link_type,
-                            data: &spb.data[..n],
-                            orig_len: spb.origlen,
-                        });
-                    }
-                    PcapBlockOwned::NG(_) => {}
-                }
+                blocks.block(block, offset, &mut each)?;
                 reader.consume(used);
                 offset += used as u64;
             }
             Err(PcapError::Eof) => break,
             Err(PcapError::UnexpectedEof) => {
-                summary.truncated = Some(tail(offset, reader.data().len()));
+                blocks.summary.truncated = Some(tail(offset, reader.data().len()));
                 break;
             }
             Err(PcapError::Incomplete(_)) => {
                 if reader.reader_exhausted() {
-                    summary.truncated = Some(tail(offset, reader.data().len()));
+                    blocks.summary.truncated = Some(tail(offset, reader.data().len()));
                     break;
                 }
                 let before = reader.data().len();
@@ -253,12 +194,130 @@ pub fn read_capture<R: Read + Send>(
             Err(e) => {
                 return Err(err(
                     offset,
-                    format!("malformed {} block ({})", summary.format, describe(&e)),
+                    format!("malformed {} block ({})", format, describe(&e)),
                 ))
             }
         }
     }
-    Ok(summary)
+    Ok(blocks.summary)
+}
+
+/// What the blocks read so far say about the ones to come: the classic header's link type
+/// and precision, the section's interfaces, the last timestamp (a simple packet has none).
+struct Blocks {
+    summary: ReadSummary,
+    legacy_link: Option<u32>,
+    legacy_ns: bool,
+    interfaces: Vec<Interface>,
+    last_ts: u64,
+}
+
+impl Blocks {
+    /// One block at byte `offset`: a header or description updates the state, a packet
+    /// goes to `each`.
+    fn block(
+        &mut self,
+        block: PcapBlockOwned<'_>,
+        offset: u64,
+        each: &mut impl FnMut(Frame<'_>),
+    ) -> Result<(), CaptureError> {
+        match block {
+            PcapBlockOwned::LegacyHeader(h) => {
+                self.legacy_link = Some(h.network.0 as u32);
+                self.legacy_ns = h.is_nanosecond_precision();
+            }
+            PcapBlockOwned::Legacy(b) => {
+                let link = self
+                    .legacy_link
+                    .ok_or_else(|| err(offset, "packet before the file header"))?;
+                let sub = if self.legacy_ns {
+                    u64::from(b.ts_usec)
+                } else {
+                    u64::from(b.ts_usec) * 1000
+                };
+                let ts = u64::from(b.ts_sec) * 1_000_000_000 + sub;
+                self.last_ts = ts;
+                let n = (b.caplen as usize).min(b.data.len());
+                self.summary.records += 1;
+                each(Frame {
+                    ts_ns: ts,
+                    link_type: link,
+                    data: &b.data[..n],
+                    orig_len: b.origlen,
+                });
+            }
+            PcapBlockOwned::NG(Block::SectionHeader(_)) => self.interfaces.clear(),
+            PcapBlockOwned::NG(Block::InterfaceDescription(idb)) => {
+                let units = idb.ts_resolution().filter(|u| *u > 0).ok_or_else(|| {
+                    err(
+                        offset,
+                        format!(
+                            "interface {} has an unusable timestamp resolution ({})",
+                            self.interfaces.len(),
+                            idb.if_tsresol
+                        ),
+                    )
+                })?;
+                self.interfaces.push(Interface {
+                    link_type: idb.linktype.0 as u32,
+                    units_per_s: units,
+                    offset_s: idb.ts_offset(),
+                });
+            }
+            PcapBlockOwned::NG(Block::EnhancedPacket(epb)) => {
+                self.enhanced(&epb, offset, each)?;
+            }
+            PcapBlockOwned::NG(Block::SimplePacket(spb)) => {
+                let i = self
+                    .interfaces
+                    .first()
+                    .ok_or_else(|| err(offset, "a packet before any interface description"))?;
+                self.summary.records += 1;
+                let n = (spb.origlen as usize).min(spb.data.len());
+                each(Frame {
+                    ts_ns: self.last_ts,
+                    link_type: i.link_type,
+                    data: &spb.data[..n],
+                    orig_len: spb.origlen,
+                });
+            }
+            PcapBlockOwned::NG(_) => {}
+        }
+        Ok(())
+    }
+
+    /// A pcapng enhanced packet: its timestamp in its interface's units and offset.
+    fn enhanced(
+        &mut self,
+        epb: &pcap_parser::pcapng::EnhancedPacketBlock<'_>,
+        offset: u64,
+        each: &mut impl FnMut(Frame<'_>),
+    ) -> Result<(), CaptureError> {
+        let i = self.interfaces.get(epb.if_id as usize).ok_or_else(|| {
+            err(
+                offset,
+                format!(
+                    "a packet names interface {} but the section describes {}",
+                    epb.if_id,
+                    self.interfaces.len()
+                ),
+            )
+        })?;
+        let units = (u128::from(epb.ts_high) << 32) | u128::from(epb.ts_low);
+        let ns = units * 1_000_000_000 / u128::from(i.units_per_s);
+        let ns = (ns as i128 + i128::from(i.offset_s) * 1_000_000_000)
+            .clamp(0, i128::from(u64::MAX)) as u64;
+        self.last_ts = ns;
+        let n = (epb.caplen as usize).min(epb.data.len());
+        self.summary.records += 1;
+        each(Frame {
+            ts_ns: ns,
+            link_type: i.link_type,
+            data: &epb.data[..n],
+            orig_len: epb.origlen,
+        });
+        Ok(())
+    }
 }
 
 /// A reader whose `read` fills the buffer unless the input ends: pcap-parser decides the

@@ -172,6 +172,119 @@ impl Welford {
     }
 }
 
+/// The flags Wireshark sets from a segment's own direction `fw` and the reverse one `rev`
+/// (zero window and its probes, lost segment, keep-alive, window update, duplicate ACK),
+/// the first of the exclusive ones winning; `fw`'s duplicate ACK count follows.
+fn forward_flags(s: &TcpSegment, window: u32, fw: &mut WsState, rev: &WsState) -> u32 {
+    let (seq, ack, seglen, flags) = (s.seq, s.ack, s.payload_len, s.flags);
+    let mut ta = 0u32;
+    let sfr = flags & (F::SYN | F::FIN | F::RST);
+    if seglen == 1 && seq == fw.nextseq && rev.window == 0 {
+        ta |= TA_ZWP;
+        return ta;
+    }
+    if window == 0 && sfr == 0 {
+        ta |= TA_ZERO_WINDOW;
+    }
+    if fw.nextseq != 0 && gt_seq(seq, fw.nextseq) && flags & F::RST == 0 {
+        ta |= TA_LOST;
+    }
+    if seglen <= 1 && seq == fw.nextseq.wrapping_sub(1) && flags & (F::SYN | F::FIN | F::RST) == 0 {
+        ta |= TA_KEEP_ALIVE;
+    }
+    if seglen == 0
+        && window != 0
+        && window != fw.window
+        && seq == fw.nextseq
+        && ack == fw.lastack
+        && sfr == 0
+    {
+        ta |= TA_WINDOW_UPDATE;
+    }
+    if seglen == 0
+        && window != 0
+        && window == fw.window
+        && seq == fw.nextseq
+        && ack == fw.lastack
+        && rev.lastsegmentflags & TA_KEEP_ALIVE != 0
+        && sfr == 0
+    {
+        ta |= TA_KEEP_ALIVE_ACK;
+        return ta;
+    }
+    if seglen == 0
+        && window == 0
+        && window == fw.window
+        && seq == fw.nextseq
+        && ack == fw.lastack
+        && rev.lastsegmentflags & TA_ZWP != 0
+        && sfr == 0
+    {
+        ta |= TA_ZWP_ACK;
+        return ta;
+    }
+    if seglen == 0
+        && window != 0
+        && window == fw.window
+        && seq == fw.nextseq
+        && ack == fw.lastack
+        && sfr == 0
+    {
+        fw.dupacknum = if fw.dupacknum == -1 {
+            1
+        } else {
+            fw.dupacknum + 1
+        };
+        ta |= TA_DUP_ACK;
+    }
+    ta
+}
+
+/// The ACK delays' percentiles and histogram (bounds in ms; the last, infinite, written
+/// as -1), of `v`, not empty.
+fn ack_delay_stats(mut v: Vec<f64>) -> AckDelayStats {
+    v.sort_by(f64::total_cmp);
+    let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
+    let bounds = [
+        1.0,
+        2.0,
+        5.0,
+        10.0,
+        20.0,
+        50.0,
+        100.0,
+        200.0,
+        500.0,
+        f64::INFINITY,
+    ];
+    let mut hist: Vec<(f64, u64)> = bounds.iter().map(|b| (*b, 0)).collect();
+    for x in &v {
+        if let Some(h) = hist.iter_mut().find(|h| *x <= h.0) {
+            h.1 += 1;
+        }
+    }
+    // JSON has no infinity: the last bucket's bound is written as -1.
+    if let Some(last) = hist.last_mut() {
+        last.0 = -1.0;
+    }
+    AckDelayStats {
+        samples: v.len() as u64,
+        p50_ms: q(0.5),
+        p90_ms: q(0.9),
+        max_ms: v[v.len() - 1],
+        histogram: hist,
+    }
+}
+
+/// One figure behind a finding.
+fn ev(metric: &str, value: f64, unit: &str) -> Evidence {
+    Evidence {
+        metric: metric.to_string(),
+        value,
+        unit: unit.to_string(),
+    }
+}
+
 /// The counters of one direction (what [`TcpDirection`] reports without derivation).
 #[derive(Debug, Clone, Copy, Default)]
 struct Counters {
@@ -192,6 +305,43 @@ struct Counters {
     window_probes: u64,
     mss: Option<u16>,
     window_scale: Option<u8>,
+}
+
+impl Counters {
+    /// Counts one segment of this direction with the Wireshark flags `ta` it got.
+    fn count(&mut self, s: &TcpSegment, ta: u32) {
+        let len = s.payload_len;
+        self.packets += 1;
+        if len > 0 {
+            self.data_packets += 1;
+            self.bytes += u64::from(len);
+        } else if s.flags & (F::SYN | F::FIN | F::RST) == 0 {
+            self.pure_acks += 1;
+        }
+        if ta & (TA_RETRANS | TA_FAST_RETRANS | TA_SPURIOUS) != 0 {
+            self.retransmissions += 1;
+            self.retransmitted_bytes += u64::from(len);
+        }
+        let flagged = [
+            (TA_FAST_RETRANS, &mut self.fast_retransmissions),
+            (TA_SPURIOUS, &mut self.spurious_retransmissions),
+            (TA_OOO, &mut self.out_of_order),
+            (TA_LOST, &mut self.lost_segments),
+            (TA_DUP_ACK, &mut self.duplicate_acks),
+            (TA_ZERO_WINDOW, &mut self.zero_windows),
+            (TA_ZWP, &mut self.window_probes),
+        ];
+        for (flag, n) in flagged {
+            if ta & flag != 0 {
+                *n += 1;
+            }
+        }
+        let sacks = s.options.sack_blocks().len() as u64;
+        if sacks > 0 {
+            self.sack_packets += 1;
+            self.sack_blocks += sacks;
+        }
+    }
 }
 
 /// One direction of a connection: what every direction needs (counters, Wireshark's and
@@ -476,82 +626,13 @@ impl ConnState {
         self.dirs[0].advance(t);
         self.dirs[1].advance(t);
 
+        let window = self.handshake(t, f, s);
+        let ta = self.wireshark(raw_t, f, s, window);
         let syn = s.has(F::SYN);
         let ack = s.has(F::ACK);
-        if syn {
-            self.dirs[f].syn_seen = true;
-            self.dirs[f].seq.set_syn(s.seq);
-            if s.options.mss.is_some() {
-                self.dirs[f].out.mss = s.options.mss;
-            }
-            self.dirs[f].ws_offer = s.options.window_scale;
-            if !ack {
-                self.syn_ns = Some(t);
-            } else {
-                self.synack_seen = true;
-            }
-        }
-        if ack && !syn && self.first_rtt_ns.is_none() && self.synack_seen {
-            if let Some(sn) = self.syn_ns {
-                self.first_rtt_ns = Some(t.saturating_sub(sn));
-            }
-        }
-        if s.has(F::RST) {
-            self.rst = true;
-        }
-        if s.has(F::FIN) {
-            self.fin[f] = true;
-        }
-        if self.is_closed() && self.closed_at.is_none() {
-            self.closed_at = Some(t);
-        }
-        let shift = if syn { 0 } else { self.scale_of(f) };
-        let window = u32::from(s.window) << shift;
-        if self.dirs[0].syn_seen && self.dirs[1].syn_seen {
-            let sc = self.scale_of(f);
-            self.dirs[f].out.window_scale = Some(sc as u8);
-        }
-
-        let ta = self.wireshark(raw_t, f, s, window);
         let len = s.payload_len;
         let d = &mut self.dirs[f];
-        d.out.packets += 1;
-        if len > 0 {
-            d.out.data_packets += 1;
-            d.out.bytes += u64::from(len);
-        } else if s.flags & (F::SYN | F::FIN | F::RST) == 0 {
-            d.out.pure_acks += 1;
-        }
-        if ta & (TA_RETRANS | TA_FAST_RETRANS | TA_SPURIOUS) != 0 {
-            d.out.retransmissions += 1;
-            d.out.retransmitted_bytes += u64::from(len);
-        }
-        if ta & TA_FAST_RETRANS != 0 {
-            d.out.fast_retransmissions += 1;
-        }
-        if ta & TA_SPURIOUS != 0 {
-            d.out.spurious_retransmissions += 1;
-        }
-        if ta & TA_OOO != 0 {
-            d.out.out_of_order += 1;
-        }
-        if ta & TA_LOST != 0 {
-            d.out.lost_segments += 1;
-        }
-        if ta & TA_DUP_ACK != 0 {
-            d.out.duplicate_acks += 1;
-        }
-        if ta & TA_ZERO_WINDOW != 0 {
-            d.out.zero_windows += 1;
-        }
-        if ta & TA_ZWP != 0 {
-            d.out.window_probes += 1;
-        }
-        let sacks = s.options.sack_blocks().len() as u64;
-        if sacks > 0 {
-            d.out.sack_packets += 1;
-            d.out.sack_blocks += sacks;
-        }
+        d.out.count(s, ta);
         // The window this direction advertises (for its own receiving).
         if !syn || ack {
             d.window_sample(t, u64::from(window));
@@ -587,52 +668,111 @@ impl ConnState {
             rd.ack_received(t, acked, u64::from(window), pure, mss);
         }
         if self.graph {
-            let d = &mut self.dirs[f];
-            if len > 0 {
-                d.graph_push(
-                    budget,
-                    GraphEvent {
-                        t_ns: t,
-                        kind: if retrans {
-                            GraphKind::Retransmission
-                        } else {
-                            GraphKind::Data
-                        },
-                        a: start,
-                        b: start + u64::from(len),
-                    },
-                );
+            self.graph_events(t, f, s, ta, start, budget);
+        }
+    }
+
+    /// The connection's state from the segment's flags (SYN and its options, the first
+    /// RTT, RST, FIN, the close) and the window it advertises, scaled; `f` is its direction.
+    fn handshake(&mut self, t: u64, f: usize, s: &TcpSegment) -> u32 {
+        let syn = s.has(F::SYN);
+        let ack = s.has(F::ACK);
+        if syn {
+            self.dirs[f].syn_seen = true;
+            self.dirs[f].seq.set_syn(s.seq);
+            if s.options.mss.is_some() {
+                self.dirs[f].out.mss = s.options.mss;
             }
-            if let (true, Some(rdata)) = (ack, self.dirs[r].data.as_ref()) {
-                let rd_edge = rdata.right_edge.unwrap_or(0);
-                let una = rdata.snd_una;
-                let kind = if ta & TA_DUP_ACK != 0 {
-                    GraphKind::DupAck
-                } else {
-                    GraphKind::Ack
-                };
-                self.dirs[r].graph_push(
+            self.dirs[f].ws_offer = s.options.window_scale;
+            if !ack {
+                self.syn_ns = Some(t);
+            } else {
+                self.synack_seen = true;
+            }
+        }
+        if ack && !syn && self.first_rtt_ns.is_none() && self.synack_seen {
+            if let Some(sn) = self.syn_ns {
+                self.first_rtt_ns = Some(t.saturating_sub(sn));
+            }
+        }
+        if s.has(F::RST) {
+            self.rst = true;
+        }
+        if s.has(F::FIN) {
+            self.fin[f] = true;
+        }
+        if self.is_closed() && self.closed_at.is_none() {
+            self.closed_at = Some(t);
+        }
+        let shift = if syn { 0 } else { self.scale_of(f) };
+        let window = u32::from(s.window) << shift;
+        if self.dirs[0].syn_seen && self.dirs[1].syn_seen {
+            let sc = self.scale_of(f);
+            self.dirs[f].out.window_scale = Some(sc as u8);
+        }
+        window
+    }
+
+    /// The graph's events of one segment in direction `f` whose data starts at `start`:
+    /// its data (or retransmission), and the ACK and SACK blocks it carries for the other
+    /// direction.
+    fn graph_events(
+        &mut self,
+        t: u64,
+        f: usize,
+        s: &TcpSegment,
+        ta: u32,
+        start: u64,
+        budget: &mut usize,
+    ) {
+        let r = 1 - f;
+        let len = s.payload_len;
+        let retrans = ta & (TA_RETRANS | TA_FAST_RETRANS) != 0;
+        let d = &mut self.dirs[f];
+        if len > 0 {
+            d.graph_push(
+                budget,
+                GraphEvent {
+                    t_ns: t,
+                    kind: if retrans {
+                        GraphKind::Retransmission
+                    } else {
+                        GraphKind::Data
+                    },
+                    a: start,
+                    b: start + u64::from(len),
+                },
+            );
+        }
+        if let (true, Some(rdata)) = (s.has(F::ACK), self.dirs[r].data.as_ref()) {
+            let rd_edge = rdata.right_edge.unwrap_or(0);
+            let una = rdata.snd_una;
+            let kind = if ta & TA_DUP_ACK != 0 {
+                GraphKind::DupAck
+            } else {
+                GraphKind::Ack
+            };
+            self.dirs[r].graph_push(
+                budget,
+                GraphEvent {
+                    t_ns: t,
+                    kind,
+                    a: una,
+                    b: rd_edge,
+                },
+            );
+            for &(l, rr) in s.options.sack_blocks() {
+                let rd = &mut self.dirs[r];
+                let (l, rr) = (rd.seq.rel(l), rd.seq.rel(rr));
+                rd.graph_push(
                     budget,
                     GraphEvent {
                         t_ns: t,
-                        kind,
-                        a: una,
-                        b: rd_edge,
+                        kind: GraphKind::Sack,
+                        a: l,
+                        b: rr,
                     },
                 );
-                for &(l, rr) in s.options.sack_blocks() {
-                    let rd = &mut self.dirs[r];
-                    let (l, rr) = (rd.seq.rel(l), rd.seq.rel(rr));
-                    rd.graph_push(
-                        budget,
-                        GraphEvent {
-                            t_ns: t,
-                            kind: GraphKind::Sack,
-                            a: l,
-                            b: rr,
-                        },
-                    );
-                }
             }
         }
     }
@@ -655,71 +795,7 @@ impl ConnState {
         let (seq, ack, seglen, flags) = (s.seq, s.ack, s.payload_len, s.flags);
         let rev = self.dirs[r].ws;
         let mut fw = self.dirs[f].ws;
-        let mut ta = 0u32;
-        let sfr = flags & (F::SYN | F::FIN | F::RST);
-        'fwd: {
-            if seglen == 1 && seq == fw.nextseq && rev.window == 0 {
-                ta |= TA_ZWP;
-                break 'fwd;
-            }
-            if window == 0 && sfr == 0 {
-                ta |= TA_ZERO_WINDOW;
-            }
-            if fw.nextseq != 0 && gt_seq(seq, fw.nextseq) && flags & F::RST == 0 {
-                ta |= TA_LOST;
-            }
-            if seglen <= 1
-                && seq == fw.nextseq.wrapping_sub(1)
-                && flags & (F::SYN | F::FIN | F::RST) == 0
-            {
-                ta |= TA_KEEP_ALIVE;
-            }
-            if seglen == 0
-                && window != 0
-                && window != fw.window
-                && seq == fw.nextseq
-                && ack == fw.lastack
-                && sfr == 0
-            {
-                ta |= TA_WINDOW_UPDATE;
-            }
-            if seglen == 0
-                && window != 0
-                && window == fw.window
-                && seq == fw.nextseq
-                && ack == fw.lastack
-                && rev.lastsegmentflags & TA_KEEP_ALIVE != 0
-                && sfr == 0
-            {
-                ta |= TA_KEEP_ALIVE_ACK;
-                break 'fwd;
-            }
-            if seglen == 0
-                && window == 0
-                && window == fw.window
-                && seq == fw.nextseq
-                && ack == fw.lastack
-                && rev.lastsegmentflags & TA_ZWP != 0
-                && sfr == 0
-            {
-                ta |= TA_ZWP_ACK;
-                break 'fwd;
-            }
-            if seglen == 0
-                && window != 0
-                && window == fw.window
-                && seq == fw.nextseq
-                && ack == fw.lastack
-                && sfr == 0
-            {
-                fw.dupacknum = if fw.dupacknum == -1 {
-                    1
-                } else {
-                    fw.dupacknum + 1
-                };
-                ta |= TA_DUP_ACK;
-            }
-        }
+        let mut ta = forward_flags(s, window, &mut fw, &rev);
         if ack != fw.lastack {
             fw.dupacknum = 0;
         }
@@ -735,51 +811,7 @@ impl ConnState {
                 rev_upd.dupacknum = -1;
             }
         }
-        'retrans: {
-            if !(seglen > 0 || flags & (F::SYN | F::FIN) != 0) {
-                break 'retrans;
-            }
-            let mut not_advanced = fw.nextseq != 0 && lt_seq(seq, fw.nextseq);
-            if ta & TA_KEEP_ALIVE != 0 {
-                break 'retrans;
-            }
-            if seglen > 1 && fw.nextseq.wrapping_sub(1) == seq {
-                not_advanced = false;
-            }
-            // Wireshark 4.0 checks for a spurious retransmission first: data the receiver
-            // has already acknowledged.
-            if seglen > 0 && rev.lastack != 0 && le_seq(seq.wrapping_add(seglen), rev.lastack) {
-                ta |= TA_SPURIOUS;
-                break 'retrans;
-            }
-            // Wireshark's time differences are unsigned: a clock that went back makes them
-            // huge, never below a threshold.
-            let since_ack = t.wrapping_sub(rev.lastack_time);
-            if not_advanced
-                && rev.dupacknum >= 2
-                && rev.lastack == seq
-                && since_ack < FAST_RETRANS_NS
-            {
-                ta |= TA_FAST_RETRANS;
-                break 'retrans;
-            }
-            let since_next = t.wrapping_sub(fw.nextseq_time);
-            let thres = self
-                .first_rtt_ns
-                .filter(|&x| x > 0)
-                .unwrap_or(OOO_DEFAULT_NS);
-            // The next expected sequence number counts a SYN or FIN as one.
-            let next = seq
-                .wrapping_add(seglen)
-                .wrapping_add(u32::from(flags & (F::SYN | F::FIN) != 0));
-            if not_advanced && since_next < thres && fw.nextseq != next {
-                ta |= TA_OOO;
-                break 'retrans;
-            }
-            if not_advanced {
-                ta |= TA_RETRANS;
-            }
-        }
+        ta = self.retransmission_flags(t, s, &fw, &rev, ta);
         let mut nextseq = seq.wrapping_add(seglen);
         if flags & (F::SYN | F::FIN) != 0 {
             nextseq = nextseq.wrapping_add(1);
@@ -798,6 +830,59 @@ impl ConnState {
         self.dirs[f].ws = fw;
         self.dirs[r].ws.maxseqtobeacked = rev_upd.maxseqtobeacked;
         self.dirs[r].ws.dupacknum = rev_upd.dupacknum;
+        ta
+    }
+
+    /// The retransmission flags of a segment (spurious, fast, out of order, plain), added
+    /// to `ta`: Wireshark's checks in its order, the first that holds wins.
+    fn retransmission_flags(
+        &self,
+        t: u64,
+        s: &TcpSegment,
+        fw: &WsState,
+        rev: &WsState,
+        mut ta: u32,
+    ) -> u32 {
+        let (seq, seglen, flags) = (s.seq, s.payload_len, s.flags);
+        if !(seglen > 0 || flags & (F::SYN | F::FIN) != 0) {
+            return ta;
+        }
+        let mut not_advanced = fw.nextseq != 0 && lt_seq(seq, fw.nextseq);
+        if ta & TA_KEEP_ALIVE != 0 {
+            return ta;
+        }
+        if seglen > 1 && fw.nextseq.wrapping_sub(1) == seq {
+            not_advanced = false;
+        }
+        // Wireshark 4.0 checks for a spurious retransmission first: data the receiver
+        // has already acknowledged.
+        if seglen > 0 && rev.lastack != 0 && le_seq(seq.wrapping_add(seglen), rev.lastack) {
+            ta |= TA_SPURIOUS;
+            return ta;
+        }
+        // Wireshark's time differences are unsigned: a clock that went back makes them
+        // huge, never below a threshold.
+        let since_ack = t.wrapping_sub(rev.lastack_time);
+        if not_advanced && rev.dupacknum >= 2 && rev.lastack == seq && since_ack < FAST_RETRANS_NS {
+            ta |= TA_FAST_RETRANS;
+            return ta;
+        }
+        let since_next = t.wrapping_sub(fw.nextseq_time);
+        let thres = self
+            .first_rtt_ns
+            .filter(|&x| x > 0)
+            .unwrap_or(OOO_DEFAULT_NS);
+        // The next expected sequence number counts a SYN or FIN as one.
+        let next = seq
+            .wrapping_add(seglen)
+            .wrapping_add(u32::from(flags & (F::SYN | F::FIN) != 0));
+        if not_advanced && since_next < thres && fw.nextseq != next {
+            ta |= TA_OOO;
+            return ta;
+        }
+        if not_advanced {
+            ta |= TA_RETRANS;
+        }
         ta
     }
 
@@ -1342,38 +1427,7 @@ impl Data {
             o.throughput_bps = Some(o.unique_bytes as f64 * 8.0 / (conn_ns as f64 / 1e9));
         }
         if !self.ack_delays.is_empty() {
-            let mut v = std::mem::take(&mut self.ack_delays);
-            v.sort_by(f64::total_cmp);
-            let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize];
-            let bounds = [
-                1.0,
-                2.0,
-                5.0,
-                10.0,
-                20.0,
-                50.0,
-                100.0,
-                200.0,
-                500.0,
-                f64::INFINITY,
-            ];
-            let mut hist: Vec<(f64, u64)> = bounds.iter().map(|b| (*b, 0)).collect();
-            for x in &v {
-                if let Some(h) = hist.iter_mut().find(|h| *x <= h.0) {
-                    h.1 += 1;
-                }
-            }
-            // JSON has no infinity: the last bucket's bound is written as -1.
-            if let Some(last) = hist.last_mut() {
-                last.0 = -1.0;
-            }
-            o.ack_delay = Some(AckDelayStats {
-                samples: v.len() as u64,
-                p50_ms: q(0.5),
-                p90_ms: q(0.9),
-                max_ms: v[v.len() - 1],
-                histogram: hist,
-            });
+            o.ack_delay = Some(ack_delay_stats(std::mem::take(&mut self.ack_delays)));
         }
         let total = self.t_rwnd + self.t_app + self.t_loss + self.t_send;
         if total > 0 {
@@ -1389,42 +1443,54 @@ impl Data {
         }
         if let Some(bb) = opts.link_rate_bps {
             if o.data_packets >= RFC6349_MIN_DATA_PACKETS && bb > 0 {
-                let overhead = if v6 { 60 } else { 40 };
-                let mtu = opts
-                    .mtu
-                    .or_else(|| {
-                        // The MSS in use plus the timestamp option's 12 bytes and headers.
-                        (mss != 1448 || o.mss.is_some()).then(|| mss as u32 + 12 + overhead)
-                    })
-                    .unwrap_or(1500)
-                    .max(overhead + 1);
-                let ideal = bb as f64 / (f64::from(mtu + 38) * 8.0) * f64::from(mtu - 40) * 8.0;
-                let actual_s = o.time.as_ref().map(|t| t.total_s).or(o.data_duration_s);
-                let ideal_s = o.unique_bytes as f64 * 8.0 / ideal;
-                let eff = (o.bytes > 0).then(|| {
-                    (o.bytes - o.retransmitted_bytes.min(o.bytes)) as f64 * 100.0 / o.bytes as f64
-                });
-                let base = self.rtt_data_min;
-                let per_second: Vec<f64> = self
-                    .rtt_by_second
-                    .values()
-                    .map(|(s, n)| s / *n as f64)
-                    .collect();
-                let avg = (!per_second.is_empty())
-                    .then(|| per_second.iter().sum::<f64>() / per_second.len() as f64);
-                o.rfc6349 = Some(Rfc6349 {
-                    bottleneck_bps: bb,
-                    mtu,
-                    ideal_bps: ideal,
-                    transfer_time_ratio: actual_s.filter(|a| *a > 0.0).map(|a| a / ideal_s),
-                    tcp_efficiency_percent: eff,
-                    buffer_delay_percent: match (avg, base) {
-                        (Some(a), Some(b)) if b > 0.0 => Some((a - b) / b * 100.0),
-                        _ => None,
-                    },
-                    bdp_bytes: base.map(|b| bb as f64 * b / 1e3 / 8.0),
-                });
+                o.rfc6349 = Some(self.rfc6349(o, bb, mss, opts, v6));
             }
+        }
+    }
+
+    /// RFC 6349's figures of this direction's transfer over a bottleneck of `bb` bit/s.
+    fn rfc6349(
+        &self,
+        o: &TcpDirection,
+        bb: u64,
+        mss: u64,
+        opts: &AnalyzeOptions,
+        v6: bool,
+    ) -> Rfc6349 {
+        let overhead = if v6 { 60 } else { 40 };
+        let mtu = opts
+            .mtu
+            .or_else(|| {
+                // The MSS in use plus the timestamp option's 12 bytes and headers.
+                (mss != 1448 || o.mss.is_some()).then(|| mss as u32 + 12 + overhead)
+            })
+            .unwrap_or(1500)
+            .max(overhead + 1);
+        let ideal = bb as f64 / (f64::from(mtu + 38) * 8.0) * f64::from(mtu - 40) * 8.0;
+        let actual_s = o.time.as_ref().map(|t| t.total_s).or(o.data_duration_s);
+        let ideal_s = o.unique_bytes as f64 * 8.0 / ideal;
+        let eff = (o.bytes > 0).then(|| {
+            (o.bytes - o.retransmitted_bytes.min(o.bytes)) as f64 * 100.0 / o.bytes as f64
+        });
+        let base = self.rtt_data_min;
+        let per_second: Vec<f64> = self
+            .rtt_by_second
+            .values()
+            .map(|(s, n)| s / *n as f64)
+            .collect();
+        let avg = (!per_second.is_empty())
+            .then(|| per_second.iter().sum::<f64>() / per_second.len() as f64);
+        Rfc6349 {
+            bottleneck_bps: bb,
+            mtu,
+            ideal_bps: ideal,
+            transfer_time_ratio: actual_s.filter(|a| *a > 0.0).map(|a| a / ideal_s),
+            tcp_efficiency_percent: eff,
+            buffer_delay_percent: match (avg, base) {
+                (Some(a), Some(b)) if b > 0.0 => Some((a - b) / b * 100.0),
+                _ => None,
+            },
+            bdp_bytes: base.map(|b| bb as f64 * b / 1e3 / 8.0),
         }
     }
 
@@ -1435,40 +1501,11 @@ impl Data {
             return out;
         };
         let total_ms = time.total_s * 1e3;
-        let ev = |metric: &str, value: f64, unit: &str| Evidence {
-            metric: metric.to_string(),
-            value,
-            unit: unit.to_string(),
-        };
         if self.stalls > 0
             && (self.stalls >= DELAYED_ACK_MIN_STALLS
                 || time.delayed_ack_stall_percent >= DELAYED_ACK_MIN_SHARE)
         {
-            let mut v = self.stall_excess_ms.clone();
-            v.sort_by(f64::total_cmp);
-            let median = v[v.len() / 2];
-            let stall_ms = self.t_stall as f64 / MS;
-            out.push(Finding {
-                kind: "delayed_ack_stall".into(),
-                direction: dir.into(),
-                message: format!(
-                    "delayed ACKs stalled the sender {} time{} for {:.0} ms (median): {:.0}% of the transfer",
-                    self.stalls,
-                    if self.stalls == 1 { "" } else { "s" },
-                    median,
-                    time.delayed_ack_stall_percent
-                ),
-                count: self.stalls,
-                time_ms: stall_ms,
-                share_percent: time.delayed_ack_stall_percent,
-                evidence: vec![
-                    ev("stalls", self.stalls as f64, "count"),
-                    ev("median_ack_delay", median, "ms"),
-                    ev("max_ack_delay", v[v.len() - 1], "ms"),
-                    ev("min_rtt", if rtt.n > 0 { rtt.min } else { 0.0 }, "ms"),
-                    ev("threshold", DELAYED_ACK_MIN_MS, "ms"),
-                ],
-            });
+            out.push(self.delayed_ack_finding(dir, time, rtt));
         }
         if time.receive_window_limited_percent >= RWND_LIMITED_MIN_SHARE {
             let w = o.max_in_flight_bytes as f64;
@@ -1547,5 +1584,34 @@ impl Data {
             });
         }
         out
+    }
+
+    /// The delayed-ACK stall finding: how often and how long the sender waited for ACKs.
+    fn delayed_ack_finding(&self, dir: &str, time: &TimeShares, rtt: &Welford) -> Finding {
+        let mut v = self.stall_excess_ms.clone();
+        v.sort_by(f64::total_cmp);
+        let median = v[v.len() / 2];
+        let stall_ms = self.t_stall as f64 / MS;
+        Finding {
+            kind: "delayed_ack_stall".into(),
+            direction: dir.into(),
+            message: format!(
+                "delayed ACKs stalled the sender {} time{} for {:.0} ms (median): {:.0}% of the transfer",
+                self.stalls,
+                if self.stalls == 1 { "" } else { "s" },
+                median,
+                time.delayed_ack_stall_percent
+            ),
+            count: self.stalls,
+            time_ms: stall_ms,
+            share_percent: time.delayed_ack_stall_percent,
+            evidence: vec![
+                ev("stalls", self.stalls as f64, "count"),
+                ev("median_ack_delay", median, "ms"),
+                ev("max_ack_delay", v[v.len() - 1], "ms"),
+                ev("min_rtt", if rtt.n > 0 { rtt.min } else { 0.0 }, "ms"),
+                ev("threshold", DELAYED_ACK_MIN_MS, "ms"),
+            ],
+        }
     }
 }

@@ -7,8 +7,7 @@ use super::keep::Keeper;
 use super::run;
 use crate::cli::output::output;
 use crate::cli::repeat::repeat_plan;
-use crate::cli::rr::{criteria, rr_plan, RrArgs};
-use crate::cli::UsageError;
+use crate::cli::rr::{criteria, cross_flag_checks, rr_plan, RrArgs};
 use crate::repeat::RepeatPlan;
 
 /// Runs `linerate rr HOST ...`.
@@ -16,6 +15,7 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     let plan = rr_plan(a)?;
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
+    cross_flag_checks(a, rp)?;
     let criteria = criteria(a)?;
     a.store.validate()?;
     let keeper = Keeper::new(&a.store, "rr");
@@ -29,12 +29,6 @@ pub fn command(a: &RrArgs) -> anyhow::Result<ExitCode> {
     };
     if rp == RepeatPlan::ONCE {
         return run::run_once(&plan, out, &how, &criteria, &keeper, None);
-    }
-    if a.capture.capture.is_some() {
-        return Err(UsageError(
-            "--capture records one test: leave out --repeat/--confidence".into(),
-        )
-        .into());
     }
     run::run_repeated(&plan, out, rp, &how, &criteria, &keeper, None)
 }

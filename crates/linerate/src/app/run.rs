@@ -34,7 +34,7 @@ use crate::model::criteria::Criteria;
 use crate::model::plan::StreamPlan;
 #[cfg(feature = "analyze")]
 use crate::model::trace::TraceRecord;
-use crate::model::{PlanRecord, RunRecord, StreamEvent};
+use crate::model::{PlanRecord, RunRecord, RunSetRecord, StreamEvent};
 use crate::repeat::{run_repetitions, RepeatPlan};
 use crate::session::protocol::client::{self, Observer};
 use crate::session::side::dut::DutProbe;
@@ -161,9 +161,7 @@ pub fn run_once(
         crate::diagnose::apply_link_rate(&mut rec, how.link_rate_bps);
         Ok(rec)
     })?;
-    emit(out, &rec)?;
-    write_prom(how.prom, keeper.command(), std::slice::from_ref(&rec));
-    write_folded(how.profile_out, &rec);
+    render_run(out, how, keeper.command(), &rec)?;
     if let Some(code) = failed(std::slice::from_ref(&rec)) {
         keeper.keep_run(2, &rec);
         return Ok(code);
@@ -332,23 +330,7 @@ pub fn run_repeated(
         crate::diagnose::apply_link_rate(&mut rec, link_rate_bps);
         Ok(rec)
     })?;
-    write_out(&export::repeat::render(format, &set, out.classic))?;
-    write_prom(prom, keeper.command(), &set.runs);
-    if !out.quiet && !matches!(format, Format::Table | Format::Json) {
-        let prefix = if classic {
-            "# linerate: warning: "
-        } else {
-            "warning: "
-        };
-        for w in &set.warnings {
-            eprintln!("{prefix}{w}");
-        }
-        if classic {
-            for l in export::repeat::confidence_lines(&set) {
-                eprintln!("{l}");
-            }
-        }
-    }
+    render_run_set(out, prom, keeper.command(), &set)?;
     if let Some(code) = failed(&set.runs) {
         keeper.keep_run_set(2, &set);
         return Ok(code);
@@ -367,6 +349,46 @@ pub fn run_repeated(
     let code = i32::from(!failures.is_empty());
     keeper.keep_run_set(code, &set);
     Ok(verdict(failures, out))
+}
+
+/// The output stage of one run: the record on stdout in the chosen format (and on stderr
+/// what the format has no place for), then the files asked for: `--prom`, `--profile-out`.
+fn render_run(out: Output, how: &Once<'_>, command: &str, rec: &RunRecord) -> anyhow::Result<()> {
+    emit(out, rec)?;
+    write_prom(how.prom, command, std::slice::from_ref(rec));
+    write_folded(how.profile_out, rec);
+    Ok(())
+}
+
+/// The output stage of repeated runs: the set on stdout in the chosen format, `--prom`,
+/// and (unless `-q`) on stderr the warnings and confidence lines the format has no place
+/// for.
+fn render_run_set(
+    out: Output,
+    prom: Option<&Path>,
+    command: &str,
+    set: &RunSetRecord,
+) -> anyhow::Result<()> {
+    let format = out.format;
+    let classic = matches!(format, Format::Netperf | Format::Ttcp);
+    write_out(&export::repeat::render(format, set, out.classic))?;
+    write_prom(prom, command, &set.runs);
+    if !out.quiet && !matches!(format, Format::Table | Format::Json) {
+        let prefix = if classic {
+            "# linerate: warning: "
+        } else {
+            "warning: "
+        };
+        for w in &set.warnings {
+            eprintln!("{prefix}{w}");
+        }
+        if classic {
+            for l in export::repeat::confidence_lines(set) {
+                eprintln!("{l}");
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Prints the record: stdout first and flushed, then (unless `-q`) what the format has no

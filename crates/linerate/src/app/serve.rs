@@ -1,64 +1,15 @@
 //! `linerate serve`: a server that many clients can test against at once.
 
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use super::signal_flag;
-use crate::cli::serve::ServeArgs;
-use crate::cli::UsageError;
-use crate::model::plan::Debug;
-use crate::session::protocol::auth;
-use crate::session::server::policy::hooks::HookSet;
-use crate::session::server::{Server, ServerConfig};
+use crate::cli::serve::{server_config, ServeArgs};
+use crate::session::server::Server;
 
 /// Runs `linerate serve`.
 pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
-    let ip: std::net::IpAddr = a.bind.parse().map_err(|_| {
-        UsageError(format!(
-            "--bind {}: not an IP address (use :: or 0.0.0.0 or 127.0.0.1)",
-            a.bind
-        ))
-    })?;
-    if a.max_streams == 0 || a.max_tests == 0 {
-        return Err(UsageError("--max-streams and --max-tests must be at least 1".into()).into());
-    }
-    let mut cfg = ServerConfig {
-        listen: SocketAddr::new(ip, a.port),
-        max_tests: a.max_tests,
-        handshake_timeout: a.handshake_timeout,
-        idle_timeout: a.idle_timeout,
-        one_off: a.one_off,
-        allow_capture: a.allow_capture,
-        allow_profile: a.allow_profile,
-        one_port: a.one_port,
-        debug: Debug(a.debug_protocol),
-        log: !a.quiet,
-        users: match &a.auth_users {
-            Some(p) => Some(Arc::new(auth::Users::load(p).map_err(UsageError)?)),
-            None => None,
-        },
-        allow_iperf3_unauthenticated: a.allow_iperf3_unauthenticated,
-        hooks: match &a.hooks {
-            Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
-            None => None,
-        },
-        ..ServerConfig::default()
-    };
-    cfg.limits.max_duration_ms = u64::try_from(a.max_duration.as_millis()).unwrap_or(u64::MAX);
-    cfg.limits.max_streams = a.max_streams;
-    cfg.limits.max_rate_bps = a.max_rate;
-    cfg.limits.max_write_size = a.max_write_size;
-    cfg.limits.max_socket_buffer = a.max_socket_buffer;
-    cfg.max_connections_per_address = a.max_connections_per_address;
-    cfg.max_handshakes_per_address = a.max_handshakes_per_address;
-    cfg.budget.streams = a.max_total_streams;
-    if let Some(b) = a.max_total_buffer {
-        if b == 0 {
-            return Err(UsageError("--max-total-buffer must be above zero".into()).into());
-        }
-        cfg.budget.buffer_bytes = b;
-    }
+    let mut cfg = server_config(a)?;
     if a.fleet_agent {
         let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

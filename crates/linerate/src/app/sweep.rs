@@ -311,6 +311,46 @@ pub fn command(a: &SweepArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::from(u8::from(failed)))
 }
 
+/// The store (when the run is kept) with the sweep's own row in it, first, so that its
+/// points can name it as they are stored; no store when that row could not be written.
+fn open_sweep_row(keeper: &Keeper, record: &SweepRecord) -> (Option<Store>, Option<i64>) {
+    let mut store: Option<Store> = None;
+    if keeper.enabled() {
+        match keeper.open() {
+            Ok(s) => store = Some(s),
+            Err(e) => warn_not_stored(&e),
+        }
+    }
+    // The sweep's own row first, so that its points can name it as they are stored.
+    let sweep_id = store.as_mut().and_then(|s| {
+        let run = entry::sweep(record, &keeper.context(0));
+        match s.insert(&run) {
+            Ok(id) => Some(id),
+            Err(e) => {
+                warn_not_stored(&e);
+                None
+            }
+        }
+    });
+    if sweep_id.is_none() {
+        store = None;
+    }
+    (store, sweep_id)
+}
+
+/// Writes the finished sweep (exit code `code`) over its row `id`.
+fn store_sweep(s: &mut Store, id: i64, keeper: &Keeper, record: &SweepRecord, code: i32) {
+    let run = entry::sweep(record, &keeper.context(code));
+    if let Err(e) = s.update_record(id, &run.record, run.headline.as_deref(), Some(code)) {
+        warn_not_stored(&e);
+    } else if std::io::stderr().is_terminal() {
+        eprintln!(
+            "linerate: stored as run {id} in {} (its points: linerate history --sweep {id})",
+            s.path()
+        );
+    }
+}
+
 /// Runs a planned sweep (`linerate sweep`, or one of a campaign's): every point, the
 /// restore commands, the best pick; stores it as it goes. Returns the record and whether a
 /// point failed. Nothing is printed but the progress bar and store warnings.
@@ -326,28 +366,8 @@ pub fn run(
     };
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let keeper = Keeper::new(&a.store, "sweep");
-    let mut store: Option<Store> = None;
-    if keeper.enabled() {
-        match keeper.open() {
-            Ok(s) => store = Some(s),
-            Err(e) => warn_not_stored(&e),
-        }
-    }
     let mut record = new_record(plan, started_at);
-    // The sweep's own row first, so that its points can name it as they are stored.
-    let sweep_id = store.as_mut().and_then(|s| {
-        let run = entry::sweep(&record, &keeper.context(0));
-        match s.insert(&run) {
-            Ok(id) => Some(id),
-            Err(e) => {
-                warn_not_stored(&e);
-                None
-            }
-        }
-    });
-    if sweep_id.is_none() {
-        store = None;
-    }
+    let (mut store, sweep_id) = open_sweep_row(&keeper, &record);
     // A refused hook or an unreachable server stops the sweep; the restore commands still
     // run and the stored sweep says it stopped.
     let mut fatal: Option<anyhow::Error> = None;
@@ -424,17 +444,8 @@ pub fn run(
         .points
         .iter()
         .any(|p| p.status == PointStatus::Failed || p.error.is_some());
-    let code = i32::from(failed);
     if let (Some(s), Some(id)) = (store.as_mut(), sweep_id) {
-        let run = entry::sweep(&record, &keeper.context(code));
-        if let Err(e) = s.update_record(id, &run.record, run.headline.as_deref(), Some(code)) {
-            warn_not_stored(&e);
-        } else if std::io::stderr().is_terminal() {
-            eprintln!(
-                "linerate: stored as run {id} in {} (its points: linerate history --sweep {id})",
-                s.path()
-            );
-        }
+        store_sweep(s, id, &keeper, &record, i32::from(failed));
     }
     Ok((record, failed))
 }

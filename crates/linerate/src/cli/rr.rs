@@ -13,6 +13,7 @@ use super::{units, UsageError};
 use crate::export::Format;
 use crate::model::criteria::Criteria;
 use crate::model::plan::{Debug, SockOpts, StreamPlan};
+use crate::repeat::RepeatPlan;
 
 /// `linerate rr` arguments.
 #[derive(Debug, ClapArgs)]
@@ -103,12 +104,10 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Builds the client's plan for `linerate rr`.
-pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
+/// The request and response sizes (-r) and --burst: at least a byte (a UDP one holds the
+/// sequence header and fits a datagram), at most 16 MiB in flight per stream.
+fn transaction_sizes(a: &RrArgs) -> Result<(u32, u32), UsageError> {
     let err = |m: &str| Err(UsageError(m.to_string()));
-    if a.parallel == 0 {
-        return err("-P must be at least 1");
-    }
     let min_udp = linerate_wire::probe::LEN as u32;
     let (req, resp) = a
         .sizes
@@ -138,6 +137,16 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     if a.connect && a.burst != 1 {
         return err("--burst applies to TCP_RR and UDP_RR: TCP_CRR (--connect) runs one transaction per connection; use -P for parallel connections");
     }
+    Ok((req, resp))
+}
+
+/// Builds the client's plan for `linerate rr`.
+pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    if a.parallel == 0 {
+        return err("-P must be at least 1");
+    }
+    let (req, resp) = transaction_sizes(a)?;
     if a.time.is_zero() {
         return err("-t must be above zero");
     }
@@ -211,6 +220,17 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     })
 }
 
+/// The checks between flags that the plan does not hold: `--capture` records one test, so
+/// it does not go with repeated runs (`rp`).
+pub fn cross_flag_checks(a: &RrArgs, rp: RepeatPlan) -> Result<(), UsageError> {
+    if rp != RepeatPlan::ONCE && a.capture.capture.is_some() {
+        return Err(UsageError(
+            "--capture records one test: leave out --repeat/--confidence".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// `REQ[,RESP]` byte sizes; RESP defaults to REQ.
 pub fn parse_sizes(s: &str) -> Result<(u32, u32), String> {
     let (a, b) = s.split_once(',').unwrap_or((s, s));
@@ -260,6 +280,27 @@ mod tests {
         assert_eq!(parse_count("2.5M"), Ok(2_500_000));
         assert!(parse_count("0").is_err());
         assert!(parse_count("fast").is_err());
+    }
+
+    #[test]
+    fn capture_takes_one_run() {
+        let check = |argv: &[&str]| {
+            let a = parse_one::<RrArgs>("rr", argv).unwrap();
+            let rp = crate::cli::repeat::repeat_plan(&a.repeat).unwrap();
+            cross_flag_checks(&a, rp)
+        };
+        let e = check(&[
+            "linerate",
+            "rr",
+            "h",
+            "--capture",
+            "x.pcap",
+            "--repeat",
+            "3",
+        ]);
+        assert!(e.unwrap_err().0.contains("--capture records one test"));
+        assert!(check(&["linerate", "rr", "h", "--capture", "x.pcap"]).is_ok());
+        assert!(check(&["linerate", "rr", "h", "--repeat", "3"]).is_ok());
     }
 
     #[test]

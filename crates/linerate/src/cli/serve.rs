@@ -1,8 +1,15 @@
 //! `linerate serve` arguments.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+
 use clap::Args as ClapArgs;
 
-use super::units;
+use super::{units, UsageError};
+use crate::model::plan::Debug;
+use crate::session::protocol::auth;
+use crate::session::server::policy::hooks::HookSet;
+use crate::session::server::ServerConfig;
 
 /// `linerate serve` arguments.
 #[derive(Debug, ClapArgs)]
@@ -122,5 +129,89 @@ fn parse_count(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n >= 1 => Ok(n),
         _ => Err(format!("'{s}' is not a count of 1 or more")),
+    }
+}
+
+/// The server's configuration from its flags, checked: an IP address to bind, at least one
+/// stream and test, a total buffer above zero; the users and hooks files loaded.
+pub fn server_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
+    let ip: std::net::IpAddr = a.bind.parse().map_err(|_| {
+        UsageError(format!(
+            "--bind {}: not an IP address (use :: or 0.0.0.0 or 127.0.0.1)",
+            a.bind
+        ))
+    })?;
+    if a.max_streams == 0 || a.max_tests == 0 {
+        return Err(UsageError(
+            "--max-streams and --max-tests must be at least 1".into(),
+        ));
+    }
+    let mut cfg = ServerConfig {
+        listen: SocketAddr::new(ip, a.port),
+        max_tests: a.max_tests,
+        handshake_timeout: a.handshake_timeout,
+        idle_timeout: a.idle_timeout,
+        one_off: a.one_off,
+        allow_capture: a.allow_capture,
+        allow_profile: a.allow_profile,
+        one_port: a.one_port,
+        debug: Debug(a.debug_protocol),
+        log: !a.quiet,
+        users: match &a.auth_users {
+            Some(p) => Some(Arc::new(auth::Users::load(p).map_err(UsageError)?)),
+            None => None,
+        },
+        allow_iperf3_unauthenticated: a.allow_iperf3_unauthenticated,
+        hooks: match &a.hooks {
+            Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
+            None => None,
+        },
+        ..ServerConfig::default()
+    };
+    cfg.limits.max_duration_ms = u64::try_from(a.max_duration.as_millis()).unwrap_or(u64::MAX);
+    cfg.limits.max_streams = a.max_streams;
+    cfg.limits.max_rate_bps = a.max_rate;
+    cfg.limits.max_write_size = a.max_write_size;
+    cfg.limits.max_socket_buffer = a.max_socket_buffer;
+    cfg.max_connections_per_address = a.max_connections_per_address;
+    cfg.max_handshakes_per_address = a.max_handshakes_per_address;
+    cfg.budget.streams = a.max_total_streams;
+    if let Some(b) = a.max_total_buffer {
+        if b == 0 {
+            return Err(UsageError("--max-total-buffer must be above zero".into()));
+        }
+        cfg.budget.buffer_bytes = b;
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::common::parse_one;
+
+    fn config(argv: &[&str]) -> Result<ServerConfig, UsageError> {
+        let mut v = vec!["linerate", "serve"];
+        v.extend_from_slice(argv);
+        server_config(&parse_one::<ServeArgs>("serve", &v).unwrap())
+    }
+
+    #[test]
+    fn flags_are_checked_into_the_config() {
+        let c = config(&["--bind", "127.0.0.1", "-p", "0", "--max-streams", "3"]).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:0".parse().unwrap());
+        assert_eq!(c.limits.max_streams, 3);
+        assert!(config(&["--bind", "nowhere"])
+            .unwrap_err()
+            .0
+            .contains("not an IP address"));
+        assert!(config(&["--max-tests", "0"])
+            .unwrap_err()
+            .0
+            .contains("at least 1"));
+        assert!(config(&["--max-total-buffer", "0"])
+            .unwrap_err()
+            .0
+            .contains("above zero"));
     }
 }

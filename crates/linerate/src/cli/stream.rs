@@ -261,19 +261,7 @@ pub fn iperf3_checks(a: &StreamArgs) -> Result<(), UsageError> {
 /// Builds the client's plan.
 pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, UsageError> {
     let err = |m: &str| Err(UsageError(m.to_string()));
-    if a.parallel == 0 {
-        return err("-P must be at least 1");
-    }
-    if a.parallel > crate::session::server::policy::limits::MAX_STREAMS {
-        return Err(UsageError(format!(
-            "-P {}: at most {} streams per direction",
-            a.parallel,
-            crate::session::server::policy::limits::MAX_STREAMS
-        )));
-    }
-    if a.max_time.is_some_and(|t| t.is_zero()) {
-        return err("--max-time must be above zero");
-    }
+    check_streams(a)?;
     let direction = if a.bidir {
         Direction::Both
     } else if a.reverse {
@@ -281,40 +269,8 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     } else {
         Direction::Send
     };
-    let len = a.len.unwrap_or(match transport {
-        Transport::Tcp => DEFAULT_TCP_LEN,
-        Transport::Udp => DEFAULT_UDP_LEN,
-    });
-    if len == 0 {
-        return err("-l must be at least 1 byte");
-    }
-    if transport == Transport::Udp {
-        let min = linerate_wire::probe::LEN as u32;
-        if len < min || len > crate::session::server::policy::limits::MAX_UDP_PAYLOAD {
-            return Err(UsageError(format!(
-                "-l {len}: a UDP datagram payload must be {min}..={} bytes (it carries a {min}-byte sequence and timestamp header)",
-                crate::session::server::policy::limits::MAX_UDP_PAYLOAD
-            )));
-        }
-    }
-    let (duration_ms, bytes) = match (a.time, a.bytes) {
-        (Some(_), Some(_)) => return err("give either -t (time) or -n (bytes), not both"),
-        (None, Some(0)) => return err("-n must be above zero"),
-        (None, Some(n)) => (None, Some(n)),
-        (Some(t), None) if t.is_zero() => return err("-t must be above zero"),
-        (t, None) => (Some(ms(t.unwrap_or(DEFAULT_TIME))), None),
-    };
-    let omit_ms = a.omit.map_or(0, ms);
-    if omit_ms > 0 {
-        if bytes.is_some() {
-            return err(
-                "--omit needs a timed test (-t): a fixed byte count (-n) counts every byte",
-            );
-        }
-        if duration_ms.is_some_and(|d| omit_ms >= d) {
-            return err("--omit must be shorter than the test (-t)");
-        }
-    }
+    let len = write_len(a, transport)?;
+    let (duration_ms, bytes, omit_ms) = test_length(a)?;
     if a.interval < Duration::from_millis(10) {
         return err("-i must be at least 10ms");
     }
@@ -324,34 +280,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
     if transport == Transport::Tcp && (a.no_offload || a.raw_frames) {
         return err("--no-offload and --raw-frames apply to UDP tests only");
     }
-    if a.zerocopy && a.sendfile {
-        return err("--zerocopy and --sendfile are two ways to send: give one of them");
-    }
-    if transport == Transport::Udp && a.no_rx_copy {
-        return err("--no-rx-copy applies to TCP: a UDP receiver reads each datagram's sequence header to count loss (MSG_TRUNC would still report every length, but not which datagrams arrived)");
-    }
-    if transport == Transport::Udp && (a.zerocopy || a.sendfile) {
-        return err("--zerocopy and --sendfile apply to TCP: use `linerate tcp` (UDP sends with GSO or sendmmsg)");
-    }
-    let send_mode = if a.zerocopy {
-        SendMode::Zerocopy
-    } else if a.sendfile {
-        SendMode::Sendfile
-    } else {
-        SendMode::Copy
-    };
-    let recv_mode = if a.no_rx_copy {
-        RecvMode::Trunc
-    } else {
-        RecvMode::Copy
-    };
-    // This end's own kernel must have the modes it will use (the server checks its own).
-    crate::sys::zerocopy::check_support(
-        direction.client_sends() && send_mode == SendMode::Zerocopy,
-        direction.client_sends() && send_mode == SendMode::Sendfile,
-        direction.client_receives() && recv_mode == RecvMode::Trunc,
-    )
-    .map_err(UsageError)?;
+    let (send_mode, recv_mode) = io_modes(a, transport, direction)?;
     if transport == Transport::Udp && (a.nodelay || a.mss.is_some() || a.congestion.is_some()) {
         return err("-N, -M and -C are TCP options: use `linerate tcp`");
     }
@@ -417,6 +346,111 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         auth: a.auth.credentials()?,
         max_time: a.max_time,
     })
+}
+
+/// -P and --max-time: at least one stream, at most the server's limit; a time above zero.
+fn check_streams(a: &StreamArgs) -> Result<(), UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    if a.parallel == 0 {
+        return err("-P must be at least 1");
+    }
+    if a.parallel > crate::session::server::policy::limits::MAX_STREAMS {
+        return Err(UsageError(format!(
+            "-P {}: at most {} streams per direction",
+            a.parallel,
+            crate::session::server::policy::limits::MAX_STREAMS
+        )));
+    }
+    if a.max_time.is_some_and(|t| t.is_zero()) {
+        return err("--max-time must be above zero");
+    }
+    Ok(())
+}
+
+/// The write size (-l), the transport's default when not given; a UDP payload must hold
+/// the sequence header and fit a datagram.
+fn write_len(a: &StreamArgs, transport: Transport) -> Result<u32, UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    let len = a.len.unwrap_or(match transport {
+        Transport::Tcp => DEFAULT_TCP_LEN,
+        Transport::Udp => DEFAULT_UDP_LEN,
+    });
+    if len == 0 {
+        return err("-l must be at least 1 byte");
+    }
+    if transport == Transport::Udp {
+        let min = linerate_wire::probe::LEN as u32;
+        if len < min || len > crate::session::server::policy::limits::MAX_UDP_PAYLOAD {
+            return Err(UsageError(format!(
+                "-l {len}: a UDP datagram payload must be {min}..={} bytes (it carries a {min}-byte sequence and timestamp header)",
+                crate::session::server::policy::limits::MAX_UDP_PAYLOAD
+            )));
+        }
+    }
+    Ok(len)
+}
+
+/// How long the test runs: (duration in ms, bytes, omitted ms) from -t, -n and --omit.
+fn test_length(a: &StreamArgs) -> Result<(Option<u64>, Option<u64>, u64), UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    let (duration_ms, bytes) = match (a.time, a.bytes) {
+        (Some(_), Some(_)) => return err("give either -t (time) or -n (bytes), not both"),
+        (None, Some(0)) => return err("-n must be above zero"),
+        (None, Some(n)) => (None, Some(n)),
+        (Some(t), None) if t.is_zero() => return err("-t must be above zero"),
+        (t, None) => (Some(ms(t.unwrap_or(DEFAULT_TIME))), None),
+    };
+    let omit_ms = a.omit.map_or(0, ms);
+    if omit_ms > 0 {
+        if bytes.is_some() {
+            return err(
+                "--omit needs a timed test (-t): a fixed byte count (-n) counts every byte",
+            );
+        }
+        if duration_ms.is_some_and(|d| omit_ms >= d) {
+            return err("--omit must be shorter than the test (-t)");
+        }
+    }
+    Ok((duration_ms, bytes, omit_ms))
+}
+
+/// How this end sends and receives (--zerocopy, --sendfile, --no-rx-copy), checked
+/// against the transport and this kernel.
+fn io_modes(
+    a: &StreamArgs,
+    transport: Transport,
+    direction: Direction,
+) -> Result<(SendMode, RecvMode), UsageError> {
+    let err = |m: &str| Err(UsageError(m.to_string()));
+    if a.zerocopy && a.sendfile {
+        return err("--zerocopy and --sendfile are two ways to send: give one of them");
+    }
+    if transport == Transport::Udp && a.no_rx_copy {
+        return err("--no-rx-copy applies to TCP: a UDP receiver reads each datagram's sequence header to count loss (MSG_TRUNC would still report every length, but not which datagrams arrived)");
+    }
+    if transport == Transport::Udp && (a.zerocopy || a.sendfile) {
+        return err("--zerocopy and --sendfile apply to TCP: use `linerate tcp` (UDP sends with GSO or sendmmsg)");
+    }
+    let send_mode = if a.zerocopy {
+        SendMode::Zerocopy
+    } else if a.sendfile {
+        SendMode::Sendfile
+    } else {
+        SendMode::Copy
+    };
+    let recv_mode = if a.no_rx_copy {
+        RecvMode::Trunc
+    } else {
+        RecvMode::Copy
+    };
+    // This end's own kernel must have the modes it will use (the server checks its own).
+    crate::sys::zerocopy::check_support(
+        direction.client_sends() && send_mode == SendMode::Zerocopy,
+        direction.client_sends() && send_mode == SendMode::Sendfile,
+        direction.client_receives() && recv_mode == RecvMode::Trunc,
+    )
+    .map_err(UsageError)?;
+    Ok((send_mode, recv_mode))
 }
 
 #[cfg(test)]

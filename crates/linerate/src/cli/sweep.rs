@@ -190,23 +190,7 @@ fn test_option(test: &str, name: &str) -> Option<OptionName> {
 
 /// The metric name `--best` asks for, for a test of this kind.
 pub fn best_metric(best: &str, rr: bool) -> Result<String, UsageError> {
-    let all = [
-        metrics::THROUGHPUT,
-        metrics::THROUGHPUT_BACK,
-        metrics::PPS,
-        metrics::IFACE_PPS,
-        metrics::LOSS,
-        metrics::TPS,
-        metrics::P50,
-        metrics::P99,
-        metrics::LOST_TRAN,
-        metrics::CLIENT_CPU,
-        metrics::SERVER_CPU,
-        metrics::CLIENT_SD_KB,
-        metrics::SERVER_SD_KB,
-        metrics::CLIENT_SD_TR,
-        metrics::SERVER_SD_TR,
-    ];
+    let all = &metrics::ALL;
     let name = match (best, rr) {
         ("throughput", false) => metrics::THROUGHPUT.name,
         ("throughput", true) => metrics::TPS.name,
@@ -279,7 +263,7 @@ fn point_plan(test: &str, argv: &[String]) -> Result<(StreamPlan, Criteria, Opti
 }
 
 /// `NAME PARAM={VAR} ...`: a hook's name and its parameters' templates.
-fn parse_hook(s: &str) -> Result<(String, Vec<(String, String)>), UsageError> {
+fn parse_hook(s: &str) -> Result<Hook, UsageError> {
     let words = split_words(s).map_err(|e| UsageError(format!("--hook: {e}")))?;
     let Some((name, rest)) = words.split_first() else {
         return Err(UsageError("--hook: name a hook".into()));
@@ -309,27 +293,15 @@ pub fn points_of(a: &SweepArgs) -> Result<u64, UsageError> {
     check_size(&dims).map_err(UsageError)
 }
 
+/// A hook's name and its parameters (name, template).
+type Hook = (String, Vec<(String, String)>);
+
 /// Builds the sweep.
 pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
     a.store.validate()?;
     // The matrix's size first: a million points must be refused before they are built.
     points_of(a)?;
-    let test = a.test.first().cloned().unwrap_or_default();
-    if !TESTS.contains(&test.as_str()) {
-        return Err(UsageError(format!(
-            "sweep: the test after -- must be one of {} (e.g. `linerate sweep --vary len=1K,64K -- tcp HOST`), not '{test}'",
-            TESTS.join(", ")
-        )));
-    }
-    for word in &a.test[1..] {
-        let name = word.trim_start_matches('-');
-        let name = name.split('=').next().unwrap_or(name);
-        if word.starts_with("--") && OWN.contains(&name) {
-            return Err(UsageError(format!(
-                "sweep: give {word} to the sweep, before --, not to the test (the sweep repeats, prints and stores each point)"
-            )));
-        }
-    }
+    let test = test_command(a)?;
     let templates: Vec<Vec<String>> = a
         .client_cmd
         .iter()
@@ -346,94 +318,15 @@ pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
         .chain(hooks.iter().flat_map(|(_, ps)| ps.iter().map(|(_, t)| t)))
         .flat_map(|w| names_in(w))
         .collect();
-    let mut vary = Vec::new();
-    // Each dimension's flag on the test's command line, found once (not at every point).
-    let mut flags = Vec::new();
-    for v in &a.vary {
-        let (name, values) = parse_vary(v).map_err(UsageError)?;
-        if vary.iter().any(|x: &Vary| x.name == name) {
-            return Err(UsageError(format!("--vary {name} is given twice")));
-        }
-        let option = test_option(&test, &name);
-        if let Some(o) = &option {
-            if OWN.contains(&o.flag.trim_start_matches('-')) {
-                return Err(UsageError(format!(
-                    "--vary {name}: the sweep sets {} itself",
-                    o.flag
-                )));
-            }
-        }
-        if option.is_none() && !used.contains(&name) {
-            return Err(UsageError(format!(
-                "--vary {name}: not an option of `linerate {test}` and used by no --client-cmd or --hook; name a test option (linerate {test} --help) or use {{{name}}} in a --client-cmd or --hook"
-            )));
-        }
-        vary.push(Vary {
-            name,
-            values,
-            option: option.is_some(),
-        });
-        flags.push(option);
-    }
+    let (vary, flags) = dimensions(a, &test, &used)?;
     let combos = expand(&vary).map_err(UsageError)?;
     let mut points = Vec::with_capacity(combos.len());
     for (i, values) in combos.into_iter().enumerate() {
         let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
         let mut argv = vec!["linerate".to_string()];
         argv.extend(a.test.iter().cloned());
-        for (v, o) in vary.iter().zip(&flags) {
-            let Some(o) = o else {
-                continue;
-            };
-            let val = &values[&v.name];
-            if o.takes_value {
-                argv.push(o.flag.clone());
-                argv.push(val.clone());
-            } else {
-                match val.to_ascii_lowercase().as_str() {
-                    "on" | "true" | "yes" | "1" => argv.push(o.flag.clone()),
-                    "off" | "false" | "no" | "0" => {}
-                    _ => {
-                        return Err(UsageError(format!(
-                            "--vary {}: {} is a flag: use on,off",
-                            v.name, o.flag
-                        )))
-                    }
-                }
-            }
-        }
-        let label = values
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
-        let (plan, criteria, link_rate_bps) = point_plan(&test, &argv)
-            .map_err(|e| UsageError(format!("point {index} ({label}): {e}")))?;
-        let commands = templates
-            .iter()
-            .map(|t| t.iter().map(|w| fill(w, &values)).collect())
-            .collect::<Result<Vec<Vec<String>>, String>>()
-            .map_err(|e| UsageError(format!("--client-cmd: {e}")))?;
-        let point_hooks = hooks
-            .iter()
-            .map(|(name, ps)| {
-                ps.iter()
-                    .map(|(k, t)| fill(t, &values).map(|v| (k.clone(), v)))
-                    .collect::<Result<BTreeMap<_, _>, _>>()
-                    .map(|m| (name.clone(), m))
-            })
-            .collect::<Result<Vec<_>, String>>()
-            .map_err(|e| UsageError(format!("--hook: {e}")))?;
-        points.push(PointPlan {
-            index,
-            values,
-            argv,
-            plan,
-            criteria,
-            link_rate_bps,
-            commands,
-            hooks: point_hooks,
-        });
+        push_flags(&mut argv, &vary, &flags, &values)?;
+        points.push(point(index, values, argv, &test, &templates, &hooks)?);
     }
     let rr = points.first().is_some_and(|p| p.plan.spec.rr.is_some());
     let best_by = best_metric(&a.best, rr)?;
@@ -469,6 +362,141 @@ pub fn sweep_plan(a: &SweepArgs) -> Result<SweepPlan, UsageError> {
         } else {
             SweepFormat::Table
         },
+    })
+}
+
+/// The test after `--` (one of [`TESTS`]), whose own words must not hold the sweep's flags.
+fn test_command(a: &SweepArgs) -> Result<String, UsageError> {
+    let test = a.test.first().cloned().unwrap_or_default();
+    if !TESTS.contains(&test.as_str()) {
+        return Err(UsageError(format!(
+            "sweep: the test after -- must be one of {} (e.g. `linerate sweep --vary len=1K,64K -- tcp HOST`), not '{test}'",
+            TESTS.join(", ")
+        )));
+    }
+    for word in &a.test[1..] {
+        let name = word.trim_start_matches('-');
+        let name = name.split('=').next().unwrap_or(name);
+        if word.starts_with("--") && OWN.contains(&name) {
+            return Err(UsageError(format!(
+                "sweep: give {word} to the sweep, before --, not to the test (the sweep repeats, prints and stores each point)"
+            )));
+        }
+    }
+    Ok(test)
+}
+
+/// The dimensions (--vary), each with its flag on the test's command line (found once,
+/// not at every point) or none when only a --client-cmd or --hook uses it (`used`).
+fn dimensions(
+    a: &SweepArgs,
+    test: &str,
+    used: &std::collections::BTreeSet<String>,
+) -> Result<(Vec<Vary>, Vec<Option<OptionName>>), UsageError> {
+    let mut vary = Vec::new();
+    let mut flags = Vec::new();
+    for v in &a.vary {
+        let (name, values) = parse_vary(v).map_err(UsageError)?;
+        if vary.iter().any(|x: &Vary| x.name == name) {
+            return Err(UsageError(format!("--vary {name} is given twice")));
+        }
+        let option = test_option(test, &name);
+        if let Some(o) = &option {
+            if OWN.contains(&o.flag.trim_start_matches('-')) {
+                return Err(UsageError(format!(
+                    "--vary {name}: the sweep sets {} itself",
+                    o.flag
+                )));
+            }
+        }
+        if option.is_none() && !used.contains(&name) {
+            return Err(UsageError(format!(
+                "--vary {name}: not an option of `linerate {test}` and used by no --client-cmd or --hook; name a test option (linerate {test} --help) or use {{{name}}} in a --client-cmd or --hook"
+            )));
+        }
+        vary.push(Vary {
+            name,
+            values,
+            option: option.is_some(),
+        });
+        flags.push(option);
+    }
+    Ok((vary, flags))
+}
+
+/// Adds a point's values of the test's options to its command line: a value after its
+/// flag, or a flag alone for on (and nothing for off).
+fn push_flags(
+    argv: &mut Vec<String>,
+    vary: &[Vary],
+    flags: &[Option<OptionName>],
+    values: &BTreeMap<String, String>,
+) -> Result<(), UsageError> {
+    for (v, o) in vary.iter().zip(flags) {
+        let Some(o) = o else {
+            continue;
+        };
+        let val = &values[&v.name];
+        if o.takes_value {
+            argv.push(o.flag.clone());
+            argv.push(val.clone());
+        } else {
+            match val.to_ascii_lowercase().as_str() {
+                "on" | "true" | "yes" | "1" => argv.push(o.flag.clone()),
+                "off" | "false" | "no" | "0" => {}
+                _ => {
+                    return Err(UsageError(format!(
+                        "--vary {}: {} is a flag: use on,off",
+                        v.name, o.flag
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One point: the test's plan from its command line, its commands and hooks filled with
+/// its values.
+fn point(
+    index: u32,
+    values: BTreeMap<String, String>,
+    argv: Vec<String>,
+    test: &str,
+    templates: &[Vec<String>],
+    hooks: &[Hook],
+) -> Result<PointPlan, UsageError> {
+    let label = values
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let (plan, criteria, link_rate_bps) =
+        point_plan(test, &argv).map_err(|e| UsageError(format!("point {index} ({label}): {e}")))?;
+    let commands = templates
+        .iter()
+        .map(|t| t.iter().map(|w| fill(w, &values)).collect())
+        .collect::<Result<Vec<Vec<String>>, String>>()
+        .map_err(|e| UsageError(format!("--client-cmd: {e}")))?;
+    let point_hooks = hooks
+        .iter()
+        .map(|(name, ps)| {
+            ps.iter()
+                .map(|(k, t)| fill(t, &values).map(|v| (k.clone(), v)))
+                .collect::<Result<BTreeMap<_, _>, _>>()
+                .map(|m| (name.clone(), m))
+        })
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| UsageError(format!("--hook: {e}")))?;
+    Ok(PointPlan {
+        index,
+        values,
+        argv,
+        plan,
+        criteria,
+        link_rate_bps,
+        commands,
+        hooks: point_hooks,
     })
 }
 
@@ -517,6 +545,18 @@ mod tests {
         assert_eq!(p.best_by, "throughput_bps");
         let rr = plan(&["--vary", "r=1,64", "--best", "p99", "--", "rr", "h"]).unwrap();
         assert_eq!(rr.best_by, "latency_p99_ns");
+    }
+
+    /// `--best` takes every metric a run's record gives (`repeat::ALL`), the interrupt
+    /// rates and the interface packet rate too.
+    #[test]
+    fn best_takes_every_metric_name() {
+        for d in metrics::ALL {
+            assert_eq!(best_metric(d.name, false).unwrap(), d.name);
+        }
+        let e = best_metric("no_such_metric", false).unwrap_err().0;
+        assert!(e.contains("client_interrupts_per_sec"), "{e}");
+        assert!(e.contains("receiver_interface_pps"), "{e}");
     }
 
     #[test]

@@ -266,19 +266,7 @@ impl Engine {
         // Raw-frame senders are opened before the clock starts: resolving the next hop runs
         // `ip` and `tc` (tens of milliseconds), which must not count as sending time.
         let mut streams = streams;
-        let mut raw: Vec<Option<Result<rawgen::RawSender, String>>> = streams
-            .iter_mut()
-            .map(|s| match (&s.socket, s.role) {
-                _ if s.raw.is_some() => s.raw.take(),
-                (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
-                    Some(rawgen::RawSender::open(
-                        u,
-                        (cfg.write_size as usize).max(linerate_wire::probe::LEN),
-                    ))
-                }
-                _ => None,
-            })
-            .collect();
+        let mut raw = open_raw_senders(&cfg, &mut streams);
         let epoch = Instant::now();
         let profiling = profile::Profiling::start(cfg.profile, epoch);
         let tx_stop = Arc::new(AtomicBool::new(false));
@@ -286,29 +274,8 @@ impl Engine {
         // The interface toward the peer, for host counters and interface facts. Read once,
         // before the data threads start: neither is cheap enough for the data path.
         let mut early_warnings = Vec::new();
-        let iface = streams.first().and_then(|s| {
-            let peer = match &s.socket {
-                DataSocket::Tcp(t) => t.peer_addr(),
-                DataSocket::Udp(u) => u.peer_addr(),
-            };
-            match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
-                Ok(i) => Some(i),
-                Err(e) => {
-                    early_warnings.push(format!(
-                        "interface toward the peer not found ({e}): no interface counters"
-                    ));
-                    None
-                }
-            }
-        });
-        let addrs = streams
-            .iter()
-            .map(|s| match &s.socket {
-                DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
-                DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
-            })
-            .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
-            .collect();
+        let iface = peer_interface(&streams, &mut early_warnings);
+        let addrs = stream_addrs(&streams);
         let shared = Arc::new(Shared {
             addrs,
             window: Window::new(epoch),
@@ -521,6 +488,53 @@ impl Engine {
         })
     }
 
+    /// Stream `i`'s report over the window from `base` to `fin`, active for `dur` ns.
+    fn stream_report(
+        &self,
+        i: usize,
+        (fin, base): (&Snapshot, &Snapshot),
+        dur: u64,
+        outcome: StreamOutcome,
+        warnings: &mut Vec<String>,
+    ) -> StreamReport {
+        let sh = &self.shared;
+        let setup = &sh.streams[i].0;
+        let udp = sh.transport == Transport::Udp;
+        let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
+        let udp_rx = outcome.udp_rx.map(|u| UdpRxReport {
+            packets: fin.packets[i].saturating_sub(base.packets[i]),
+            lost: fin.lost[i].saturating_sub(base.lost[i]),
+            duplicates: fin.dups[i].saturating_sub(base.dups[i]),
+            reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
+            highest_seq: u.highest_seq,
+            jitter_ns: u.jitter_ns,
+            one_way_delay: u.one_way_delay,
+        });
+        let (local, remote) = sh.addrs[i].clone();
+        let facts = socket_facts(setup, warnings);
+        StreamReport {
+            index: setup.index,
+            role: setup.role,
+            bytes,
+            io_calls: Some(fin.calls[i].saturating_sub(base.calls[i])),
+            packets: udp.then(|| fin.packets[i].saturating_sub(base.packets[i])),
+            duration_ns: dur,
+            sndbuf_bytes: facts.sndbuf,
+            rcvbuf_bytes: facts.rcvbuf,
+            mss_bytes: facts.mss,
+            congestion: facts.congestion,
+            tcp_info: facts.tcp_info,
+            udp_rx,
+            udp_seq_end: outcome.udp_seq_end,
+            local_addr: local,
+            remote_addr: remote,
+            tx_path: outcome.tx_path,
+            send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
+            recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
+            zerocopy: outcome.zerocopy,
+        }
+    }
+
     fn build_report(
         &self,
         outcomes: Vec<Option<StreamOutcome>>,
@@ -551,69 +565,23 @@ impl Engine {
             );
             let last = c.last_ns.load(Relaxed).saturating_sub(1);
             let dur = last.saturating_sub(base_ns);
-            let bytes = fin.bytes[i].saturating_sub(base.bytes[i]);
             if setup.role == StreamRole::Tx {
                 tx_last = tx_last.max(dur);
             } else {
                 rx_last = rx_last.max(dur);
             }
-            let udp_rx = outcome.udp_rx.map(|u| UdpRxReport {
-                packets: fin.packets[i].saturating_sub(base.packets[i]),
-                lost: fin.lost[i].saturating_sub(base.lost[i]),
-                duplicates: fin.dups[i].saturating_sub(base.dups[i]),
-                reordered: fin.reordered[i].saturating_sub(base.reordered[i]),
-                highest_seq: u.highest_seq,
-                jitter_ns: u.jitter_ns,
-                one_way_delay: u.one_way_delay,
-            });
-            if let Some(u) = &udp_rx {
-                let t = udp_total.get_or_insert_with(UdpRxReport::default);
-                t.packets += u.packets;
-                t.lost += u.lost;
-                t.duplicates += u.duplicates;
-                t.reordered += u.reordered;
-                t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
-                let delays: Vec<_> = t.one_way_delay.iter().chain(&u.one_way_delay).collect();
-                t.one_way_delay = delay::merge(&delays);
+            let report = self.stream_report(i, (fin, base), dur, outcome, &mut warnings);
+            if let Some(u) = &report.udp_rx {
+                add_udp_rx(udp_total.get_or_insert_with(UdpRxReport::default), u);
             }
-            let (local, remote) = sh.addrs[i].clone();
-            let facts = socket_facts(setup, &mut warnings);
-            streams.push(StreamReport {
-                index: setup.index,
-                role: setup.role,
-                bytes,
-                io_calls: Some(fin.calls[i].saturating_sub(base.calls[i])),
-                packets: udp.then(|| fin.packets[i].saturating_sub(base.packets[i])),
-                duration_ns: dur,
-                sndbuf_bytes: facts.sndbuf,
-                rcvbuf_bytes: facts.rcvbuf,
-                mss_bytes: facts.mss,
-                congestion: facts.congestion,
-                tcp_info: facts.tcp_info,
-                udp_rx,
-                udp_seq_end: outcome.udp_seq_end,
-                local_addr: local,
-                remote_addr: remote,
-                tx_path: outcome.tx_path,
-                send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
-                recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
-                zerocopy: outcome.zerocopy,
-            });
+            streams.push(report);
         }
         let is_tx = |i: usize| sh.streams[i].0.role == StreamRole::Tx;
         let is_rx = |i: usize| !is_tx(i);
         let retransmits = if udp {
             None
         } else {
-            let mut any = false;
-            let mut total = 0u64;
-            for i in (0..fin.retrans.len()).filter(|i| is_tx(*i)) {
-                if let (Some(a), Some(b)) = (fin.retrans[i], base.retrans[i]) {
-                    any = true;
-                    total += u64::from(a.saturating_sub(b));
-                }
-            }
-            any.then_some(total)
+            retransmits(fin, base, is_tx)
         };
         let totals = Totals {
             duration_ns: end_ns.saturating_sub(base_ns),
@@ -654,6 +622,86 @@ impl Engine {
             warnings,
         }
     }
+}
+
+/// The raw-frame senders of the streams (`--raw-frames`, or one a stream brought), by
+/// stream position; opened before the clock starts, since resolving the next hop runs `ip`
+/// and `tc`.
+#[allow(clippy::type_complexity)]
+fn open_raw_senders(
+    cfg: &EngineConfig,
+    streams: &mut [StreamSetup],
+) -> Vec<Option<Result<rawgen::RawSender, String>>> {
+    streams
+        .iter_mut()
+        .map(|s| match (&s.socket, s.role) {
+            _ if s.raw.is_some() => s.raw.take(),
+            (DataSocket::Udp(u), StreamRole::Tx) if cfg.raw_frames => {
+                Some(rawgen::RawSender::open(
+                    u,
+                    (cfg.write_size as usize).max(linerate_wire::probe::LEN),
+                ))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The interface toward the peer of the first stream, for host counters and interface
+/// facts; none (with a warning) when no route names one.
+fn peer_interface(streams: &[StreamSetup], warnings: &mut Vec<String>) -> Option<String> {
+    let s = streams.first()?;
+    let peer = match &s.socket {
+        DataSocket::Tcp(t) => t.peer_addr(),
+        DataSocket::Udp(u) => u.peer_addr(),
+    };
+    match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
+        Ok(i) => Some(i),
+        Err(e) => {
+            warnings.push(format!(
+                "interface toward the peer not found ({e}): no interface counters"
+            ));
+            None
+        }
+    }
+}
+
+/// Each stream's local and remote address, as text.
+fn stream_addrs(streams: &[StreamSetup]) -> Vec<(Option<String>, Option<String>)> {
+    streams
+        .iter()
+        .map(|s| match &s.socket {
+            DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
+            DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
+        })
+        .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
+        .collect()
+}
+
+/// Adds one UDP receiver's figures to the side's total: counts summed, the worst jitter,
+/// the one-way delays merged.
+fn add_udp_rx(t: &mut UdpRxReport, u: &UdpRxReport) {
+    t.packets += u.packets;
+    t.lost += u.lost;
+    t.duplicates += u.duplicates;
+    t.reordered += u.reordered;
+    t.jitter_ns = t.jitter_ns.max(u.jitter_ns);
+    let delays: Vec<_> = t.one_way_delay.iter().chain(&u.one_way_delay).collect();
+    t.one_way_delay = delay::merge(&delays);
+}
+
+/// The retransmissions of the sending streams (`is_tx`) over the window, from TCP_INFO;
+/// none when no sending stream had it at both ends of the window.
+fn retransmits(fin: &Snapshot, base: &Snapshot, is_tx: impl Fn(usize) -> bool) -> Option<u64> {
+    let mut any = false;
+    let mut total = 0u64;
+    for i in (0..fin.retrans.len()).filter(|i| is_tx(*i)) {
+        if let (Some(a), Some(b)) = (fin.retrans[i], base.retrans[i]) {
+            any = true;
+            total += u64::from(a.saturating_sub(b));
+        }
+    }
+    any.then_some(total)
 }
 
 /// What the kernel says about a data socket at the end of the test.

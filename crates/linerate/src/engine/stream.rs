@@ -606,36 +606,14 @@ fn udp_send_loop(
     l: usize,
     seq: &mut u64,
 ) -> io::Result<()> {
-    let mut gso = ctx.udp_offload && !ctx.raw_frames && l * 2 <= GSO_MAX_BYTES;
-    if gso {
-        if let Err(e) = nix::sys::socket::setsockopt(
-            sock,
-            nix::sys::socket::sockopt::UdpGsoSegment,
-            &(l as i32),
-        ) {
-            warnings.push(format!(
-                "UDP GSO unavailable ({e}); sending with sendmmsg instead"
-            ));
-            gso = false;
-        }
-    }
+    let mut gso = start_gso(ctx, sock, l, warnings);
     let max_batch = if gso {
         (GSO_MAX_BYTES / l).clamp(1, GSO_MAX_SEGMENTS)
     } else {
         64
     };
     *tx_path = Some(if gso { TxPath::Gso } else { TxPath::Sendmmsg });
-    let mut pacer = ctx.rate_bps.map(|r| {
-        if ctx.smooth_pacing {
-            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
-        } else {
-            Pacer::new(r, ctx.now_ns())
-        }
-    });
-    if pacer.is_some() {
-        // Sleeping to a slot must not oversleep by the default 50 µs timer slack.
-        let _ = nix::sys::prctl::set_timerslack(1);
-    }
+    let mut pacer = start_pacer(ctx, l);
     let mut buf = vec![0u8; l * max_batch];
     fill_pattern(&mut buf);
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
@@ -659,32 +637,7 @@ fn udp_send_loop(
                 continue;
             }
         }
-        if ctx.iperf3 {
-            // iperf3's header: the wall clock (its receiver takes jitter from differences
-            // only) and a 32-bit sequence number from 1.
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::SystemTime::UNIX_EPOCH)
-                .unwrap_or_default();
-            for i in 0..batch {
-                linerate_wire::iperf3::UdpHeader {
-                    sec: now.as_secs() as u32,
-                    usec: now.subsec_micros(),
-                    seq: *seq + i as u64 + 1,
-                }
-                .emit(&mut buf[i * l..], false);
-            }
-        } else {
-            // CLOCK_MONOTONIC, so that a receiver on the same machine can take the one-way
-            // delay.
-            let tx_ns = super::delay::mono_ns();
-            for i in 0..batch {
-                Probe {
-                    seq: *seq + i as u64,
-                    tx_ns,
-                }
-                .emit(&mut buf[i * l..]);
-            }
-        }
+        stamp_batch(ctx, &mut buf, l, batch, *seq);
         let res = if gso {
             sock.send(&buf[..batch * l]).map(|n| n / l)
         } else {
@@ -739,30 +692,13 @@ fn udp_send_raw(
     seq_end: &mut u64,
 ) -> io::Result<()> {
     const MAX_BATCH: usize = 64;
-    let mut pacer = ctx.rate_bps.map(|r| {
-        if ctx.smooth_pacing {
-            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
-        } else {
-            Pacer::new(r, ctx.now_ns())
-        }
-    });
-    if pacer.is_some() {
-        let _ = nix::sys::prctl::set_timerslack(1);
-    }
+    let mut pacer = start_pacer(ctx, l);
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
     // `queued` numbers the probes; `sent` counts frames the kernel took.
     let mut queued: u64 = 0;
     let mut refused: u64 = 0;
     let mut base = false;
-    // Frames count as sent when the kernel has taken them from the ring (handed them to the
-    // interface or its qdisc), not when it frees them: a queue on the path may hold them.
-    let account = |c: crate::sys::afpacket::Completed, refused: &mut u64| {
-        let n = c.sent as u64;
-        *refused += c.refused as u64;
-        if n > 0 {
-            ctx.record(n * l as u64, 1, n);
-        }
-    };
+    let account = |c, refused: &mut u64| account_raw(ctx, l, c, refused);
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let mut batch = pacer
@@ -802,23 +738,7 @@ fn udp_send_raw(
             std::thread::sleep(Duration::from_micros(50));
         }
     }
-    // The last frames: until the kernel took them all, then until it freed every slot
-    // (the mapping must outlive the frames in flight).
-    let until = Instant::now() + RAW_DRAIN;
-    while (raw.unsent() > 0 || raw.in_ring() > 0) && Instant::now() < until {
-        if raw.unsent() > 0 {
-            match raw.flush() {
-                Ok(c) => account(c, &mut refused),
-                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
-                Err(e) => return Err(e),
-            }
-        } else {
-            raw.reap();
-        }
-        if raw.unsent() > 0 || raw.in_ring() > 0 {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-    }
+    drain_raw(&mut raw, &mut |c| account(c, &mut refused))?;
     // Frames still queued carry the highest numbers: they never left, so they are not
     // part of the stream's numbering (the receiver would count them as lost).
     *seq_end = queued.saturating_sub(raw.unsent() as u64);
@@ -834,6 +754,138 @@ fn udp_send_raw(
         ));
     }
     Ok(())
+}
+
+/// The pacer of a sending stream with a rate (`-b`), and a timer slack of 1 ns: sleeping
+/// to a slot must not oversleep by the default 50 µs.
+fn start_pacer(ctx: &StreamCtx, l: usize) -> Option<Pacer> {
+    let pacer = ctx.rate_bps.map(|r| {
+        if ctx.smooth_pacing {
+            Pacer::smooth(r, ctx.now_ns(), smooth_slack_ns(r, l))
+        } else {
+            Pacer::new(r, ctx.now_ns())
+        }
+    });
+    if pacer.is_some() {
+        let _ = nix::sys::prctl::set_timerslack(1);
+    }
+    pacer
+}
+
+/// UDP GSO for datagrams of `l` bytes when offload is on and two fit a GSO send; false
+/// (with a warning) when the socket refuses it.
+fn start_gso(ctx: &StreamCtx, sock: &UdpSocket, l: usize, warnings: &mut Vec<String>) -> bool {
+    let gso = ctx.udp_offload && !ctx.raw_frames && l * 2 <= GSO_MAX_BYTES;
+    if gso {
+        if let Err(e) = nix::sys::socket::setsockopt(
+            sock,
+            nix::sys::socket::sockopt::UdpGsoSegment,
+            &(l as i32),
+        ) {
+            warnings.push(format!(
+                "UDP GSO unavailable ({e}); sending with sendmmsg instead"
+            ));
+            return false;
+        }
+    }
+    gso
+}
+
+/// Writes the header of each of the `batch` datagrams of `l` bytes in `buf`, numbered from
+/// `seq`: iperf3's or linerate's probe.
+fn stamp_batch(ctx: &StreamCtx, buf: &mut [u8], l: usize, batch: usize, seq: u64) {
+    if ctx.iperf3 {
+        // iperf3's header: the wall clock (its receiver takes jitter from differences
+        // only) and a 32-bit sequence number from 1.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        for i in 0..batch {
+            linerate_wire::iperf3::UdpHeader {
+                sec: now.as_secs() as u32,
+                usec: now.subsec_micros(),
+                seq: seq + i as u64 + 1,
+            }
+            .emit(&mut buf[i * l..], false);
+        }
+    } else {
+        // CLOCK_MONOTONIC, so that a receiver on the same machine can take the one-way
+        // delay.
+        let tx_ns = super::delay::mono_ns();
+        for i in 0..batch {
+            Probe {
+                seq: seq + i as u64,
+                tx_ns,
+            }
+            .emit(&mut buf[i * l..]);
+        }
+    }
+}
+
+/// Counts the frames the kernel took from the ring as sent (handed to the interface or its
+/// qdisc), not when it frees them: a queue on the path may hold them; `refused` adds
+/// those it refused.
+fn account_raw(ctx: &StreamCtx, l: usize, c: crate::sys::afpacket::Completed, refused: &mut u64) {
+    let n = c.sent as u64;
+    *refused += c.refused as u64;
+    if n > 0 {
+        ctx.record(n * l as u64, 1, n);
+    }
+}
+
+/// Sends a raw stream's last frames, at most [`RAW_DRAIN`]: until the kernel took them
+/// all, then until it freed every slot (the mapping must outlive the frames in flight).
+fn drain_raw(
+    raw: &mut RawSender,
+    account: &mut impl FnMut(crate::sys::afpacket::Completed),
+) -> io::Result<()> {
+    let until = Instant::now() + RAW_DRAIN;
+    while (raw.unsent() > 0 || raw.in_ring() > 0) && Instant::now() < until {
+        if raw.unsent() > 0 {
+            match raw.flush() {
+                Ok(c) => account(c),
+                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) => return Err(e),
+            }
+        } else {
+            raw.reap();
+        }
+        if raw.unsent() > 0 || raw.in_ring() > 0 {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    Ok(())
+}
+
+/// One received datagram's header: its sequence number to the loss and reorder count, its
+/// send time to the jitter and (when measured) the one-way delay; `rx` is the receive
+/// time on the stream's clock and on CLOCK_MONOTONIC.
+#[inline]
+fn take_datagram(
+    iperf3: bool,
+    d: &[u8],
+    (rx_ns, rx_mono_ns): (u64, u64),
+    seq: &mut SeqTracker,
+    jitter: &mut JitterEstimator,
+    delay: Option<&mut super::delay::DelayRecorder>,
+) {
+    if iperf3 {
+        // iperf3 numbers from 1; its send time is the wall clock, which jitter
+        // compares with this end's clock by differences only.
+        if let Ok(h) = linerate_wire::iperf3::UdpHeader::parse(d, false) {
+            if let Some(s) = h.seq.checked_sub(1) {
+                seq.on_packet(s);
+                let tx_ns = u64::from(h.sec) * 1_000_000_000 + u64::from(h.usec) * 1000;
+                jitter.on_packet(tx_ns, rx_ns);
+            }
+        }
+    } else if let Ok(p) = Probe::parse(d) {
+        seq.on_packet(p.seq);
+        jitter.on_packet(p.tx_ns, rx_ns);
+        if let Some(d) = delay {
+            d.on_packet(p.seq, p.tx_ns, rx_mono_ns);
+        }
+    }
 }
 
 /// A receive call that returned fewer datagrams than this was woken for almost every one.
@@ -906,23 +958,14 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
                 }
                 bytes += d.len() as u64;
                 pkts += 1;
-                if ctx.iperf3 {
-                    // iperf3 numbers from 1; its send time is the wall clock, which jitter
-                    // compares with this end's clock by differences only.
-                    if let Ok(h) = linerate_wire::iperf3::UdpHeader::parse(d, false) {
-                        if let Some(s) = h.seq.checked_sub(1) {
-                            seq.on_packet(s);
-                            let tx_ns = u64::from(h.sec) * 1_000_000_000 + u64::from(h.usec) * 1000;
-                            jitter.on_packet(tx_ns, rx_ns);
-                        }
-                    }
-                } else if let Ok(p) = Probe::parse(d) {
-                    seq.on_packet(p.seq);
-                    jitter.on_packet(p.tx_ns, rx_ns);
-                    if let Some(d) = delay.as_mut() {
-                        d.on_packet(p.seq, p.tx_ns, rx_mono_ns);
-                    }
-                }
+                take_datagram(
+                    ctx.iperf3,
+                    d,
+                    (rx_ns, rx_mono_ns),
+                    &mut seq,
+                    &mut jitter,
+                    delay.as_mut(),
+                );
             }
         }
         ctx.record(bytes, 1, pkts);

@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::model::trace::{AnalysisRecord, TcpConnection, TcpDirection};
+use crate::model::trace::{
+    AnalysisRecord, Endpoint, OtherFlows, TcpConnection, TcpDirection, UdpFlow,
+};
 use crate::model::units::{format_bps, format_bytes};
 
 fn opt(v: Option<f64>, decimals: usize) -> String {
@@ -203,149 +205,180 @@ fn direction_details(out: &mut String, name: &str, d: &TcpDirection) {
     }
 }
 
+/// The CSV's columns.
+const CSV_HEADER: [&str; 37] = [
+    "proto",
+    "index",
+    "direction",
+    "src",
+    "dst",
+    "start_s",
+    "duration_s",
+    "packets",
+    "data_packets",
+    "bytes",
+    "unique_bytes",
+    "retransmissions",
+    "fast_retransmissions",
+    "spurious_retransmissions",
+    "retransmitted_bytes",
+    "out_of_order",
+    "lost_segments",
+    "duplicate_acks",
+    "sack_blocks",
+    "zero_windows",
+    "window_probes",
+    "rtt_samples",
+    "rtt_min_ms",
+    "rtt_avg_ms",
+    "rtt_max_ms",
+    "rtt_stddev_ms",
+    "throughput_bps",
+    "receive_window_limited_percent",
+    "application_limited_percent",
+    "loss_recovery_percent",
+    "delayed_ack_stall_percent",
+    "transfer_time_ratio",
+    "tcp_efficiency_percent",
+    "buffer_delay_percent",
+    "packets_per_s",
+    "max_gap_ms",
+    "findings",
+];
+
+/// A figure with six decimals, or an empty cell.
+fn f6(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |x| format!("{x:.6}"))
+}
+
 /// CSV: a header, one row per TCP direction and one per UDP flow.
 pub fn csv(rec: &AnalysisRecord) -> String {
     let mut w = ::csv::Writer::from_writer(Vec::new());
-    let header = [
-        "proto",
-        "index",
-        "direction",
-        "src",
-        "dst",
-        "start_s",
-        "duration_s",
-        "packets",
-        "data_packets",
-        "bytes",
-        "unique_bytes",
-        "retransmissions",
-        "fast_retransmissions",
-        "spurious_retransmissions",
-        "retransmitted_bytes",
-        "out_of_order",
-        "lost_segments",
-        "duplicate_acks",
-        "sack_blocks",
-        "zero_windows",
-        "window_probes",
-        "rtt_samples",
-        "rtt_min_ms",
-        "rtt_avg_ms",
-        "rtt_max_ms",
-        "rtt_stddev_ms",
-        "throughput_bps",
-        "receive_window_limited_percent",
-        "application_limited_percent",
-        "loss_recovery_percent",
-        "delayed_ack_stall_percent",
-        "transfer_time_ratio",
-        "tcp_efficiency_percent",
-        "buffer_delay_percent",
-        "packets_per_s",
-        "max_gap_ms",
-        "findings",
-    ];
-    let _ = w.write_record(header);
-    let f = |v: Option<f64>| v.map_or_else(String::new, |x| format!("{x:.6}"));
+    let _ = w.write_record(CSV_HEADER);
     for c in &rec.tcp {
         for (name, d, src, dst) in [
             ("a_to_b", &c.a_to_b, &c.a, &c.b),
             ("b_to_a", &c.b_to_a, &c.b, &c.a),
         ] {
-            let rtt = d.rtt.as_ref().filter(|r| r.samples > 0);
-            let t = d.time.as_ref();
-            let r = d.rfc6349.as_ref();
-            let findings: Vec<&str> = c
-                .findings
-                .iter()
-                .filter(|x| x.direction == name)
-                .map(|x| x.kind.as_str())
-                .collect();
-            let _ = w.write_record([
-                "tcp".to_string(),
-                c.index.to_string(),
-                name.to_string(),
-                src.to_string(),
-                dst.to_string(),
-                format!("{:.6}", c.start_s),
-                format!("{:.6}", c.duration_s),
-                d.packets.to_string(),
-                d.data_packets.to_string(),
-                d.bytes.to_string(),
-                d.unique_bytes.to_string(),
-                d.retransmissions.to_string(),
-                d.fast_retransmissions.to_string(),
-                d.spurious_retransmissions.to_string(),
-                d.retransmitted_bytes.to_string(),
-                d.out_of_order.to_string(),
-                d.lost_segments.to_string(),
-                d.duplicate_acks.to_string(),
-                d.sack_blocks.to_string(),
-                d.zero_windows.to_string(),
-                d.window_probes.to_string(),
-                rtt.map_or(0, |r| r.samples).to_string(),
-                f(rtt.map(|r| r.min_ms)),
-                f(rtt.map(|r| r.avg_ms)),
-                f(rtt.map(|r| r.max_ms)),
-                f(rtt.map(|r| r.stddev_ms)),
-                f(d.throughput_bps),
-                f(t.map(|t| t.receive_window_limited_percent)),
-                f(t.map(|t| t.application_limited_percent)),
-                f(t.map(|t| t.loss_recovery_percent)),
-                f(t.map(|t| t.delayed_ack_stall_percent)),
-                f(r.and_then(|r| r.transfer_time_ratio)),
-                f(r.and_then(|r| r.tcp_efficiency_percent)),
-                f(r.and_then(|r| r.buffer_delay_percent)),
-                String::new(),
-                String::new(),
-                findings.join(";"),
-            ]);
+            let _ = w.write_record(tcp_row(c, name, d, src, dst));
         }
     }
     for u in &rec.udp {
-        let mut row = vec![String::new(); header.len()];
-        row[0] = "udp".into();
-        row[1] = u.index.to_string();
-        row[2] = "a_to_b".into();
-        row[3] = u.src.to_string();
-        row[4] = u.dst.to_string();
-        row[5] = format!("{:.6}", u.start_s);
-        row[6] = format!("{:.6}", u.duration_s);
-        row[7] = u.packets.to_string();
-        row[8] = u.packets.to_string();
-        row[9] = u.bytes.to_string();
-        row[26] = f(u.throughput_bps);
-        row[34] = f(u.packets_per_s);
-        row[35] = f(u.max_gap_ms);
-        let _ = w.write_record(&row);
+        let _ = w.write_record(udp_row(u));
     }
     // The connections and flows beyond --top, summed: "index" holds how many.
     if let Some(o) = &rec.others {
-        if o.tcp_connections > 0 {
-            let mut row = vec![String::new(); header.len()];
-            row[0] = "tcp_others".into();
-            row[1] = o.tcp_connections.to_string();
-            row[2] = "both".into();
-            row[7] = o.tcp_packets.to_string();
-            row[9] = o.tcp_bytes.to_string();
-            row[10] = o.tcp_unique_bytes.to_string();
-            row[11] = o.tcp_retransmissions.to_string();
-            row[15] = o.tcp_out_of_order.to_string();
-            row[16] = o.tcp_lost_segments.to_string();
-            row[17] = o.tcp_duplicate_acks.to_string();
-            let _ = w.write_record(&row);
-        }
-        if o.udp_flows > 0 {
-            let mut row = vec![String::new(); header.len()];
-            row[0] = "udp_others".into();
-            row[1] = o.udp_flows.to_string();
-            row[2] = "a_to_b".into();
-            row[7] = o.udp_packets.to_string();
-            row[8] = o.udp_packets.to_string();
-            row[9] = o.udp_bytes.to_string();
+        for row in others_rows(o) {
             let _ = w.write_record(&row);
         }
     }
     let bytes = w.into_inner().unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// The CSV row of one direction (`name`) of a TCP connection.
+fn tcp_row(
+    c: &TcpConnection,
+    name: &str,
+    d: &TcpDirection,
+    src: &Endpoint,
+    dst: &Endpoint,
+) -> [String; 37] {
+    let rtt = d.rtt.as_ref().filter(|r| r.samples > 0);
+    let t = d.time.as_ref();
+    let r = d.rfc6349.as_ref();
+    let findings: Vec<&str> = c
+        .findings
+        .iter()
+        .filter(|x| x.direction == name)
+        .map(|x| x.kind.as_str())
+        .collect();
+    [
+        "tcp".to_string(),
+        c.index.to_string(),
+        name.to_string(),
+        src.to_string(),
+        dst.to_string(),
+        format!("{:.6}", c.start_s),
+        format!("{:.6}", c.duration_s),
+        d.packets.to_string(),
+        d.data_packets.to_string(),
+        d.bytes.to_string(),
+        d.unique_bytes.to_string(),
+        d.retransmissions.to_string(),
+        d.fast_retransmissions.to_string(),
+        d.spurious_retransmissions.to_string(),
+        d.retransmitted_bytes.to_string(),
+        d.out_of_order.to_string(),
+        d.lost_segments.to_string(),
+        d.duplicate_acks.to_string(),
+        d.sack_blocks.to_string(),
+        d.zero_windows.to_string(),
+        d.window_probes.to_string(),
+        rtt.map_or(0, |r| r.samples).to_string(),
+        f6(rtt.map(|r| r.min_ms)),
+        f6(rtt.map(|r| r.avg_ms)),
+        f6(rtt.map(|r| r.max_ms)),
+        f6(rtt.map(|r| r.stddev_ms)),
+        f6(d.throughput_bps),
+        f6(t.map(|t| t.receive_window_limited_percent)),
+        f6(t.map(|t| t.application_limited_percent)),
+        f6(t.map(|t| t.loss_recovery_percent)),
+        f6(t.map(|t| t.delayed_ack_stall_percent)),
+        f6(r.and_then(|r| r.transfer_time_ratio)),
+        f6(r.and_then(|r| r.tcp_efficiency_percent)),
+        f6(r.and_then(|r| r.buffer_delay_percent)),
+        String::new(),
+        String::new(),
+        findings.join(";"),
+    ]
+}
+
+/// The CSV row of one UDP flow.
+fn udp_row(u: &UdpFlow) -> Vec<String> {
+    let mut row = vec![String::new(); CSV_HEADER.len()];
+    row[0] = "udp".into();
+    row[1] = u.index.to_string();
+    row[2] = "a_to_b".into();
+    row[3] = u.src.to_string();
+    row[4] = u.dst.to_string();
+    row[5] = format!("{:.6}", u.start_s);
+    row[6] = format!("{:.6}", u.duration_s);
+    row[7] = u.packets.to_string();
+    row[8] = u.packets.to_string();
+    row[9] = u.bytes.to_string();
+    row[26] = f6(u.throughput_bps);
+    row[34] = f6(u.packets_per_s);
+    row[35] = f6(u.max_gap_ms);
+    row
+}
+
+/// The rows of the TCP connections and UDP flows summed under "others".
+fn others_rows(o: &OtherFlows) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    if o.tcp_connections > 0 {
+        let mut row = vec![String::new(); CSV_HEADER.len()];
+        row[0] = "tcp_others".into();
+        row[1] = o.tcp_connections.to_string();
+        row[2] = "both".into();
+        row[7] = o.tcp_packets.to_string();
+        row[9] = o.tcp_bytes.to_string();
+        row[10] = o.tcp_unique_bytes.to_string();
+        row[11] = o.tcp_retransmissions.to_string();
+        row[15] = o.tcp_out_of_order.to_string();
+        row[16] = o.tcp_lost_segments.to_string();
+        row[17] = o.tcp_duplicate_acks.to_string();
+        rows.push(row);
+    }
+    if o.udp_flows > 0 {
+        let mut row = vec![String::new(); CSV_HEADER.len()];
+        row[0] = "udp_others".into();
+        row[1] = o.udp_flows.to_string();
+        row[2] = "a_to_b".into();
+        row[7] = o.udp_packets.to_string();
+        row[8] = o.udp_packets.to_string();
+        row[9] = o.udp_bytes.to_string();
+        rows.push(row);
+    }
+    rows
 }

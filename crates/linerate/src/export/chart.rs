@@ -406,48 +406,9 @@ fn left_out(chart: &Chart) -> (usize, Option<f64>) {
     (first.map_or(0, |_| 1 + bad.count()), first)
 }
 
-fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
-    let layout = legend_layout(chart);
-    let rows = layout.last().map_or(0, |l| l.1 + 1);
-    let legend_top = TOP + PLOT_H + 62.0;
-    let mut notes = chart.notes.clone();
-    if let (n, Some(first)) = left_out(chart) {
-        let what = if n == 1 { "value" } else { "values" };
-        let eg = if first.is_finite() {
-            format!(", e.g. {first:e}")
-        } else {
-            String::new()
-        };
-        notes.push(format!(
-            "left out of the scale: {n} {what} no measurement gives (not finite, or of a size outside {MIN_PLOTTED:e} to {MAX_PLOTTED:e}){eg}"
-        ));
-    }
-    let height = legend_top + 20.0 * rows as f64 + 20.0 * notes.len() as f64 + 8.0;
-    let xs = XScale::new(chart);
-    let values = chart.series.iter().flat_map(|s| {
-        s.points
-            .iter()
-            .flat_map(|p| [Some(p.y), p.hi].into_iter().flatten())
-    });
-    let y_max = chart
-        .y_max
-        .filter(|m| plottable(*m) && *m > 0.0)
-        .unwrap_or_else(|| nice_max(values.filter(|v| plottable(*v)).fold(0.0, f64::max)));
+/// The grid, frame, ticks and axis titles of `chart`, its y scale from 0 to `y_max`.
+fn axes(s: &mut Svg<'_>, chart: &Chart, xs: &XScale, y_max: f64) {
     let y = |v: f64| TOP + PLOT_H * (1.0 - v / y_max);
-    let mut s = Svg {
-        out: String::new(),
-        font,
-    };
-    let _ = writeln!(
-        s.out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="{FONT}">"#
-    );
-    let _ = writeln!(
-        s.out,
-        r##"<rect width="100%" height="100%" fill="#ffffff"/>"##
-    );
-    s.text(WIDTH / 2.0, 28.0, 16.0, Anchor::Middle, false, &chart.title);
-    // Grid, frame, ticks and axis titles.
     let plot_w = WIDTH - LEFT - RIGHT;
     for k in 0..=5 {
         let v = y_max * f64::from(k) / 5.0;
@@ -494,6 +455,50 @@ fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
         true,
         &chart.y_label,
     );
+}
+
+fn render(chart: &Chart, font: Option<&ttf_parser::Face<'_>>) -> String {
+    let layout = legend_layout(chart);
+    let rows = layout.last().map_or(0, |l| l.1 + 1);
+    let legend_top = TOP + PLOT_H + 62.0;
+    let mut notes = chart.notes.clone();
+    if let (n, Some(first)) = left_out(chart) {
+        let what = if n == 1 { "value" } else { "values" };
+        let eg = if first.is_finite() {
+            format!(", e.g. {first:e}")
+        } else {
+            String::new()
+        };
+        notes.push(format!(
+            "left out of the scale: {n} {what} no measurement gives (not finite, or of a size outside {MIN_PLOTTED:e} to {MAX_PLOTTED:e}){eg}"
+        ));
+    }
+    let height = legend_top + 20.0 * rows as f64 + 20.0 * notes.len() as f64 + 8.0;
+    let xs = XScale::new(chart);
+    let values = chart.series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .flat_map(|p| [Some(p.y), p.hi].into_iter().flatten())
+    });
+    let y_max = chart
+        .y_max
+        .filter(|m| plottable(*m) && *m > 0.0)
+        .unwrap_or_else(|| nice_max(values.filter(|v| plottable(*v)).fold(0.0, f64::max)));
+    let y = |v: f64| TOP + PLOT_H * (1.0 - v / y_max);
+    let mut s = Svg {
+        out: String::new(),
+        font,
+    };
+    let _ = writeln!(
+        s.out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="{FONT}">"#
+    );
+    let _ = writeln!(
+        s.out,
+        r##"<rect width="100%" height="100%" fill="#ffffff"/>"##
+    );
+    s.text(WIDTH / 2.0, 28.0, 16.0, Anchor::Middle, false, &chart.title);
+    axes(&mut s, chart, &xs, y_max);
     let place = |p: &Point| -> Option<(f64, f64)> {
         let pos = xs.pos(p.x)?;
         plottable(p.y).then(|| (xs.px(pos), y(p.y.clamp(0.0, y_max))))

@@ -222,6 +222,49 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
+/// The lines under the title: what the axes are, and what was left out.
+fn notes(total: u64, narrow: usize, left_out_samples: u64) -> Vec<String> {
+    let mut notes = vec![format!(
+        "{total} busy samples. x: share of the samples (frames merged by name, alphabetical at each depth: not time); y: stack depth."
+    )];
+    let mut left = String::new();
+    if narrow > 0 {
+        let _ = write!(
+            left,
+            "{narrow} frames narrower than {:.1}% not drawn. ",
+            MIN_PER_MILLE as f64 / 10.0
+        );
+    }
+    if left_out_samples > 0 {
+        let _ = write!(
+            left,
+            "{left_out_samples} samples of stacks the profile did not keep are {LEFT_OUT_FRAME}."
+        );
+    }
+    if !left.is_empty() {
+        notes.push(left.trim_end().to_string());
+    }
+    notes
+}
+
+/// The legend of the `kinds` drawn, `per_row` to a row, from `legend_top` down.
+fn legend(out: &mut String, kinds: &[Kind], legend_top: i64, per_row: usize) {
+    for (i, k) in kinds.iter().enumerate() {
+        let col = (i % per_row) as i64;
+        let row = (i / per_row) as i64;
+        let lx = MARGIN + col * 195;
+        let ly = legend_top + row * 20;
+        let _ = writeln!(
+            out,
+            r##"<rect x="{lx}" y="{ly}" width="14" height="12" fill="{}" stroke="#999999" stroke-width="0.5"/><text x="{}" y="{}" font-size="12">{}</text>"##,
+            k.fill(),
+            lx + 20,
+            ly + 10,
+            esc(k.label())
+        );
+    }
+}
+
 /// The flame graph of `stacks` (folded, `outer;...;inner`, the first frame the process)
 /// with `left_out_samples` more in stacks not kept, as an SVG document under `title`;
 /// `None` when there are no samples to draw (the caller says so).
@@ -270,26 +313,7 @@ pub fn render(title: &str, stacks: &[FoldedStack], left_out_samples: u64) -> Opt
         WIDTH / 2,
         esc(title)
     );
-    let mut notes = vec![format!(
-        "{total} busy samples. x: share of the samples (frames merged by name, alphabetical at each depth: not time); y: stack depth."
-    )];
-    let mut left = String::new();
-    if narrow > 0 {
-        let _ = write!(
-            left,
-            "{narrow} frames narrower than {:.1}% not drawn. ",
-            MIN_PER_MILLE as f64 / 10.0
-        );
-    }
-    if left_out_samples > 0 {
-        let _ = write!(
-            left,
-            "{left_out_samples} samples of stacks the profile did not keep are {LEFT_OUT_FRAME}."
-        );
-    }
-    if !left.is_empty() {
-        notes.push(left.trim_end().to_string());
-    }
+    let notes = notes(total, narrow, left_out_samples);
     for (i, note) in notes.iter().enumerate() {
         let _ = writeln!(
             out,
@@ -331,21 +355,7 @@ pub fn render(title: &str, stacks: &[FoldedStack], left_out_samples: u64) -> Opt
         out.push_str("</g>\n");
     }
     // Legend: the kinds drawn.
-    let legend_top = base + 16;
-    for (i, k) in kinds.iter().enumerate() {
-        let col = (i % per_row) as i64;
-        let row = (i / per_row) as i64;
-        let lx = MARGIN + col * 195;
-        let ly = legend_top + row * 20;
-        let _ = writeln!(
-            out,
-            r##"<rect x="{lx}" y="{ly}" width="14" height="12" fill="{}" stroke="#999999" stroke-width="0.5"/><text x="{}" y="{}" font-size="12">{}</text>"##,
-            k.fill(),
-            lx + 20,
-            ly + 10,
-            esc(k.label())
-        );
-    }
+    legend(&mut out, &kinds, base + 16, per_row);
     out.push_str("</svg>\n");
     Some(out)
 }

@@ -143,45 +143,51 @@ pub fn table(rec: &FleetRecord, worst: usize) -> String {
         }
         let _ = writeln!(out);
     }
-    if !rec.interference.is_empty() {
+    interference(&mut out, rec);
+    out
+}
+
+/// The interference check's lines: each pair re-run alone against its result in the mesh.
+fn interference(out: &mut String, rec: &FleetRecord) {
+    if rec.interference.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Interference check (each pair re-run alone; the 95 % Student-t prediction interval of the alone run's per-interval samples)"
+    );
+    for c in &rec.interference {
+        let f = |v: Option<f64>| match (
+            v,
+            rec.pairs.iter().any(|p| p.figures.throughput_bps.is_some()),
+        ) {
+            (Some(v), true) => format_bps(v),
+            (Some(v), false) => format!("{v:.0}/s"),
+            (None, _) => "-".into(),
+        };
+        let verdict = if c.flagged {
+            format!(
+                "DISTURBED in round {} ({} pairs beside it)",
+                c.round, c.beside
+            )
+        } else if let Some(n) = &c.note {
+            format!("undecided: {n}")
+        } else {
+            "not disturbed".to_string()
+        };
         let _ = writeln!(
             out,
-            "Interference check (each pair re-run alone; the 95 % Student-t prediction interval of the alone run's per-interval samples)"
+            "  {} -> {}: in round {} {}, alone {} [{} .. {}] over {} samples: {verdict}",
+            c.source,
+            c.destination,
+            c.round,
+            f(c.mesh_mean),
+            f(c.alone_mean),
+            f(c.alone_ci_low),
+            f(c.alone_ci_high),
+            c.alone_samples
         );
-        for c in &rec.interference {
-            let f = |v: Option<f64>| match (
-                v,
-                rec.pairs.iter().any(|p| p.figures.throughput_bps.is_some()),
-            ) {
-                (Some(v), true) => format_bps(v),
-                (Some(v), false) => format!("{v:.0}/s"),
-                (None, _) => "-".into(),
-            };
-            let verdict = if c.flagged {
-                format!(
-                    "DISTURBED in round {} ({} pairs beside it)",
-                    c.round, c.beside
-                )
-            } else if let Some(n) = &c.note {
-                format!("undecided: {n}")
-            } else {
-                "not disturbed".to_string()
-            };
-            let _ = writeln!(
-                out,
-                "  {} -> {}: in round {} {}, alone {} [{} .. {}] over {} samples: {verdict}",
-                c.source,
-                c.destination,
-                c.round,
-                f(c.mesh_mean),
-                f(c.alone_mean),
-                f(c.alone_ci_low),
-                f(c.alone_ci_high),
-                c.alone_samples
-            );
-        }
     }
-    out
 }
 
 /// CSV: one row per ordered pair.
@@ -276,24 +282,7 @@ pub fn prom(rec: &FleetRecord, k: usize) -> String {
             rec.interference.iter().filter(|c| c.flagged).count() as f64,
         )],
     );
-    let time = |t: &Option<String>| {
-        t.as_deref()
-            .and_then(|s| humantime::parse_rfc3339_weak(s).ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(f64::NAN, |d| d.as_secs_f64())
-    };
-    p.family(
-        "linerate_fleet_started_timestamp_seconds",
-        "gauge",
-        "When the fleet run's first test started (Unix time).",
-        &[(vec![fleet()], time(&rec.started_at))],
-    );
-    p.family(
-        "linerate_fleet_ended_timestamp_seconds",
-        "gauge",
-        "When the fleet run's last test started (Unix time).",
-        &[(vec![fleet()], time(&rec.ended_at))],
-    );
+    run_times(&mut p, rec);
     let host = |h: &str| vec![fleet(), ("agent", h.to_string())];
     let per_host = |f: &dyn Fn(&crate::fleet::record::HostSummary) -> Option<f64>| {
         rec.hosts
@@ -347,6 +336,29 @@ pub fn prom(rec: &FleetRecord, k: usize) -> String {
         &worst,
     );
     p.out
+}
+
+/// When the run's first and last tests started (Unix time; NaN when unknown).
+fn run_times(p: &mut Prom, rec: &FleetRecord) {
+    let fleet = || ("fleet", rec.name.clone());
+    let time = |t: &Option<String>| {
+        t.as_deref()
+            .and_then(|s| humantime::parse_rfc3339_weak(s).ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(f64::NAN, |d| d.as_secs_f64())
+    };
+    p.family(
+        "linerate_fleet_started_timestamp_seconds",
+        "gauge",
+        "When the fleet run's first test started (Unix time).",
+        &[(vec![fleet()], time(&rec.started_at))],
+    );
+    p.family(
+        "linerate_fleet_ended_timestamp_seconds",
+        "gauge",
+        "When the fleet run's last test started (Unix time).",
+        &[(vec![fleet()], time(&rec.ended_at))],
+    );
 }
 
 #[cfg(test)]

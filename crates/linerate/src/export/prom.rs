@@ -6,6 +6,7 @@
 
 use std::fmt::Write as _;
 
+use crate::model::rr::LatencySummary;
 use crate::model::{FlowDirection, RunRecord};
 use crate::session::server::policy::metrics::Snapshot;
 
@@ -260,39 +261,44 @@ pub fn runs(command: &str, runs: &[RunRecord]) -> String {
             );
         }
         if let Some(l) = &rr.latency {
-            // A summary: the quantiles, and the sum and count of the latencies it is of.
-            let name = "linerate_client_last_latency_seconds";
-            let _ = writeln!(
-                p.out,
-                "# HELP {name} Latency of the last run's transactions, seconds."
-            );
-            let _ = writeln!(p.out, "# TYPE {name} summary");
-            let labels = |q: Option<&str>| {
-                let mut l = vec![
-                    format!("command=\"{}\"", label_value(command)),
-                    format!("server=\"{}\"", label_value(&server)),
-                ];
-                if let Some(q) = q {
-                    l.push(format!("quantile=\"{q}\""));
-                }
-                l.join(",")
-            };
-            for (q, ns) in [("0.5", l.p50_ns), ("0.99", l.p99_ns), ("0.999", l.p99_9_ns)] {
-                let _ = writeln!(
-                    p.out,
-                    "{name}{{{}}} {}",
-                    labels(Some(q)),
-                    value(ns as f64 / 1e9)
-                );
-            }
-            let sum = l.mean_ns * l.count as f64 / 1e9;
-            if sum.is_finite() {
-                let _ = writeln!(p.out, "{name}_sum{{{}}} {}", labels(None), value(sum));
-            }
-            let _ = writeln!(p.out, "{name}_count{{{}}} {}", labels(None), l.count);
+            latency_summary(&mut p, command, &server, l);
         }
     }
     p.out
+}
+
+/// The last run's latency as a Prometheus summary: the quantiles, and the sum and count of
+/// the latencies it is of.
+fn latency_summary(p: &mut Prom, command: &str, server: &str, l: &LatencySummary) {
+    let name = "linerate_client_last_latency_seconds";
+    let _ = writeln!(
+        p.out,
+        "# HELP {name} Latency of the last run's transactions, seconds."
+    );
+    let _ = writeln!(p.out, "# TYPE {name} summary");
+    let labels = |q: Option<&str>| {
+        let mut l = vec![
+            format!("command=\"{}\"", label_value(command)),
+            format!("server=\"{}\"", label_value(server)),
+        ];
+        if let Some(q) = q {
+            l.push(format!("quantile=\"{q}\""));
+        }
+        l.join(",")
+    };
+    for (q, ns) in [("0.5", l.p50_ns), ("0.99", l.p99_ns), ("0.999", l.p99_9_ns)] {
+        let _ = writeln!(
+            p.out,
+            "{name}{{{}}} {}",
+            labels(Some(q)),
+            value(ns as f64 / 1e9)
+        );
+    }
+    let sum = l.mean_ns * l.count as f64 / 1e9;
+    if sum.is_finite() {
+        let _ = writeln!(p.out, "{name}_sum{{{}}} {}", labels(None), value(sum));
+    }
+    let _ = writeln!(p.out, "{name}_count{{{}}} {}", labels(None), l.count);
 }
 
 /// Writes `text` to `path` atomically: a temporary file in the same directory, synced,

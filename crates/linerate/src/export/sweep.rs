@@ -17,6 +17,30 @@ fn runs(p: &PointRecord) -> usize {
     p.runs.as_ref().map_or(0, |s| s.runs.len())
 }
 
+/// A point's note in the table: its error, and whether it is the best or the baseline.
+fn point_note(rec: &SweepRecord, p: &PointRecord) -> String {
+    let mut note = p.error.clone().unwrap_or_default();
+    if rec.best.as_ref().is_some_and(|b| b.point == p.index) {
+        note = if note.is_empty() {
+            "best".into()
+        } else {
+            format!("best; {note}")
+        };
+    }
+    if rec
+        .best
+        .as_ref()
+        .is_some_and(|b| b.baseline == p.index && b.point != p.index)
+    {
+        note = if note.is_empty() {
+            "baseline".into()
+        } else {
+            format!("baseline; {note}")
+        };
+    }
+    note
+}
+
 /// The table, with a trailing newline.
 pub fn render_table(rec: &SweepRecord) -> String {
     let mut out = format!(
@@ -73,25 +97,7 @@ pub fn render_table(rec: &SweepRecord) -> String {
             .as_ref()
             .and_then(|s| s.ci_half_width_percent)
             .map_or("-".to_string(), |h| format!("±{h:.1}%"));
-        let mut note = p.error.clone().unwrap_or_default();
-        if rec.best.as_ref().is_some_and(|b| b.point == p.index) {
-            note = if note.is_empty() {
-                "best".into()
-            } else {
-                format!("best; {note}")
-            };
-        }
-        if rec
-            .best
-            .as_ref()
-            .is_some_and(|b| b.baseline == p.index && b.point != p.index)
-        {
-            note = if note.is_empty() {
-                "baseline".into()
-            } else {
-                format!("baseline; {note}")
-            };
-        }
+        let note = point_note(rec, p);
         line.push_str(&format!(
             "  {:<14}  {:>4}  {:>16}  {:>10}  {}",
             p.status.word(),

@@ -435,29 +435,6 @@ pub fn mismatch(la: &str, a: &[RunFigures], lb: &str, b: &[RunFigures]) -> Vec<S
     out
 }
 
-fn def_of(name: &str) -> Option<MetricDef> {
-    [
-        repeat::THROUGHPUT,
-        repeat::THROUGHPUT_BACK,
-        repeat::PPS,
-        repeat::LOSS,
-        repeat::TPS,
-        repeat::P50,
-        repeat::P99,
-        repeat::LOST_TRAN,
-        repeat::CLIENT_CPU,
-        repeat::SERVER_CPU,
-        repeat::CLIENT_IRQS,
-        repeat::SERVER_IRQS,
-        repeat::CLIENT_SD_KB,
-        repeat::SERVER_SD_KB,
-        repeat::CLIENT_SD_TR,
-        repeat::SERVER_SD_TR,
-    ]
-    .into_iter()
-    .find(|d| d.name == name)
-}
-
 /// "12.3% lower throughput", "no significant change in throughput (+0.4%)".
 fn phrase(m: &MetricComparison, label: &str, up: &str, down: &str) -> Option<String> {
     let pct = m.change_percent()?;
@@ -561,7 +538,7 @@ pub fn sentence(
         .filter_map(|m| m.change_percent().map(|c| (m, c)))
         .max_by(|x, y| x.1.abs().total_cmp(&y.1.abs()));
     if let Some((m, pct)) = cost {
-        let label = def_of(&m.name).map_or(m.name.as_str(), |d| d.label);
+        let label = repeat::def_named(&m.name).map_or(m.name.as_str(), |d| d.label);
         let (what, end) = label.split_once(' ').map_or((label, ""), |(e, w)| (w, e));
         out.push_str(&format!(
             " while using {:.1}% {} {what} on the {end}",

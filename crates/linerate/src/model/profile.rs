@@ -17,7 +17,7 @@ use linerate_wire::profile::{
 };
 
 use crate::sys::kallsyms::Kallsyms;
-use crate::sys::perf::RawSamples;
+use crate::sys::perf::{RawSample, RawSamples};
 
 /// How many functions a profile's top list keeps.
 pub const TOP_FUNCTIONS: usize = 20;
@@ -357,6 +357,96 @@ struct CpuTally {
     functions: HashMap<String, u64>,
 }
 
+/// The counts of the samples in the measured window, before they are ranked.
+#[derive(Default)]
+struct Tally<'a> {
+    samples: u64,
+    idle: u64,
+    kernel: u64,
+    user: u64,
+    unresolved: u64,
+    functions: HashMap<String, (Category, u64)>,
+    categories: HashMap<Category, u64>,
+    cpus: HashMap<u32, CpuTally>,
+    folded: HashMap<String, u64>,
+    processes: HashMap<&'a str, u64>,
+}
+
+impl<'a> Tally<'a> {
+    /// Counts one sample: an idle one only as idle; any other under its function, category,
+    /// process and CPU, and its folded stack when `callchains`.
+    fn add(&mut self, raw: &'a RawSamples, syms: &Kallsyms, s: &RawSample, callchains: bool) {
+        self.samples += 1;
+        let tally = self.cpus.entry(s.cpu).or_default();
+        tally.samples += 1;
+        let comm = raw.comms.get(&s.pid).map_or("?", String::as_str);
+        let (name, category) = if s.user {
+            (format!("[user] {comm}"), Category::UserSpace)
+        } else {
+            match syms.resolve(s.ip) {
+                Some(n) if s.pid == 0 && is_idle(n) => {
+                    self.idle += 1;
+                    tally.idle += 1;
+                    return;
+                }
+                Some(n) => (n.to_string(), categorize(n)),
+                None => {
+                    self.unresolved += 1;
+                    ("[unknown kernel]".to_string(), Category::Other)
+                }
+            }
+        };
+        if s.user {
+            self.user += 1;
+        } else {
+            self.kernel += 1;
+        }
+        *self.processes.entry(comm).or_default() += 1;
+        *self.categories.entry(category).or_default() += 1;
+        *tally.categories.entry(category).or_default() += 1;
+        *tally.functions.entry(name.clone()).or_default() += 1;
+        if callchains {
+            *self
+                .folded
+                .entry(folded_stack(raw, syms, s, comm, &name))
+                .or_default() += 1;
+        }
+        self.functions.entry(name).or_insert((category, 0)).1 += 1;
+    }
+}
+
+/// A sample's stack in the folded format: the process, then its frames outermost first (a
+/// user-space sample's one frame, a kernel sample's call chain or its own function).
+fn folded_stack(
+    raw: &RawSamples,
+    syms: &Kallsyms,
+    s: &RawSample,
+    comm: &str,
+    name: &str,
+) -> String {
+    let mut stack = comm.to_string();
+    if s.user {
+        stack.push(';');
+        stack.push_str(name);
+    } else {
+        let chain = raw.chain(s);
+        let frames: Vec<&str> = if chain.is_empty() {
+            vec![name]
+        } else {
+            chain
+                .iter()
+                .rev()
+                .map(|ip| syms.resolve(*ip).unwrap_or("[unknown kernel]"))
+                .collect()
+        };
+        for f in frames {
+            stack.push(';');
+            stack.push_str(f);
+        }
+    }
+    stack
+}
+
 /// Builds one end's profile from the samples in `[from_ns, to_ns)` (`CLOCK_MONOTONIC`).
 pub fn build(
     raw: &RawSamples,
@@ -365,77 +455,43 @@ pub fn build(
     from_ns: u64,
     to_ns: u64,
 ) -> ProfileReport {
-    let mut samples = 0u64;
-    let mut idle = 0u64;
-    let mut kernel = 0u64;
-    let mut user = 0u64;
-    let mut unresolved = 0u64;
-    let mut functions: HashMap<String, (Category, u64)> = HashMap::new();
-    let mut categories: HashMap<Category, u64> = HashMap::new();
-    let mut cpus: HashMap<u32, CpuTally> =
-        raw.cpus.iter().map(|c| (*c, CpuTally::default())).collect();
-    let mut folded: HashMap<String, u64> = HashMap::new();
-    let mut processes: HashMap<&str, u64> = HashMap::new();
+    let mut t = Tally {
+        cpus: raw.cpus.iter().map(|c| (*c, CpuTally::default())).collect(),
+        ..Tally::default()
+    };
     for s in raw
         .samples
         .iter()
         .filter(|s| s.time_ns >= from_ns && s.time_ns < to_ns)
     {
-        samples += 1;
-        let tally = cpus.entry(s.cpu).or_default();
-        tally.samples += 1;
-        let comm = raw.comms.get(&s.pid).map_or("?", String::as_str);
-        let (name, category) = if s.user {
-            (format!("[user] {comm}"), Category::UserSpace)
-        } else {
-            match syms.resolve(s.ip) {
-                Some(n) if s.pid == 0 && is_idle(n) => {
-                    idle += 1;
-                    tally.idle += 1;
-                    continue;
-                }
-                Some(n) => (n.to_string(), categorize(n)),
-                None => {
-                    unresolved += 1;
-                    ("[unknown kernel]".to_string(), Category::Other)
-                }
-            }
-        };
-        if s.user {
-            user += 1;
-        } else {
-            kernel += 1;
-        }
-        *processes.entry(comm).or_default() += 1;
-        *categories.entry(category).or_default() += 1;
-        *tally.categories.entry(category).or_default() += 1;
-        *tally.functions.entry(name.clone()).or_default() += 1;
-        if spec.callchains {
-            let mut stack = comm.to_string();
-            if s.user {
-                stack.push(';');
-                stack.push_str(&name);
-            } else {
-                let chain = raw.chain(s);
-                let frames: Vec<&str> = if chain.is_empty() {
-                    vec![name.as_str()]
-                } else {
-                    chain
-                        .iter()
-                        .rev()
-                        .map(|ip| syms.resolve(*ip).unwrap_or("[unknown kernel]"))
-                        .collect()
-                };
-                for f in frames {
-                    stack.push(';');
-                    stack.push_str(f);
-                }
-            }
-            *folded.entry(stack).or_default() += 1;
-        }
-        functions.entry(name).or_insert((category, 0)).1 += 1;
+        t.add(raw, syms, s, spec.callchains);
     }
-    let busy = samples - idle;
+    let busy = t.samples - t.idle;
+    let (stacks, left_out) = top_stacks(t.folded);
+    ProfileReport {
+        event: "cpu-clock".into(),
+        frequency_hz: spec.frequency_hz,
+        duration_ns: to_ns.saturating_sub(from_ns),
+        start_monotonic_ns: Some(from_ns),
+        samples: t.samples,
+        idle_samples: t.idle,
+        idle_percent: pct(t.idle, t.samples),
+        kernel_samples: t.kernel,
+        user_samples: t.user,
+        lost_samples: raw.lost,
+        unresolved_samples: t.unresolved,
+        top: top_functions(t.functions, busy),
+        categories: shares(&t.categories, busy),
+        processes: top_processes(t.processes, busy),
+        per_cpu: per_cpu(t.cpus),
+        folded: stacks,
+        folded_left_out_samples: left_out,
+        warnings: build_warnings(raw, t.samples),
+    }
+}
+
+/// The functions by samples, most first, at most [`TOP_FUNCTIONS`].
+fn top_functions(functions: HashMap<String, (Category, u64)>, busy: u64) -> Vec<FunctionShare> {
     let mut top: Vec<FunctionShare> = functions
         .into_iter()
         .map(|(name, (category, n))| FunctionShare {
@@ -447,6 +503,11 @@ pub fn build(
         .collect();
     top.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.name.cmp(&b.name)));
     top.truncate(TOP_FUNCTIONS.min(MAX_TOP));
+    top
+}
+
+/// The processes by samples, most first, at most [`MAX_PROCESSES`].
+fn top_processes(processes: HashMap<&str, u64>, busy: u64) -> Vec<ProcessShare> {
     let mut procs: Vec<ProcessShare> = processes
         .into_iter()
         .map(|(comm, n)| ProcessShare {
@@ -457,6 +518,11 @@ pub fn build(
         .collect();
     procs.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.comm.cmp(&b.comm)));
     procs.truncate(MAX_PROCESSES);
+    procs
+}
+
+/// Each CPU's samples, categories and busiest function, by CPU number.
+fn per_cpu(cpus: HashMap<u32, CpuTally>) -> Vec<CpuProfile> {
     let mut per_cpu: Vec<CpuProfile> = cpus
         .into_iter()
         .map(|(cpu, t)| {
@@ -476,6 +542,12 @@ pub fn build(
         .collect();
     per_cpu.sort_by_key(|c| c.cpu);
     per_cpu.truncate(linerate_wire::profile::MAX_CPUS);
+    per_cpu
+}
+
+/// The folded stacks by samples, most first, at most [`MAX_FOLDED`] of at most
+/// [`MAX_STACK`] bytes, and the samples of those left out.
+fn top_stacks(folded: HashMap<String, u64>) -> (Vec<FoldedStack>, u64) {
     let mut stacks: Vec<FoldedStack> = folded
         .into_iter()
         .map(|(stack, n)| FoldedStack { stack, samples: n })
@@ -488,6 +560,11 @@ pub fn build(
             s.stack = cut(&s.stack, MAX_STACK);
         }
     }
+    (stacks, left_out)
+}
+
+/// The warnings of a profile: samples lost or not kept, none in the window.
+fn build_warnings(raw: &RawSamples, samples: u64) -> Vec<String> {
     let mut warnings = Vec::new();
     if raw.lost > 0 {
         warnings.push(format!(
@@ -505,26 +582,7 @@ pub fn build(
     if samples == 0 {
         warnings.push("no samples in the measured window".into());
     }
-    ProfileReport {
-        event: "cpu-clock".into(),
-        frequency_hz: spec.frequency_hz,
-        duration_ns: to_ns.saturating_sub(from_ns),
-        start_monotonic_ns: Some(from_ns),
-        samples,
-        idle_samples: idle,
-        idle_percent: pct(idle, samples),
-        kernel_samples: kernel,
-        user_samples: user,
-        lost_samples: raw.lost,
-        unresolved_samples: unresolved,
-        top,
-        categories: shares(&categories, busy),
-        processes: procs,
-        per_cpu,
-        folded: stacks,
-        folded_left_out_samples: left_out,
-        warnings,
-    }
+    warnings
 }
 
 /// A CPU gave fewer busy samples than half of what its busy time comes to at the profile's

@@ -122,6 +122,11 @@ pub const ALL: [MetricDef; 17] = [
     SERVER_SD_TR,
 ];
 
+/// The metric of [`ALL`] named `name` (e.g. `client_service_demand_us_per_kb`).
+pub fn def_named(name: &str) -> Option<MetricDef> {
+    ALL.into_iter().find(|d| d.name == name)
+}
+
 /// Every metric that can be read from `rec`, primary first; unmeasured ones are left out.
 pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
     let mut out = Vec::new();
@@ -352,6 +357,15 @@ pub fn run_warnings(metrics: &[MetricSummary], primary: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn def_named_finds_every_metric_of_all() {
+        for d in ALL {
+            assert_eq!(def_named(d.name), Some(d));
+        }
+        assert_eq!(def_named("receiver_interface_pps"), Some(IFACE_PPS));
+        assert_eq!(def_named("no_such_metric"), None);
+    }
 
     #[test]
     fn metric_summary_matches_hand_computation() {

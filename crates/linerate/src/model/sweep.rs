@@ -638,13 +638,6 @@ fn listed(indices: &[u32]) -> String {
 /// noise, so the better measured figure decides ([`PickRule::HigherFigure`]).
 pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<BestRecord> {
     let def = metric_def(points, metric)?;
-    let better = |a: f64, b: f64| {
-        if def.higher_is_better {
-            a > b
-        } else {
-            a < b
-        }
-    };
     let valid: Vec<(&PointRecord, Vec<f64>, f64)> = points
         .iter()
         .filter(|p| matches!(p.status, PointStatus::Ok | PointStatus::TesterLimited))
@@ -656,30 +649,13 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         .collect();
     let mut best: Option<&(&PointRecord, Vec<f64>, f64)> = None;
     for c in &valid {
-        if best.is_none_or(|b| better(c.2, b.2)) {
+        if best.is_none_or(|b| better(def.higher_is_better, c.2, b.2)) {
             best = Some(c);
         }
     }
     let (bp, bvals, bm) = best?;
     let (bp, bm) = (*bp, *bm);
-    // Against every other point that took part.
-    let mut rule = PickRule::OnlyPoint;
-    let mut indistinguishable = Vec::new();
-    let mut single = false;
-    for (p, vals, _) in valid.iter().filter(|(p, _, _)| p.index != bp.index) {
-        let Some(c) = MetricComparison::new(metric, vals, bvals) else {
-            continue;
-        };
-        match c.verdict {
-            Verdict::TooFewRuns => single = true,
-            Verdict::NotSignificant => indistinguishable.push(p.index),
-            Verdict::Significant => {}
-        }
-        rule = PickRule::Welch;
-    }
-    if single {
-        rule = PickRule::HigherFigure;
-    }
+    let (rule, indistinguishable) = pick_rule(&valid, bp, bvals, metric);
     let all_limited = valid
         .iter()
         .all(|(p, _, _)| p.status == PointStatus::TesterLimited);
@@ -693,94 +669,16 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         Verdict::TooFewRuns => "too_few_trials",
     };
     let change = cmp.change_percent();
-    let bound = bound_word(def.higher_is_better);
-    let figure = |p: &PointRecord, m: f64| {
-        if p.status == PointStatus::TesterLimited {
-            format!("{bound} {}", format_metric(metric, m))
-        } else {
-            format_metric(metric, m)
-        }
-    };
-    let limited_note = if bp.status == PointStatus::TesterLimited {
-        "; the tester limited this point: use -P"
-    } else {
-        ""
-    };
-    let mut sentence = if bp.index == baseline {
-        format!(
-            "The baseline, point {} ({}), is the best by {}: {}{limited_note}.",
-            bp.index,
-            bp.label(),
-            def.label,
-            figure(bp, bm)
-        )
-    } else {
-        let how = match change {
-            Some(c) => {
-                let word = if c >= 0.0 { "higher" } else { "lower" };
-                format!("{:.1} % {word} than", c.abs())
-            }
-            None => "compared with".to_string(),
-        };
-        let sig = match cmp.verdict {
-            Verdict::Significant => format!(
-                "; the difference is significant (Welch's t-test, p = {:.3})",
-                cmp.p_value.unwrap_or(0.0)
-            ),
-            Verdict::NotSignificant => format!(
-                "; the difference is not significant (Welch's t-test, p = {:.2}): the points may be equal",
-                cmp.p_value.unwrap_or(1.0)
-            ),
-            // The rule's words below say why.
-            Verdict::TooFewRuns => String::new(),
-        };
-        format!(
-            "Best by {}: point {} ({}) {}{limited_note}. That is {how} the baseline point {} ({}, {}){sig}.",
-            def.label,
-            bp.index,
-            bp.label(),
-            if bp.status == PointStatus::TesterLimited {
-                figure(bp, bm)
-            } else {
-                format!("at {}", figure(bp, bm))
-            },
-            base.index,
-            base.label(),
-            figure(base, base_mean),
-        )
-    };
-    match rule {
-        PickRule::OnlyPoint => sentence.push_str(" No other point measured it."),
-        PickRule::HigherFigure => sentence.push_str(&format!(
-            " Picked by the {} measured figure: with single runs nothing can show the difference \
-             is noise (use --repeat 5 or more).",
-            if def.higher_is_better {
-                "higher"
-            } else {
-                "lower"
-            }
-        )),
-        PickRule::Welch if indistinguishable.is_empty() => {
-            sentence.push_str(" Welch's t-test separates it from every other point (p < 0.05).")
-        }
-        // The baseline's comparison above already said it may be equal.
-        PickRule::Welch if indistinguishable == [baseline] && bp.index != baseline => sentence
-            .push_str(
-                " Welch's t-test separates it from every other point but the baseline \
-                 (p < 0.05); it is picked by its mean.",
-            ),
-        PickRule::Welch => sentence.push_str(&format!(
-            " Welch's t-test cannot tell it from {} (p >= 0.05): they are indistinguishable, \
-             and it is picked only by its {} mean.",
-            listed(&indistinguishable),
-            if def.higher_is_better {
-                "higher"
-            } else {
-                "lower"
-            }
-        )),
-    }
+    let mut sentence = pick_sentence(metric, &def, (bp, bm), (base, base_mean), &cmp);
+    sentence.push_str(&rule_words(
+        rule,
+        &indistinguishable,
+        baseline,
+        bp.index,
+        def.higher_is_better,
+    ));
     if all_limited {
+        let bound = bound_word(def.higher_is_better);
         sentence.push_str(&format!(
             " The tester limited every point: the sweep measured linerate more than the \
              system, which does {bound} that well; to measure the system use {TESTER_ADVICE}."
@@ -802,6 +700,147 @@ pub fn pick_best(points: &[PointRecord], metric: &str, baseline: u32) -> Option<
         indistinguishable,
         sentence,
     })
+}
+
+/// `a` is better than `b` for a metric of which more (or less) is better.
+fn better(higher_is_better: bool, a: f64, b: f64) -> bool {
+    if higher_is_better {
+        a > b
+    } else {
+        a < b
+    }
+}
+
+/// How the best point `bp` (with values `bvals`) was picked against every other point that
+/// took part, and the points Welch's t-test cannot tell from it.
+fn pick_rule(
+    valid: &[(&PointRecord, Vec<f64>, f64)],
+    bp: &PointRecord,
+    bvals: &[f64],
+    metric: &str,
+) -> (PickRule, Vec<u32>) {
+    let mut rule = PickRule::OnlyPoint;
+    let mut indistinguishable = Vec::new();
+    let mut single = false;
+    for (p, vals, _) in valid.iter().filter(|(p, _, _)| p.index != bp.index) {
+        let Some(c) = MetricComparison::new(metric, vals, bvals) else {
+            continue;
+        };
+        match c.verdict {
+            Verdict::TooFewRuns => single = true,
+            Verdict::NotSignificant => indistinguishable.push(p.index),
+            Verdict::Significant => {}
+        }
+        rule = PickRule::Welch;
+    }
+    if single {
+        rule = PickRule::HigherFigure;
+    }
+    (rule, indistinguishable)
+}
+
+/// A point's figure, "at least"/"at most" before it when the tester limited the point.
+fn point_figure(metric: &str, higher_is_better: bool, p: &PointRecord, m: f64) -> String {
+    if p.status == PointStatus::TesterLimited {
+        format!(
+            "{} {}",
+            bound_word(higher_is_better),
+            format_metric(metric, m)
+        )
+    } else {
+        format_metric(metric, m)
+    }
+}
+
+/// The pick's first sentence: the best point and its figure, against the baseline's with
+/// the t-test's word on the difference.
+fn pick_sentence(
+    metric: &str,
+    def: &MetricDef,
+    (bp, bm): (&PointRecord, f64),
+    (base, base_mean): (&PointRecord, f64),
+    cmp: &MetricComparison,
+) -> String {
+    let figure = |p: &PointRecord, m: f64| point_figure(metric, def.higher_is_better, p, m);
+    let limited_note = if bp.status == PointStatus::TesterLimited {
+        "; the tester limited this point: use -P"
+    } else {
+        ""
+    };
+    if bp.index == base.index {
+        return format!(
+            "The baseline, point {} ({}), is the best by {}: {}{limited_note}.",
+            bp.index,
+            bp.label(),
+            def.label,
+            figure(bp, bm)
+        );
+    }
+    let how = match cmp.change_percent() {
+        Some(c) => {
+            let word = if c >= 0.0 { "higher" } else { "lower" };
+            format!("{:.1} % {word} than", c.abs())
+        }
+        None => "compared with".to_string(),
+    };
+    let sig = match cmp.verdict {
+        Verdict::Significant => format!(
+            "; the difference is significant (Welch's t-test, p = {:.3})",
+            cmp.p_value.unwrap_or(0.0)
+        ),
+        Verdict::NotSignificant => format!(
+            "; the difference is not significant (Welch's t-test, p = {:.2}): the points may be equal",
+            cmp.p_value.unwrap_or(1.0)
+        ),
+        // The rule's words below say why.
+        Verdict::TooFewRuns => String::new(),
+    };
+    format!(
+        "Best by {}: point {} ({}) {}{limited_note}. That is {how} the baseline point {} ({}, {}){sig}.",
+        def.label,
+        bp.index,
+        bp.label(),
+        if bp.status == PointStatus::TesterLimited {
+            figure(bp, bm)
+        } else {
+            format!("at {}", figure(bp, bm))
+        },
+        base.index,
+        base.label(),
+        figure(base, base_mean),
+    )
+}
+
+/// The words that say how the best point was picked (`rule`), with a leading space.
+fn rule_words(
+    rule: PickRule,
+    indistinguishable: &[u32],
+    baseline: u32,
+    best: u32,
+    higher_is_better: bool,
+) -> String {
+    let more = if higher_is_better { "higher" } else { "lower" };
+    match rule {
+        PickRule::OnlyPoint => " No other point measured it.".to_string(),
+        PickRule::HigherFigure => format!(
+            " Picked by the {more} measured figure: with single runs nothing can show the difference \
+             is noise (use --repeat 5 or more)."
+        ),
+        PickRule::Welch if indistinguishable.is_empty() => {
+            " Welch's t-test separates it from every other point (p < 0.05).".to_string()
+        }
+        // The baseline's comparison above already said it may be equal.
+        PickRule::Welch if indistinguishable == [baseline] && best != baseline => {
+            " Welch's t-test separates it from every other point but the baseline \
+             (p < 0.05); it is picked by its mean."
+                .to_string()
+        }
+        PickRule::Welch => format!(
+            " Welch's t-test cannot tell it from {} (p >= 0.05): they are indistinguishable, \
+             and it is picked only by its {more} mean.",
+            listed(indistinguishable)
+        ),
+    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use linerate_wire::report::{
     HostInfo, IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals,
 };
 
-use super::counters::{total_since, LoopCtx, RrCounters, Snap};
+use super::counters::{total_since, CounterSnapshot, LoopCtx, RrCounters, Snap};
 use super::watch::{Watch, Watchdog};
 use super::{client, latency, server};
 use crate::engine::meter::{self, Meter, SampleSource, Window};
@@ -527,28 +527,7 @@ impl RrEngine {
                 l => (l - 1).saturating_sub(base_ns),
             };
             last = last.max(dur);
-            let facts = info.tcp.as_ref().map(tcp_facts);
-            streams.push(StreamReport {
-                index: info.index,
-                role,
-                bytes: d.tx_bytes + d.rx_bytes,
-                io_calls: Some(d.tx_calls + d.rx_calls),
-                packets: info.udp.then(|| d.tx_calls + d.rx_calls),
-                duration_ns: dur,
-                sndbuf_bytes: info.bufs.0,
-                rcvbuf_bytes: info.bufs.1,
-                mss_bytes: facts.as_ref().and_then(|f| f.0),
-                congestion: None,
-                tcp_info: facts.and_then(|f| f.1),
-                udp_rx: None,
-                udp_seq_end: None,
-                local_addr: info.local.clone(),
-                remote_addr: info.remote.clone(),
-                tx_path: None,
-                send_mode: None,
-                recv_mode: None,
-                zerocopy: None,
-            });
+            streams.push(stream_report(info, role, &d, dur));
         }
         let total = total_since(fin, base);
         data.transactions = total.transactions;
@@ -647,6 +626,37 @@ fn stream_info(index: u16, s: &RrSocket) -> StreamInfo {
             udp: false,
             bufs: (None, None),
         },
+    }
+}
+
+/// One stream's report: its counters over the window (`d`) and its active time `dur`.
+fn stream_report(
+    info: &StreamInfo,
+    role: StreamRole,
+    d: &CounterSnapshot,
+    dur: u64,
+) -> StreamReport {
+    let facts = info.tcp.as_ref().map(tcp_facts);
+    StreamReport {
+        index: info.index,
+        role,
+        bytes: d.tx_bytes + d.rx_bytes,
+        io_calls: Some(d.tx_calls + d.rx_calls),
+        packets: info.udp.then(|| d.tx_calls + d.rx_calls),
+        duration_ns: dur,
+        sndbuf_bytes: info.bufs.0,
+        rcvbuf_bytes: info.bufs.1,
+        mss_bytes: facts.as_ref().and_then(|f| f.0),
+        congestion: None,
+        tcp_info: facts.and_then(|f| f.1),
+        udp_rx: None,
+        udp_seq_end: None,
+        local_addr: info.local.clone(),
+        remote_addr: info.remote.clone(),
+        tx_path: None,
+        send_mode: None,
+        recv_mode: None,
+        zerocopy: None,
     }
 }
 

@@ -429,3 +429,41 @@ impl Drop for Iperf3Server {
         }
     }
 }
+
+/// The first line a child wrote to `stderr` (its banner), read byte by byte so that nothing
+/// after it is taken from the pipe.
+pub fn first_line(stderr: &mut impl Read) -> String {
+    let mut line = Vec::new();
+    let mut b = [0u8; 1];
+    while stderr.read_exact(&mut b).is_ok() && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    String::from_utf8_lossy(&line).into_owned()
+}
+
+/// The port of "linerate serve: listening on 127.0.0.1:PORT (TCP and UDP)".
+pub fn banner_port(line: &str) -> u16 {
+    line.split("127.0.0.1:")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {line:?}"))
+}
+
+/// What a child writes to `stderr` from now on, collected by a thread as it comes.
+pub fn collect(mut stderr: impl Read + Send + 'static) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let l = log.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            l.lock()
+                .unwrap()
+                .push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    log
+}

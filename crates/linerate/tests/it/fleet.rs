@@ -2,12 +2,11 @@
 //! every ordered pair in its round, each an agent's third-party test, every pair in the
 //! store; a dead agent fails only its pairs and `--resume` runs just those; the refusals.
 
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 
-use super::common::bin;
+use super::common::{banner_port, bin, collect, first_line};
 
 /// An agent with its log collected as it comes.
 struct Agent {
@@ -26,31 +25,8 @@ impl Agent {
             .spawn()
             .unwrap();
         let mut stderr = child.stderr.take().unwrap();
-        let mut line = Vec::new();
-        let mut b = [0u8; 1];
-        while stderr.read_exact(&mut b).is_ok() && b[0] != b'\n' {
-            line.push(b[0]);
-        }
-        let line = String::from_utf8_lossy(&line).into_owned();
-        let port = line
-            .split("127.0.0.1:")
-            .nth(1)
-            .and_then(|t| t.split_whitespace().next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in {line:?}"));
-        let log = Arc::new(Mutex::new(String::new()));
-        let l = log.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                l.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let port = banner_port(&first_line(&mut stderr));
+        let log = collect(stderr);
         Agent { child, port, log }
     }
 

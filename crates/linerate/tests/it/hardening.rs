@@ -13,7 +13,7 @@ use linerate::session::protocol::auth::Users;
 use linerate_wire::control::{self, Direction, ErrorCode, IntervalMsg, Message, Transport};
 use linerate_wire::report::Totals;
 
-use crate::common::{bin, plan, spec, TestServer};
+use crate::common::{banner_port, bin, first_line, plan, spec, TestServer};
 use crate::fake::{
     accept_and_start, all_features, finish, interval, server_report, FakeClient, FakeServer,
 };
@@ -169,21 +169,8 @@ impl Serve {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // "linerate serve: listening on 127.0.0.1:PORT (TCP and UDP)", read byte by byte so
-        // that nothing after it is taken from the pipe.
-        let mut line = Vec::new();
-        let stderr = child.stderr.as_mut().unwrap();
-        let mut b = [0u8; 1];
-        while stderr.read_exact(&mut b).is_ok() && b[0] != b'\n' {
-            line.push(b[0]);
-        }
-        let line = String::from_utf8_lossy(&line).into_owned();
-        let port = line
-            .split("127.0.0.1:")
-            .nth(1)
-            .and_then(|t| t.split_whitespace().next())
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in {line:?}"));
+        // "linerate serve: listening on 127.0.0.1:PORT (TCP and UDP)".
+        let port = banner_port(&first_line(child.stderr.as_mut().unwrap()));
         Serve { child, port }
     }
 

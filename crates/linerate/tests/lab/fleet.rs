@@ -13,13 +13,14 @@
 //! * Two agents in one host share its shaped link: the interference check flags the pairs
 //!   that ran beside each other over that link, and not the pairs of the other hosts.
 
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use linerate_lab::Shaping;
+
+use crate::common::collect;
 
 const RATE_BPS: u64 = 50_000_000;
 const HOSTS: usize = 6;
@@ -156,20 +157,7 @@ impl Agent {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let l = log.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stderr.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                l.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let log = collect(child.stderr.take().unwrap());
         let name = format!("{}:{port}", Bridge::addr(i));
         // Listening once its banner is out.
         for _ in 0..100 {

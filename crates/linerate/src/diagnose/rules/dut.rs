@@ -4,7 +4,7 @@
 //! the tester had room.
 
 use super::*;
-use crate::model::dut::DutCounters;
+use crate::model::dut::{DutCounters, DutCpu};
 
 /// Each frame size's `device_verdicts` of an RFC 2544 run (`--dut`): [`device_verdicts`] over
 /// the device's counters in the trial at the throughput rate, the device not judged where
@@ -36,119 +36,133 @@ pub fn device_verdicts(d: &DutCounters, tester_limited: bool) -> (Vec<Verdict>, 
             "device {name}: its CPUs are not judged, the tester was the limit"
         )),
         (Some(c), false) if c.busiest_busy_percent >= CPU_ONE_BUSY_PERCENT => {
-            let irq_work = (c.busiest_softirq_percent + c.busiest_irq_percent).min(100.0);
-            let interrupts = irq_work >= SOFTIRQ_DOMINANT_PERCENT;
-            let shared = d.same_host == Some(true);
-            let mut evidence = vec![
-                ev(
-                    "device_busiest_cpu_util_percent",
-                    c.busiest_busy_percent.min(100.0),
-                    "percent",
-                    Some(">= 95"),
-                ),
-                ev(
-                    "device_busiest_cpu_irq_softirq_percent",
-                    irq_work,
-                    "percent",
-                    Some(if interrupts { ">= 50" } else { "< 50" }),
-                ),
-                ev(
-                    "device_cpu_util_percent",
-                    c.all_busy_percent.min(100.0),
-                    "percent",
-                    None,
-                ),
-            ];
-            if let Some(s) = &d.net_rx_softirqs {
-                if let Some(ns) = d.duration_ns.filter(|&n| n > 0) {
-                    evidence.push(ev(
-                        "device_net_rx_softirqs_per_sec",
-                        s.counts.total as f64 * 1e9 / ns as f64,
-                        "per_sec",
-                        None,
-                    ));
-                }
-            }
-            let caveat = if shared {
-                " The device is a network namespace on the tester's host: its CPU counters are the host's, the tester's work included."
-            } else {
-                ""
-            };
-            let (kind, what, suggestion) = if interrupts {
-                (
-                    VerdictKind::DeviceInterruptBound,
-                    format!(
-                        "the device {name} is interrupt/softirq bound: its CPU {} was {} busy, {} of it in interrupts and softirq, while the tester had room.{caveat}",
-                        c.busiest_cpu,
-                        pct(c.busiest_busy_percent.min(100.0)),
-                        pct(irq_work)
-                    ),
-                    "spread the device's receive work over more CPUs (RSS queues, RPS, IRQ affinity) or coalesce interrupts (ethtool -C); larger frames need fewer interrupts per byte",
-                )
-            } else {
-                (
-                    VerdictKind::DeviceCpuBound,
-                    format!(
-                        "the device {name} is CPU bound: its CPU {} was {} busy, mostly outside interrupts ({} in interrupts and softirq).{caveat}",
-                        c.busiest_cpu,
-                        pct(c.busiest_busy_percent.min(100.0)),
-                        pct(irq_work)
-                    ),
-                    "see what runs on the device's busy CPU (top, perf top): user-space forwarding, firewall rules or other work",
-                )
-            };
-            out.push(Verdict {
-                kind,
-                side: None,
-                flow: None,
-                confidence: if shared {
-                    Confidence::Low
-                } else {
-                    Confidence::Medium
-                },
-                evidence,
-                message: what,
-                suggestion: suggestion.into(),
-            });
+            out.push(cpu_verdict(d, c));
         }
         (Some(_), false) => {}
     }
-    let drops = d.ingress_drops();
-    if drops >= MIN_DROPS {
-        let rx = d.rx_packets();
-        let share = drops as f64 * 100.0 / (rx.saturating_add(drops)).max(1) as f64;
-        let worst = d
-            .interfaces
-            .iter()
-            .max_by_key(|i| i.ingress_drops())
-            .map_or_else(String::new, |i| i.name.clone());
-        out.push(Verdict {
-            kind: VerdictKind::DeviceDrops,
-            side: None,
-            flow: None,
-            confidence: Confidence::High,
-            evidence: vec![
-                ev(
-                    "device_ingress_drops",
-                    drops as f64,
-                    "count",
-                    Some(&format!(">= {MIN_DROPS}")),
-                ),
-                ev(
-                    "device_ingress_drop_percent",
-                    share.min(100.0),
-                    "percent",
-                    None,
-                ),
-            ],
-            message: format!(
-                "the device {name} dropped {drops} packets at ingress ({} of what arrived; most at {worst}): rx_dropped, missed and FIFO overruns",
-                pct(share.min(100.0))
-            ),
-            suggestion: "larger receive rings on the device (ethtool -G), more CPU for its receive processing, or a lower offered rate".into(),
-        });
-    }
+    out.extend(drops_verdict(d));
     (out, nj)
+}
+
+/// `device_interrupt_bound` or `device_cpu_bound`: the device's busiest CPU `c` was
+/// saturated, in interrupts and softirq or outside them.
+fn cpu_verdict(d: &DutCounters, c: &DutCpu) -> Verdict {
+    let name = &d.device;
+    let irq_work = (c.busiest_softirq_percent + c.busiest_irq_percent).min(100.0);
+    let interrupts = irq_work >= SOFTIRQ_DOMINANT_PERCENT;
+    let shared = d.same_host == Some(true);
+    let mut evidence = vec![
+        ev(
+            "device_busiest_cpu_util_percent",
+            c.busiest_busy_percent.min(100.0),
+            "percent",
+            Some(">= 95"),
+        ),
+        ev(
+            "device_busiest_cpu_irq_softirq_percent",
+            irq_work,
+            "percent",
+            Some(if interrupts { ">= 50" } else { "< 50" }),
+        ),
+        ev(
+            "device_cpu_util_percent",
+            c.all_busy_percent.min(100.0),
+            "percent",
+            None,
+        ),
+    ];
+    if let Some(s) = &d.net_rx_softirqs {
+        if let Some(ns) = d.duration_ns.filter(|&n| n > 0) {
+            evidence.push(ev(
+                "device_net_rx_softirqs_per_sec",
+                s.counts.total as f64 * 1e9 / ns as f64,
+                "per_sec",
+                None,
+            ));
+        }
+    }
+    let caveat = if shared {
+        " The device is a network namespace on the tester's host: its CPU counters are the host's, the tester's work included."
+    } else {
+        ""
+    };
+    let (kind, what, suggestion) = if interrupts {
+        (
+            VerdictKind::DeviceInterruptBound,
+            format!(
+                "the device {name} is interrupt/softirq bound: its CPU {} was {} busy, {} of it in interrupts and softirq, while the tester had room.{caveat}",
+                c.busiest_cpu,
+                pct(c.busiest_busy_percent.min(100.0)),
+                pct(irq_work)
+            ),
+            "spread the device's receive work over more CPUs (RSS queues, RPS, IRQ affinity) or coalesce interrupts (ethtool -C); larger frames need fewer interrupts per byte",
+        )
+    } else {
+        (
+            VerdictKind::DeviceCpuBound,
+            format!(
+                "the device {name} is CPU bound: its CPU {} was {} busy, mostly outside interrupts ({} in interrupts and softirq).{caveat}",
+                c.busiest_cpu,
+                pct(c.busiest_busy_percent.min(100.0)),
+                pct(irq_work)
+            ),
+            "see what runs on the device's busy CPU (top, perf top): user-space forwarding, firewall rules or other work",
+        )
+    };
+    Verdict {
+        kind,
+        side: None,
+        flow: None,
+        confidence: if shared {
+            Confidence::Low
+        } else {
+            Confidence::Medium
+        },
+        evidence,
+        message: what,
+        suggestion: suggestion.into(),
+    }
+}
+
+/// `device_drops`: the device dropped at least [`MIN_DROPS`] packets at ingress.
+fn drops_verdict(d: &DutCounters) -> Option<Verdict> {
+    let name = &d.device;
+    let drops = d.ingress_drops();
+    if drops < MIN_DROPS {
+        return None;
+    }
+    let rx = d.rx_packets();
+    let share = drops as f64 * 100.0 / (rx.saturating_add(drops)).max(1) as f64;
+    let worst = d
+        .interfaces
+        .iter()
+        .max_by_key(|i| i.ingress_drops())
+        .map_or_else(String::new, |i| i.name.clone());
+    Some(Verdict {
+        kind: VerdictKind::DeviceDrops,
+        side: None,
+        flow: None,
+        confidence: Confidence::High,
+        evidence: vec![
+            ev(
+                "device_ingress_drops",
+                drops as f64,
+                "count",
+                Some(&format!(">= {MIN_DROPS}")),
+            ),
+            ev(
+                "device_ingress_drop_percent",
+                share.min(100.0),
+                "percent",
+                None,
+            ),
+        ],
+        message: format!(
+            "the device {name} dropped {drops} packets at ingress ({} of what arrived; most at {worst}): rx_dropped, missed and FIFO overruns",
+            pct(share.min(100.0))
+        ),
+        suggestion: "larger receive rings on the device (ethtool -G), more CPU for its receive processing, or a lower offered rate".into(),
+    })
 }
 
 /// The device's verdicts for a run record (after the other rules, which say whether the

@@ -429,25 +429,18 @@ struct Tiny {
     segments: f64,
 }
 
-/// `window_limited` for a buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS: the
-/// sender's granted SO_SNDBUF or the receiver's granted SO_RCVBUF (the smallest over the
-/// flow's streams). The timers then set the rate, so the BDP test does not apply, and a
-/// slow reader cannot explain it away. Confidence is high when TCP_INFO says the window or
-/// the send buffer held the sender back for ≥ [`WINDOW_LIMITED_SHARE`] of its busy time,
-/// or when time-outs, zero-window advertisements or probes show the stalls; medium
-/// otherwise.
-fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Option<Verdict> {
-    let mss = s.path_mss;
-    if mss <= 0.0 {
-        return None;
-    }
+/// The smallest granted buffer under [`WINDOW_MIN_SEGMENTS`] × `mss`: the sender's
+/// SO_SNDBUF or the receiver's SO_RCVBUF; both tiny, the one TCP_INFO's times (`chrono`:
+/// busy, rwnd- and sndbuf-limited µs) say held the sender back longer, else the smaller.
+fn tiny_buffer(
+    ctx: &Ctx<'_>,
+    f: &Flow<'_>,
+    mss: f64,
+    chrono: Option<(u64, u64, u64)>,
+) -> Option<Tiny> {
     let (req_snd, req_rcv) = requested(ctx, f);
     let snd = f.tx_streams().iter().filter_map(|st| st.sndbuf_bytes).min();
     let rcv = f.rx_streams().iter().filter_map(|st| st.rcvbuf_bytes).min();
-    let chrono = match (s.busy_us, s.rwnd_limited_us, s.sndbuf_limited_us) {
-        (Some(b), Some(rw), Some(sb)) if b > 0 && rw.saturating_add(sb) <= b => Some((b, rw, sb)),
-        _ => None,
-    };
     let tiny = |by_sender: bool, granted: Option<u32>, requested: Option<u32>| {
         let granted = granted.filter(|&g| g > 0)?;
         let segments = f64::from(granted) / mss;
@@ -473,50 +466,47 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
         }
         (a, b) => a.or(b)?,
     };
-    let mut evidence = vec![
-        ev("limiting_buffer_bytes", f64::from(t.granted), "bytes", None),
-        ev("path_mss_bytes", mss, "bytes", None),
-        ev(TINY_WINDOW_METRIC, t.segments, "factor", Some("< 4")),
-        ev("payload_bps", bps, "bps", None),
-    ];
-    if let Some(r) = t.requested {
-        evidence.push(ev("requested_buffer_bytes", f64::from(r), "bytes", None));
-    }
-    let mut limited_text = String::new();
-    let mut corroborated = false;
-    if let Some((busy, rw, sb)) = chrono {
-        let limited = if t.by_sender { sb } else { rw };
-        let share = limited as f64 / busy as f64;
-        let name = if t.by_sender { "sndbuf" } else { "rwnd" };
-        evidence.push(ev(format!("{name}_limited_us"), limited as f64, "us", None));
-        evidence.push(ev("busy_time_us", busy as f64, "us", None));
-        let met = share >= WINDOW_LIMITED_SHARE;
-        evidence.push(ev(
-            format!("{name}_limited_share"),
-            share,
-            "ratio",
-            met.then_some(">= 0.5"),
-        ));
-        corroborated |= met;
-        limited_text = format!(
-            "; TCP_INFO counts {} of its {} busy time ({:.0}%) as limited by the {}",
-            secs(limited),
-            secs(busy),
-            share * 100.0,
-            if t.by_sender {
-                "send buffer"
-            } else {
-                "receive window"
-            }
-        );
-    }
-    let stalls = stalls(f, s);
-    corroborated |= !stalls.evidence.is_empty();
-    evidence.extend(stalls.evidence);
-    if let Some(r) = f.summary.retransmits.filter(|&r| r > 0) {
-        evidence.push(ev("retransmits", r as f64, "count", None));
-    }
-    let (end, what, flag, sysctl, kernel_min) = if t.by_sender {
+    Some(t)
+}
+
+/// The share of the busy time TCP_INFO counts as limited by the tiny buffer `t` (`chrono`:
+/// busy, rwnd- and sndbuf-limited µs), added to `evidence`: the words for the message, and
+/// whether it reaches [`WINDOW_LIMITED_SHARE`].
+fn limited_share(
+    t: &Tiny,
+    (busy, rw, sb): (u64, u64, u64),
+    evidence: &mut Vec<Evidence>,
+) -> (String, bool) {
+    let limited = if t.by_sender { sb } else { rw };
+    let share = limited as f64 / busy as f64;
+    let name = if t.by_sender { "sndbuf" } else { "rwnd" };
+    evidence.push(ev(format!("{name}_limited_us"), limited as f64, "us", None));
+    evidence.push(ev("busy_time_us", busy as f64, "us", None));
+    let met = share >= WINDOW_LIMITED_SHARE;
+    evidence.push(ev(
+        format!("{name}_limited_share"),
+        share,
+        "ratio",
+        met.then_some(">= 0.5"),
+    ));
+    let text = format!(
+        "; TCP_INFO counts {} of its {} busy time ({:.0}%) as limited by the {}",
+        secs(limited),
+        secs(busy),
+        share * 100.0,
+        if t.by_sender {
+            "send buffer"
+        } else {
+            "receive window"
+        }
+    );
+    (text, met)
+}
+
+/// The tiny buffer's end, its name, the flag that asks for it, the sysctl that caps it and
+/// the kernel's minimum for it.
+fn buffer_words(t: &Tiny, f: &Flow<'_>) -> (Role, &'static str, &'static str, &'static str, u64) {
+    if t.by_sender {
         (
             f.sender_role,
             "send buffer (SO_SNDBUF)",
@@ -532,7 +522,45 @@ fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Opt
             "net.core.rmem_max",
             KERNEL_MIN_RCVBUF_BYTES,
         )
+    }
+}
+
+/// `window_limited` for a buffer under [`WINDOW_MIN_SEGMENTS`] × the path's MSS: the
+/// sender's granted SO_SNDBUF or the receiver's granted SO_RCVBUF (the smallest over the
+/// flow's streams). The timers then set the rate, so the BDP test does not apply, and a
+/// slow reader cannot explain it away. Confidence is high when TCP_INFO says the window or
+/// the send buffer held the sender back for ≥ [`WINDOW_LIMITED_SHARE`] of its busy time,
+/// or when time-outs, zero-window advertisements or probes show the stalls; medium
+/// otherwise.
+fn tiny_window(ctx: &Ctx<'_>, f: &Flow<'_>, s: &facts::TcpSums, bps: f64) -> Option<Verdict> {
+    let mss = s.path_mss;
+    if mss <= 0.0 {
+        return None;
+    }
+    let chrono = match (s.busy_us, s.rwnd_limited_us, s.sndbuf_limited_us) {
+        (Some(b), Some(rw), Some(sb)) if b > 0 && rw.saturating_add(sb) <= b => Some((b, rw, sb)),
+        _ => None,
     };
+    let t = tiny_buffer(ctx, f, mss, chrono)?;
+    let mut evidence = vec![
+        ev("limiting_buffer_bytes", f64::from(t.granted), "bytes", None),
+        ev("path_mss_bytes", mss, "bytes", None),
+        ev(TINY_WINDOW_METRIC, t.segments, "factor", Some("< 4")),
+        ev("payload_bps", bps, "bps", None),
+    ];
+    if let Some(r) = t.requested {
+        evidence.push(ev("requested_buffer_bytes", f64::from(r), "bytes", None));
+    }
+    let (limited_text, mut corroborated) = chrono.map_or((String::new(), false), |c| {
+        limited_share(&t, c, &mut evidence)
+    });
+    let stalls = stalls(f, s);
+    corroborated |= !stalls.evidence.is_empty();
+    evidence.extend(stalls.evidence);
+    if let Some(r) = f.summary.retransmits.filter(|&r| r > 0) {
+        evidence.push(ev("retransmits", r as f64, "count", None));
+    }
+    let (end, what, flag, sysctl, kernel_min) = buffer_words(&t, f);
     // The request to make: WINDOW_MIN_SEGMENTS segments at least, twice the BDP at the
     // link rate when that is known, never below the kernel's minimum; whole KiB.
     let at_link = capacity(ctx, f).map_or(0.0, |(cap, _)| {

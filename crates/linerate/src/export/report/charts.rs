@@ -423,6 +423,34 @@ pub fn sweep(id_prefix: &str, rec: &SweepRecord) -> Vec<Chart> {
 /// Fewest inputs for the series chart.
 pub const MIN_SERIES: usize = 3;
 
+/// One dashed level per segment between the change points: its mean.
+fn levels(
+    metric: &str,
+    points: &[crate::model::changes::SeriesPoint],
+    changes: &[crate::model::changes::Change],
+    xs: &[f64],
+) -> Vec<Series> {
+    let mut bounds: Vec<usize> = vec![0];
+    bounds.extend(changes.iter().map(|c| c.run - 1));
+    bounds.push(points.len());
+    bounds
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| {
+            let level =
+                points[w[0]..w[1]].iter().map(|p| p.value).sum::<f64>() / (w[1] - w[0]) as f64;
+            Series {
+                name: format!("level {}: {}", k + 1, format_metric(metric, level)),
+                color: color(k + 1),
+                dashed: true,
+                markers: false,
+                joined: true,
+                points: vec![Point::new(xs[w[0]], level), Point::new(xs[w[1] - 1], level)],
+            }
+        })
+        .collect()
+}
+
 /// Inputs taken as a series in the order given (stored runs by id, oldest first, as
 /// `history --changes` numbers them): the primary metric of each (a repeated run's mean)
 /// by position, with its change points (`model::changes::find`) marked by the level of
@@ -492,23 +520,8 @@ pub fn series(inputs: &[super::RunInput]) -> Option<(Chart, Vec<String>)> {
             .map(|(p, &x)| Point::new(x, p.value))
             .collect(),
     }];
-    // One dashed level per segment between change points.
-    let mut bounds: Vec<usize> = vec![0];
-    bounds.extend(changes.iter().map(|c| c.run - 1));
-    bounds.push(points.len());
     if !changes.is_empty() {
-        for (k, w) in bounds.windows(2).enumerate() {
-            let level =
-                points[w[0]..w[1]].iter().map(|p| p.value).sum::<f64>() / (w[1] - w[0]) as f64;
-            series.push(Series {
-                name: format!("level {}: {}", k + 1, format_metric(metric, level)),
-                color: color(k + 1),
-                dashed: true,
-                markers: false,
-                joined: true,
-                points: vec![Point::new(xs[w[0]], level), Point::new(xs[w[1] - 1], level)],
-            });
-        }
+        series.extend(levels(metric, &points, &changes, &xs));
     }
     let labels: Vec<String> = (1..=points.len()).map(|i| i.to_string()).collect();
     Some((

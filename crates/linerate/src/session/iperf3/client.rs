@@ -29,7 +29,7 @@ use linerate_wire::iperf3::{
     self, Cookie, Direction, Params, Protocol, Results, State, StreamResult,
 };
 use linerate_wire::report::{
-    ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals, UdpRxReport,
+    IntervalReport, ProcessCpu, Role, SideReport, StreamReport, StreamRole, Totals, UdpRxReport,
 };
 
 use super::{io_why, read_by, read_json, write_all};
@@ -61,113 +61,34 @@ pub fn run(
     let addr = client::resolve(&plan.host, plan.port)?;
     let server = format!("{}:{}", plan.host, plan.port);
     let started_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let mut ctl = sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout)
-        .map_err(|e| {
-            anyhow!(
-                "cannot reach an iperf3 server at {server} ({e}): check that `iperf3 -s` runs there and that port {}/tcp is open (--iperf3 uses iperf3's port 5201 unless -p gives another)",
-                addr.port()
-            )
-        })?;
-    let _ = ctl.set_nodelay(true);
-    let mut r = [0u8; iperf3::COOKIE_LEN - 1];
-    getrandom::getrandom(&mut r).map_err(|e| anyhow!("no random bytes for the cookie: {e}"))?;
-    let cookie = Cookie::from_random(r);
-    write_all(&mut ctl, &cookie.to_bytes()).context("sending the cookie")?;
-    expect(&mut ctl, State::ParamExchange, Instant::now() + HANDSHAKE)?;
-    let params = params(plan);
-    write_all(&mut ctl, &iperf3::encode_json(&params.to_json()))
-        .context("sending the parameters")?;
-    expect(&mut ctl, State::CreateStreams, Instant::now() + HANDSHAKE)?;
-    let setups = open_streams(plan, addr, &ctl, &cookie)?;
-    let deadline = Instant::now() + HANDSHAKE;
-    expect(&mut ctl, State::TestStart, deadline)?;
-    expect(&mut ctl, State::TestRunning, deadline)?;
+    let (mut ctl, setups) = handshake(plan, addr, &server)?;
 
     // The test.
     observer.started(&plan.record(), &started_at);
-    let spec = &plan.spec;
     let (itx, irx) = mpsc::channel();
-    let cfg = EngineConfig {
-        role: Role::Client,
-        transport: spec.transport,
-        write_size: spec.write_size,
-        interval: Duration::from_millis(spec.interval_ms),
-        omit: Duration::from_millis(spec.omit_ms),
-        cpu: plan.client_cpu,
-        udp_offload: spec.udp_offload,
-        host: crate::sys::host::host_info(&crate::software()),
-        one_way_delay: None,
-        smooth_pacing: false,
-        control: Some(Arc::new(ctl.try_clone()?)),
-        raw_frames: false,
-        early_host: None,
-        profile: None,
-        // iperf3 servers send and receive with plain copies (linerate's own end could use
-        // the copy-free modes, but --iperf3 does not offer them).
-        send_mode: Default::default(),
-        recv_mode: Default::default(),
-        iperf3: true,
-    };
+    let cfg = engine_config(plan, &ctl)?;
     let mut engine = Engine::start(cfg, setups, move |iv| {
         let _ = itx.send(iv);
     })?;
     let t0 = Instant::now();
     let mut intervals = Vec::new();
-    let mut interrupted = false;
-    let mut failure: Option<String> = None;
-    let max_time = plan
-        .max_time
-        .or_else(|| spec.bytes.map(default_max_time))
-        .unwrap_or(Duration::MAX);
-    loop {
-        for iv in irx.try_iter() {
-            observer.interval(Role::Client, &iv);
-            intervals.push(iv);
+    let ended = run_until_end(
+        plan,
+        &engine,
+        &mut ctl,
+        &irx,
+        observer,
+        interrupt,
+        (t0, &mut intervals),
+    );
+    let (interrupted, failure) = match ended {
+        Ok(end) => end,
+        Err(e) => {
+            engine.stop_senders();
+            let _ = engine.finish(super::DRAIN_QUIET, Duration::ZERO);
+            return Err(e);
         }
-        if interrupt.load(SeqCst) {
-            interrupted = true;
-            break;
-        }
-        let elapsed = t0.elapsed();
-        match (spec.duration_ms, spec.bytes) {
-            (Some(ms), _) if elapsed >= Duration::from_millis(ms) => break,
-            (_, Some(n)) => {
-                let sent = engine.has_senders() && engine.senders_done();
-                let got = spec.direction.client_receives() && engine.rx_bytes_now() >= n;
-                if sent || got {
-                    break;
-                }
-                if elapsed >= max_time {
-                    interrupted = true;
-                    failure = Some(format!(
-                        "{n} bytes had not gone through after {} s (--max-time)",
-                        max_time.as_secs()
-                    ));
-                    break;
-                }
-            }
-            _ => {}
-        }
-        // The server speaks during the test only to end it.
-        let mut b = [0u8; 1];
-        match read_by(&mut ctl, &mut b, Instant::now() + TICK) {
-            Ok(()) => {
-                let why = server_ended(&mut ctl, b[0]);
-                engine.stop_senders();
-                let _ = engine.finish(super::DRAIN_QUIET, Duration::ZERO);
-                bail!("{why}");
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(e) => {
-                engine.stop_senders();
-                let _ = engine.finish(super::DRAIN_QUIET, Duration::ZERO);
-                bail!(
-                    "the iperf3 server's control connection failed during the test ({})",
-                    io_why(&e)
-                );
-            }
-        }
-    }
+    };
     engine.stop_senders();
     let elapsed = t0.elapsed();
     write_all(&mut ctl, &[State::TestEnd.byte()]).context("sending TEST_END")?;
@@ -209,6 +130,127 @@ pub fn run(
     );
     rec.failure = failure;
     Ok(rec)
+}
+
+/// Connects to the server and takes the test through iperf3's states up to
+/// `TEST_RUNNING`: the cookie, the parameters, the data streams.
+fn handshake(
+    plan: &StreamPlan,
+    addr: SocketAddr,
+    server: &str,
+) -> anyhow::Result<(TcpStream, Vec<StreamSetup>)> {
+    let mut ctl = sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout)
+        .map_err(|e| {
+            anyhow!(
+                "cannot reach an iperf3 server at {server} ({e}): check that `iperf3 -s` runs there and that port {}/tcp is open (--iperf3 uses iperf3's port 5201 unless -p gives another)",
+                addr.port()
+            )
+        })?;
+    let _ = ctl.set_nodelay(true);
+    let mut r = [0u8; iperf3::COOKIE_LEN - 1];
+    getrandom::getrandom(&mut r).map_err(|e| anyhow!("no random bytes for the cookie: {e}"))?;
+    let cookie = Cookie::from_random(r);
+    write_all(&mut ctl, &cookie.to_bytes()).context("sending the cookie")?;
+    expect(&mut ctl, State::ParamExchange, Instant::now() + HANDSHAKE)?;
+    let params = params(plan);
+    write_all(&mut ctl, &iperf3::encode_json(&params.to_json()))
+        .context("sending the parameters")?;
+    expect(&mut ctl, State::CreateStreams, Instant::now() + HANDSHAKE)?;
+    let setups = open_streams(plan, addr, &ctl, &cookie)?;
+    let deadline = Instant::now() + HANDSHAKE;
+    expect(&mut ctl, State::TestStart, deadline)?;
+    expect(&mut ctl, State::TestRunning, deadline)?;
+    Ok((ctl, setups))
+}
+
+/// The engine's configuration for this end of a test against an iperf3 server.
+fn engine_config(plan: &StreamPlan, ctl: &TcpStream) -> anyhow::Result<EngineConfig> {
+    let spec = &plan.spec;
+    Ok(EngineConfig {
+        role: Role::Client,
+        transport: spec.transport,
+        write_size: spec.write_size,
+        interval: Duration::from_millis(spec.interval_ms),
+        omit: Duration::from_millis(spec.omit_ms),
+        cpu: plan.client_cpu,
+        udp_offload: spec.udp_offload,
+        host: crate::sys::host::host_info(&crate::software()),
+        one_way_delay: None,
+        smooth_pacing: false,
+        control: Some(Arc::new(ctl.try_clone()?)),
+        raw_frames: false,
+        early_host: None,
+        profile: None,
+        // iperf3 servers send and receive with plain copies (linerate's own end could use
+        // the copy-free modes, but --iperf3 does not offer them).
+        send_mode: Default::default(),
+        recv_mode: Default::default(),
+        iperf3: true,
+    })
+}
+
+/// The running test: intervals to the observer until the time or the bytes are done,
+/// Ctrl-C or `--max-time` (interrupted, and the failure of the latter), or the server
+/// ends it (an error: the caller stops the engine).
+fn run_until_end(
+    plan: &StreamPlan,
+    engine: &Engine,
+    ctl: &mut TcpStream,
+    irx: &mpsc::Receiver<IntervalReport>,
+    observer: &mut dyn Observer,
+    interrupt: &AtomicBool,
+    (t0, intervals): (Instant, &mut Vec<IntervalReport>),
+) -> anyhow::Result<(bool, Option<String>)> {
+    let spec = &plan.spec;
+    let mut interrupted = false;
+    let mut failure: Option<String> = None;
+    let max_time = plan
+        .max_time
+        .or_else(|| spec.bytes.map(default_max_time))
+        .unwrap_or(Duration::MAX);
+    loop {
+        for iv in irx.try_iter() {
+            observer.interval(Role::Client, &iv);
+            intervals.push(iv);
+        }
+        if interrupt.load(SeqCst) {
+            interrupted = true;
+            break;
+        }
+        let elapsed = t0.elapsed();
+        match (spec.duration_ms, spec.bytes) {
+            (Some(ms), _) if elapsed >= Duration::from_millis(ms) => break,
+            (_, Some(n)) => {
+                let sent = engine.has_senders() && engine.senders_done();
+                let got = spec.direction.client_receives() && engine.rx_bytes_now() >= n;
+                if sent || got {
+                    break;
+                }
+                if elapsed >= max_time {
+                    interrupted = true;
+                    failure = Some(format!(
+                        "{n} bytes had not gone through after {} s (--max-time)",
+                        max_time.as_secs()
+                    ));
+                    break;
+                }
+            }
+            _ => {}
+        }
+        // The server speaks during the test only to end it.
+        let mut b = [0u8; 1];
+        match read_by(ctl, &mut b, Instant::now() + TICK) {
+            Ok(()) => bail!("{}", server_ended(ctl, b[0])),
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(e) => {
+                bail!(
+                    "the iperf3 server's control connection failed during the test ({})",
+                    io_why(&e)
+                );
+            }
+        }
+    }
+    Ok((interrupted, failure))
 }
 
 /// The default `--max-time` of a byte-count test: the bytes at 1 Mbit/s plus 10 s.

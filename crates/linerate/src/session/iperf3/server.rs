@@ -304,37 +304,15 @@ impl Session<'_> {
         let t0 = Instant::now();
         let stopped_ns = Arc::new(AtomicU64::new(0));
         let cpu0 = crate::sys::rusage::thread_cpu();
-        let mut workers = Vec::new();
-        for (i, sock) in streams.into_iter().enumerate() {
-            let sends = p.server_sends_on(i as u32);
-            let job = Job {
-                p: p.clone(),
-                stop: stop.clone(),
-                sent: sent.clone(),
-                blocks: blocks.clone(),
-                t0,
-                stopped_ns: stopped_ns.clone(),
-            };
-            let handle = std::thread::Builder::new()
-                .name("lr-iperf3".into())
-                .spawn(move || job.run(sock, sends))
-                .map_err(|e| {
-                    fail(
-                        format!("cannot start a stream thread: {e}"),
-                        Some(ierrno::ACCEPT_STREAM),
-                    )
-                });
-            match handle {
-                Ok(handle) => workers.push(Worker { sends, handle }),
-                Err(f) => {
-                    stop.store(true, SeqCst);
-                    for w in workers {
-                        let _ = w.handle.join();
-                    }
-                    return Err(f);
-                }
-            }
-        }
+        let job = Job {
+            p: p.clone(),
+            stop: stop.clone(),
+            sent,
+            blocks,
+            t0,
+            stopped_ns: stopped_ns.clone(),
+        };
+        let workers = start_workers(&job, streams)?;
         let planned = if p.time_s > 0 {
             Duration::from_secs(u64::from(p.time_s) + u64::from(p.omit_s))
         } else {
@@ -366,20 +344,7 @@ impl Session<'_> {
         write_all(ctl, &iperf3::encode_json(&ours.to_json()))?;
         send_state(ctl, State::DisplayResults)?;
         // IPERF_DONE, or the client closing, ends the session.
-        let _ = ctl.set_read_timeout(Some(cfg.idle_timeout));
-        let mut b = [0u8; 1];
-        match ctl.read(&mut b) {
-            Ok(1) if b[0] == State::IperfDone.byte() => {}
-            Ok(0) => {}
-            Ok(_) => {
-                return Err(fail(
-                    format!("state {} where IPERF_DONE was expected", b[0]),
-                    None,
-                ))
-            }
-            Err(e) => return Err(fail(format!("no IPERF_DONE: {e}"), None)),
-        }
-        Ok(())
+        wait_done(ctl, cfg.idle_timeout)
     }
 
     /// The server's limits, as for a linerate test, with iperf3's error codes.
@@ -775,7 +740,56 @@ enum Stream {
     Udp(UdpSocket),
 }
 
+/// Starts a thread per data stream, each with a copy of `job`; when one cannot start, the
+/// others are stopped and joined.
+fn start_workers(job: &Job, streams: Vec<Stream>) -> Result<Vec<Worker>, Failure> {
+    let mut workers = Vec::new();
+    for (i, sock) in streams.into_iter().enumerate() {
+        let sends = job.p.server_sends_on(i as u32);
+        let mine = job.clone();
+        let handle = std::thread::Builder::new()
+            .name("lr-iperf3".into())
+            .spawn(move || mine.run(sock, sends))
+            .map_err(|e| {
+                fail(
+                    format!("cannot start a stream thread: {e}"),
+                    Some(ierrno::ACCEPT_STREAM),
+                )
+            });
+        match handle {
+            Ok(handle) => workers.push(Worker { sends, handle }),
+            Err(f) => {
+                job.stop.store(true, SeqCst);
+                for w in workers {
+                    let _ = w.handle.join();
+                }
+                return Err(f);
+            }
+        }
+    }
+    Ok(workers)
+}
+
+/// Waits up to `idle` for the client's `IPERF_DONE` (or its closing the connection).
+fn wait_done(ctl: &mut TcpStream, idle: Duration) -> Result<(), Failure> {
+    let _ = ctl.set_read_timeout(Some(idle));
+    let mut b = [0u8; 1];
+    match ctl.read(&mut b) {
+        Ok(1) if b[0] == State::IperfDone.byte() => {}
+        Ok(0) => {}
+        Ok(_) => {
+            return Err(fail(
+                format!("state {} where IPERF_DONE was expected", b[0]),
+                None,
+            ))
+        }
+        Err(e) => return Err(fail(format!("no IPERF_DONE: {e}"), None)),
+    }
+    Ok(())
+}
+
 /// What a stream's thread needs.
+#[derive(Clone)]
 struct Job {
     p: Params,
     stop: Arc<AtomicBool>,
