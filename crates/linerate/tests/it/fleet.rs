@@ -58,8 +58,19 @@ impl Agent {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// (id, start, end) of each ordered test this agent ran, from its own log lines.
+    /// (id, start, end) of each ordered test this agent ran as source, from its own log
+    /// lines.
     fn ordered(&self) -> Vec<(String, String, String)> {
+        self.tests(" role=source")
+    }
+
+    /// (id, start, end) of each fleet test whose data ran through this agent, as source or
+    /// as destination, from its own log lines.
+    fn busy(&self) -> Vec<(String, String, String)> {
+        self.tests(" role=")
+    }
+
+    fn tests(&self, role: &str) -> Vec<(String, String, String)> {
         let log = self.log.lock().unwrap().clone();
         let field = |l: &str, k: &str| {
             l.split_whitespace()
@@ -67,14 +78,19 @@ impl Agent {
                 .unwrap_or_default()
                 .to_string()
         };
-        let starts: Vec<&str> = log.lines().filter(|l| l.contains(" start at=")).collect();
+        let starts: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" start at=") && l.contains(role))
+            .collect();
         starts
             .iter()
             .map(|s| {
                 let id = s.split_whitespace().nth(2).unwrap().to_string();
                 let end = log
                     .lines()
-                    .find(|l| l.starts_with(&format!("fleet: test {id} end at=")))
+                    .find(|l| {
+                        l.starts_with(&format!("fleet: test {id} end at=")) && l.contains(role)
+                    })
                     .map(|l| field(l, "at="))
                     .unwrap_or_else(|| panic!("no end line for {id} in {log}"));
                 (id, field(s, "at="), end)
@@ -137,9 +153,10 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
-/// No two ordered tests of one agent overlap, from its own log's wall-clock times.
+/// No two fleet tests of one agent overlap, as source or destination, from its own log's
+/// wall-clock times.
 fn assert_no_overlap(a: &Agent) {
-    let mut t = a.ordered();
+    let mut t = a.busy();
     t.sort_by(|x, y| x.1.cmp(&y.1));
     for w in t.windows(2) {
         assert!(
@@ -202,6 +219,15 @@ fn fleet_runs_every_ordered_pair_in_disjoint_rounds() {
         let as_source = pairs.iter().filter(|p| p["source"] == a.name()).count();
         let again = reruns.iter().filter(|c| c["source"] == a.name()).count();
         assert_eq!(a.ordered().len(), as_source + again, "{}", a.name());
+        // As destination too, its own log says when its data ran.
+        let as_dest = pairs.iter().filter(|p| p["destination"] == a.name()).count();
+        let again_dest = reruns.iter().filter(|c| c["destination"] == a.name()).count();
+        assert_eq!(
+            a.busy().len(),
+            as_source + again + as_dest + again_dest,
+            "{}",
+            a.name()
+        );
         assert_no_overlap(a);
     }
     // Every pair is in the store, with its round, and its record is the run the agent
