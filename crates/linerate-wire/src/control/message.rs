@@ -365,7 +365,17 @@ pub struct TestSpec {
     /// `copy_modes`), with the same rule as [`TestSpec::send_mode`].
     #[serde(default, skip_serializing_if = "RecvMode::is_copy")]
     pub recv_mode: RecvMode,
+    /// The fleet order this test runs for (its id, `linerate_wire::fleet::FleetOrder::id`),
+    /// set by an agent that runs a coordinator's order: a server that is a fleet agent logs
+    /// the test's start and end under it, so each agent's own log shows when it was busy,
+    /// as destination too. Free text to anyone else; a server logs at most
+    /// [`MAX_FLEET_ORDER_LOGGED`] characters of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet_order: Option<String>,
 }
+
+/// Most characters of [`TestSpec::fleet_order`] a server writes to its log.
+pub const MAX_FLEET_ORDER_LOGGED: usize = 128;
 
 /// How a TCP sender hands data to the kernel.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]

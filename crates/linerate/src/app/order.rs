@@ -55,6 +55,8 @@ impl OrderRunner for Runner {
             Err(e) => return (None, Some(e.0)),
         };
         plan.auth = auth;
+        // The destination, a fleet agent too, logs the test under the order's id.
+        plan.spec.fleet_order = Some(order.id.clone());
         match client::run(&plan, &mut Quiet, &self.interrupt) {
             Ok(rec) => {
                 let error = rec.failure.clone();

@@ -132,6 +132,10 @@ fn load_file(path: &Path, label: &str) -> Result<Loaded, UsageError> {
 
 /// `linerate report`.
 pub fn command(a: &ReportArgs) -> anyhow::Result<ExitCode> {
+    if let Some(name) = &a.fleet {
+        let input = fleet_input(a, name)?;
+        return write_report(a, &build(&input));
+    }
     let mut store: Option<Store> = None;
     let mut loaded = Vec::new();
     for (i, p) in a.inputs.iter().enumerate() {
@@ -162,7 +166,50 @@ pub fn command(a: &ReportArgs) -> anyhow::Result<ExitCode> {
         loaded.push(l);
     }
     let input = combine(loaded)?;
-    let report = build(&input);
+    write_report(a, &build(&input))
+}
+
+/// The fleet run `name` from the database, with every pair's stored record.
+#[cfg(feature = "fleet")]
+fn fleet_input(a: &ReportArgs, name: &str) -> anyhow::Result<Input> {
+    crate::cli::fleet::check_name(name)?;
+    let path = match &a.db {
+        Some(p) => p.clone(),
+        None => crate::store::default_path()?,
+    };
+    let store = Store::open_existing(&path)?;
+    let Some((record, stored)) = crate::fleet::coordinator::stored_record(&store, name)? else {
+        return Err(UsageError(format!(
+            "no fleet run {name} in {}: `linerate history --tag fleet:NAME` lists a fleet's pairs; check the name and --db",
+            store.path()
+        ))
+        .into());
+    };
+    let mut runs = std::collections::BTreeMap::new();
+    let mut alone = Vec::new();
+    for s in stored {
+        if s.point.phase == "alone" {
+            alone.push((s.id, s.point.source.clone(), s.point.destination.clone()));
+        }
+        if let Some(r) = s.record {
+            runs.insert(s.id, r);
+        }
+    }
+    Ok(Input::Fleet(Box::new(crate::export::report::fleet::FleetInput {
+        source: format!("fleet {name} in {}", store.path()),
+        record,
+        runs,
+        alone,
+    })))
+}
+
+#[cfg(not(feature = "fleet"))]
+fn fleet_input(_: &ReportArgs, _: &str) -> anyhow::Result<Input> {
+    Err(UsageError("this build has no fleet runs (build linerate with the `fleet` feature)".into()).into())
+}
+
+/// Writes the page (and with --chart-dir its charts).
+fn write_report(a: &ReportArgs, report: &crate::export::report::Report) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &a.chart_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| UsageError(format!("--chart-dir {}: {e}", dir.display())))?;

@@ -323,6 +323,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         profile: a.profile.spec()?,
         send_mode,
         recv_mode,
+        fleet_order: None,
     };
     Ok(StreamPlan {
         host: a.host.clone(),

@@ -240,6 +240,30 @@ pub fn stored_pairs(store: &Store, name: &str) -> anyhow::Result<Vec<StoredPair>
     Ok(out)
 }
 
+/// The record of the fleet run `name` as the store holds it (the agents of its latest
+/// pair's plan, then any other agent its pairs name), and its stored pairs; `None` when the
+/// store has no pair of that name.
+pub fn stored_record(
+    store: &Store,
+    name: &str,
+) -> anyhow::Result<Option<(FleetRecord, Vec<StoredPair>)>> {
+    let stored = stored_pairs(store, name)?;
+    let Some(last) = stored.last() else {
+        return Ok(None);
+    };
+    let mut agents = last.point.agents.clone();
+    for s in &stored {
+        for a in [&s.point.source, &s.point.destination] {
+            if !agents.contains(a) {
+                agents.push(a.clone());
+            }
+        }
+    }
+    let test = last.point.test.clone();
+    let rec = FleetRecord::from_runs(name, &test, &agents, rounds(agents.len()).len(), &stored);
+    Ok(Some((rec, stored)))
+}
+
 /// Runs the rounds (skipping the pairs `done` names as ran), then the interference check;
 /// returns the fleet's record from the store.
 pub fn run(

@@ -143,6 +143,7 @@ pub fn default_spec(
         profile: None,
         send_mode: Default::default(),
         recv_mode: Default::default(),
+        fleet_order: None,
     }
 }
 

@@ -1,8 +1,10 @@
 //! Docker Swarm for real: the FROM scratch image (scripts/image.sh), 6 agents and the
 //! coordinator deployed from `linerate fleet manifests --engine swarm` on an overlay network
 //! in 198.18.0.0/15, the credentials from Docker secrets, the results database on a bind
-//! mount. Witnesses: the agents' own logs (`fleet: test ID start/end at=TIME ... target=`,
-//! read with `docker logs` from each agent's container) for "no agent in two tests at once",
+//! mount. Witnesses: the agents' own logs (`fleet: test ID start/end at=TIME role=source
+//! target=...` from the agent that ran a test, `role=destination peer=...` from the one its
+//! data went to), read with `docker logs` from each agent's container, for "no agent in two
+//! tests at once" (each agent's own log alone),
 //! the store the coordinator wrote for the pairs and their rounds, Docker's task states for
 //! the coordinator's exit.
 
@@ -20,11 +22,16 @@ const PORT: u16 = 5301;
 /// The overlay network's subnet (RFC 2544's benchmark range).
 const SUBNET: &str = "198.18.0.0/24";
 
-/// One ordered test as the agent that ran it logged it.
+/// One fleet test as an agent logged it: as its source (the agent that ran it) or as its
+/// destination.
 #[derive(Debug, Clone)]
 struct Logged {
     id: String,
-    /// The agent that ran it (its overlay address) and the one it tested.
+    /// The agent whose log this is (its overlay address).
+    agent: String,
+    /// `source` or `destination`.
+    role: String,
+    /// The agent that ran it and the one it tested.
     source: String,
     target: String,
     start: SystemTime,
@@ -38,9 +45,9 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
         .find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
 }
 
-/// The ordered tests in one agent's log (`source` is its address), in the order they
-/// started; an end line closes the latest test of its id.
-fn parse_log(source: &str, log: &str) -> Vec<Logged> {
+/// The fleet tests in one agent's log (`agent` is its address), as source or destination,
+/// in the order they started; an end line closes the latest test of its id and role.
+fn parse_log(agent: &str, log: &str) -> Vec<Logged> {
     let mut tests: Vec<Logged> = Vec::new();
     for line in log.lines() {
         let Some(rest) = line.split("fleet: test ").nth(1) else {
@@ -53,14 +60,25 @@ fn parse_log(source: &str, log: &str) -> Vec<Logged> {
         let at = field(rest, "at")
             .and_then(|t| humantime::parse_rfc3339_weak(t).ok())
             .unwrap_or_else(|| panic!("no at=TIME in {line:?}"));
-        let target = field(rest, "target")
-            .and_then(|t| t.rsplit_once(':'))
-            .map(|(h, _)| h.trim_matches(['[', ']']).to_string())
-            .unwrap_or_else(|| panic!("no target= in {line:?}"));
+        let role = field(rest, "role")
+            .unwrap_or_else(|| panic!("no role= in {line:?}"))
+            .to_string();
+        let (source, target) = if role == "destination" {
+            let peer = field(rest, "peer").unwrap_or_else(|| panic!("no peer= in {line:?}"));
+            (peer.to_string(), agent.to_string())
+        } else {
+            let target = field(rest, "target")
+                .and_then(|t| t.rsplit_once(':'))
+                .map(|(h, _)| h.trim_matches(['[', ']']).to_string())
+                .unwrap_or_else(|| panic!("no target= in {line:?}"));
+            (agent.to_string(), target)
+        };
         match what {
             "start" => tests.push(Logged {
                 id: id.to_string(),
-                source: source.to_string(),
+                agent: agent.to_string(),
+                role,
+                source,
                 target,
                 start: at,
                 end: None,
@@ -70,7 +88,7 @@ fn parse_log(source: &str, log: &str) -> Vec<Logged> {
                 let t = tests
                     .iter_mut()
                     .rev()
-                    .find(|t| t.id == id)
+                    .find(|t| t.id == id && t.role == role)
                     .unwrap_or_else(|| panic!("an end without a start: {line:?}"));
                 t.end = Some(at);
                 t.status = rest.split("status=").nth(1).map(str::to_string);
@@ -81,9 +99,9 @@ fn parse_log(source: &str, log: &str) -> Vec<Logged> {
     tests
 }
 
-/// The agents' containers: (overlay address, container id), and every ordered test their
-/// logs show.
-fn agents_and_tests(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec<Logged>) {
+/// The agents' containers: (overlay address, container id), and every fleet test their
+/// logs show: as source and as destination.
+fn agents_and_logs(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec<Logged>) {
     let mut addrs = BTreeMap::new();
     let mut tests = Vec::new();
     for (id, _) in e.containers(service) {
@@ -107,13 +125,32 @@ fn agents_and_tests(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec
     (addrs, tests)
 }
 
-/// No agent in two tests at once: the tests each address took part in (as the source that
-/// ran it or as its target), sorted by start, each starting after the one before ended.
-fn assert_no_overlap(tests: &[Logged]) {
+/// The agents, and the tests they ran as source (one per ordered test).
+fn agents_and_tests(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec<Logged>) {
+    let (addrs, all) = agents_and_logs(e, service);
+    (addrs, all.into_iter().filter(|t| t.role == "source").collect())
+}
+
+/// No agent in two tests at once, from each agent's own log alone: the tests it logged (as
+/// source or destination), sorted by start, each starting after the one before ended. And
+/// every test a source logged as ok its destination logged too, under the same id.
+fn assert_no_overlap(all: &[Logged]) {
     let mut per_agent: BTreeMap<&str, Vec<&Logged>> = BTreeMap::new();
-    for t in tests {
-        per_agent.entry(&t.source).or_default().push(t);
-        per_agent.entry(&t.target).or_default().push(t);
+    for t in all {
+        per_agent.entry(&t.agent).or_default().push(t);
+    }
+    for t in all.iter().filter(|t| t.role == "source" && t.status.as_deref() == Some("ok")) {
+        assert!(
+            all.iter().any(|d| d.role == "destination"
+                && d.id == t.id
+                && d.agent == t.target
+                && d.source == t.source
+                && d.status.as_deref() == Some("ok")),
+            "{} ({} -> {}) is not in its destination's own log",
+            t.id,
+            t.source,
+            t.target
+        );
     }
     for (agent, mut ts) in per_agent {
         ts.sort_by_key(|t| t.start);
@@ -331,7 +368,7 @@ fn a_swarm_of_six_agents_runs_all_thirty_pairs_in_ten_rounds_and_resumes_after_a
     for t in &tests {
         assert_eq!(t.status.as_deref(), Some("ok"), "{t:?}");
     }
-    assert_no_overlap(&tests);
+    assert_no_overlap(&agents_and_logs(f.e, &f.agent_service()).1);
     let stored = stored_pairs(&db, "clean");
     assert_eq!(
         stored.keys().cloned().collect::<BTreeSet<_>>(),
@@ -460,5 +497,5 @@ fn a_swarm_of_six_agents_runs_all_thirty_pairs_in_ten_rounds_and_resumes_after_a
         .collect();
     let failed: BTreeSet<(String, String)> = failed.into_iter().cloned().collect();
     assert_eq!(rerun, failed, "--resume ran exactly the failed pairs");
-    assert_no_overlap(&tests);
+    assert_no_overlap(&agents_and_logs(f.e, &f.agent_service()).1);
 }

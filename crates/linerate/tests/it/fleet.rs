@@ -34,8 +34,19 @@ impl Agent {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// (id, start, end) of each ordered test this agent ran, from its own log lines.
+    /// (id, start, end) of each ordered test this agent ran as source, from its own log
+    /// lines.
     fn ordered(&self) -> Vec<(String, String, String)> {
+        self.tests(" role=source")
+    }
+
+    /// (id, start, end) of each fleet test whose data ran through this agent, as source or
+    /// as destination, from its own log lines.
+    fn busy(&self) -> Vec<(String, String, String)> {
+        self.tests(" role=")
+    }
+
+    fn tests(&self, role: &str) -> Vec<(String, String, String)> {
         let log = self.log.lock().unwrap().clone();
         let field = |l: &str, k: &str| {
             l.split_whitespace()
@@ -43,14 +54,19 @@ impl Agent {
                 .unwrap_or_default()
                 .to_string()
         };
-        let starts: Vec<&str> = log.lines().filter(|l| l.contains(" start at=")).collect();
+        let starts: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(" start at=") && l.contains(role))
+            .collect();
         starts
             .iter()
             .map(|s| {
                 let id = s.split_whitespace().nth(2).unwrap().to_string();
                 let end = log
                     .lines()
-                    .find(|l| l.starts_with(&format!("fleet: test {id} end at=")))
+                    .find(|l| {
+                        l.starts_with(&format!("fleet: test {id} end at=")) && l.contains(role)
+                    })
                     .map(|l| field(l, "at="))
                     .unwrap_or_else(|| panic!("no end line for {id} in {log}"));
                 (id, field(s, "at="), end)
@@ -113,9 +129,10 @@ fn json(out: &std::process::Output) -> serde_json::Value {
     })
 }
 
-/// No two ordered tests of one agent overlap, from its own log's wall-clock times.
+/// No two fleet tests of one agent overlap, as source or destination, from its own log's
+/// wall-clock times.
 fn assert_no_overlap(a: &Agent) {
-    let mut t = a.ordered();
+    let mut t = a.busy();
     t.sort_by(|x, y| x.1.cmp(&y.1));
     for w in t.windows(2) {
         assert!(
@@ -178,6 +195,15 @@ fn fleet_runs_every_ordered_pair_in_disjoint_rounds() {
         let as_source = pairs.iter().filter(|p| p["source"] == a.name()).count();
         let again = reruns.iter().filter(|c| c["source"] == a.name()).count();
         assert_eq!(a.ordered().len(), as_source + again, "{}", a.name());
+        // As destination too, its own log says when its data ran.
+        let as_dest = pairs.iter().filter(|p| p["destination"] == a.name()).count();
+        let again_dest = reruns.iter().filter(|c| c["destination"] == a.name()).count();
+        assert_eq!(
+            a.busy().len(),
+            as_source + again + as_dest + again_dest,
+            "{}",
+            a.name()
+        );
         assert_no_overlap(a);
     }
     // Every pair is in the store, with its round, and its record is the run the agent
@@ -188,6 +214,8 @@ fn fleet_runs_every_ordered_pair_in_disjoint_rounds() {
     for p in pairs {
         assert!(stored.contains(&p["run_id"].as_i64().unwrap()), "{p}");
     }
+    #[cfg(feature = "report")]
+    report_shows_the_stored_figures(&f, &rec, &db);
     // Resuming a complete run runs nothing more.
     let again = f.run(&[
         "--agents",
@@ -211,6 +239,91 @@ fn fleet_runs_every_ordered_pair_in_disjoint_rounds() {
     assert_eq!(json(&again)["pairs"].as_array().unwrap().len(), 12);
     let total: usize = agents.iter().map(|a| a.ordered().len()).sum();
     assert_eq!(total, 12 + 2, "resume re-ran a finished pair");
+}
+
+/// `report --fleet NAME` of the run: every pair's cell sits in its source's row and its
+/// destination's column, links to its stored run's section, and shows the throughput the
+/// fleet's JSON record (built from the store) holds for it; the worst pair listed first is
+/// the record's lowest. Then the page loads in Chromium without errors or requests.
+#[cfg(feature = "report")]
+fn report_shows_the_stored_figures(f: &Fleet, rec: &serde_json::Value, db: &std::path::Path) {
+    let page = f.dir.path().join("fleet.html");
+    let out = bin()
+        .args(["report", "--fleet", "loop4", "--db"])
+        .arg(db)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let start = html.find("<table class=\"heat\">").expect("a heat map");
+    let map = &html[start..start + html[start..].find("</table>").unwrap()];
+    // Row i + 1 (after the header) is agent i as source; cell j is agent j as destination.
+    let rows: Vec<&str> = map.split("<tr><th>").skip(2).collect();
+    let agents: Vec<&str> = rec["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(rows.len(), agents.len());
+    let pairs = rec["pairs"].as_array().unwrap();
+    for p in pairs {
+        let (s, d) = (p["source"].as_str().unwrap(), p["destination"].as_str().unwrap());
+        let i = agents.iter().position(|a| *a == s).unwrap();
+        let j = agents.iter().position(|a| *a == d).unwrap();
+        assert!(rows[i].contains(s), "row {i} is not {s}");
+        let cell = rows[i].split("<td").nth(j + 1).unwrap();
+        let id = p["run_id"].as_i64().unwrap();
+        let link = format!("<a href=\"#run-{id}\">");
+        assert!(cell.contains(&link), "{s} -> {d}: {cell}");
+        assert!(html.contains(&format!("<h2 id=\"run-{id}\">")), "no section for run {id}");
+        // The cell's figure, read back with its unit, is the stored throughput (4 digits).
+        let text = cell.split(&link).nth(1).unwrap().split('<').next().unwrap();
+        let (num, unit) = text.split_once(' ').unwrap();
+        let scale = match unit {
+            "bit/s" => 1.0,
+            "kbit/s" => 1e3,
+            "Mbit/s" => 1e6,
+            "Gbit/s" => 1e9,
+            u => panic!("unit {u:?} in {text:?}"),
+        };
+        let shown = num.parse::<f64>().unwrap() * scale;
+        let stored = p["throughput_bps"].as_f64().unwrap();
+        assert!(
+            (shown - stored).abs() <= stored * 5e-4,
+            "{s} -> {d}: the page says {text}, the store {stored}"
+        );
+    }
+    let lowest = pairs
+        .iter()
+        .min_by(|a, b| {
+            let f = |p: &serde_json::Value| p["throughput_bps"].as_f64().unwrap();
+            f(a).total_cmp(&f(b))
+        })
+        .unwrap();
+    let worst = html.split("<ol class=\"worst\">").nth(1).unwrap();
+    assert!(
+        worst.trim_start().starts_with(&format!(
+            "<li><a href=\"#run-{}\">",
+            lowest["run_id"].as_i64().unwrap()
+        )),
+        "{worst:.200}"
+    );
+    let sub = f.dir.path().join("chromium");
+    std::fs::create_dir_all(&sub).unwrap();
+    let (console, urls, dom, _) = super::report::load(&page, &sub);
+    assert!(console.is_empty(), "console errors {console:?}");
+    assert!(
+        urls.iter().all(|u| u.starts_with("file://")),
+        "the page requested {urls:?}"
+    );
+    assert_eq!(dom.matches("<table class=\"heat\">").count(), html.matches("<table class=\"heat\">").count());
 }
 
 /// The ids of the fleet run's stored runs, as `linerate history` lists them.

@@ -258,7 +258,7 @@ const BROWSER_OWN: [&str; 5] = [
 
 /// What the page did in Chromium: (console errors, URLs it requested, the DOM, the
 /// screenshot's size in bytes).
-fn load(page: &Path, dir: &Path) -> (Vec<String>, Vec<String>, String, usize) {
+pub(super) fn load(page: &Path, dir: &Path) -> (Vec<String>, Vec<String>, String, usize) {
     let netlog = dir.join("net.json");
     let shot = dir.join("shot.png");
     let o = chromium(

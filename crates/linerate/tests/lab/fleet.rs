@@ -174,8 +174,18 @@ impl Agent {
         }
     }
 
-    /// (start, end) of each ordered test, from its log.
+    /// (start, end) of each ordered test it ran as source, from its log.
     fn ordered(&self) -> Vec<(String, String)> {
+        self.tests(" role=source")
+    }
+
+    /// (start, end) of each fleet test whose data ran through it, as source or destination,
+    /// from its own log.
+    fn busy(&self) -> Vec<(String, String)> {
+        self.tests(" role=")
+    }
+
+    fn tests(&self, role: &str) -> Vec<(String, String)> {
         let log = self.log.lock().unwrap().clone();
         let at = |l: &str| {
             l.split_whitespace()
@@ -185,7 +195,7 @@ impl Agent {
         };
         let starts: Vec<(String, String)> = log
             .lines()
-            .filter(|l| l.contains(" start at="))
+            .filter(|l| l.contains(" start at=") && l.contains(role))
             .map(|l| (l.split_whitespace().nth(2).unwrap().to_string(), at(l)))
             .collect();
         starts
@@ -193,7 +203,9 @@ impl Agent {
             .map(|(id, s)| {
                 let end = log
                     .lines()
-                    .find(|l| l.starts_with(&format!("fleet: test {id} end at=")))
+                    .find(|l| {
+                        l.starts_with(&format!("fleet: test {id} end at=")) && l.contains(role)
+                    })
                     .map(at)
                     .unwrap_or_else(|| panic!("no end of {id}: {log}"));
                 (s, end)
@@ -354,12 +366,21 @@ fn lab_fleet_mesh_on_a_shaped_bridge() {
     );
     let reruns = rec["interference"].as_array().unwrap();
     for a in &agents {
-        let mut t = a.ordered();
-        let again = reruns
-            .iter()
-            .filter(|c| c["source"] == a.name.as_str())
-            .count();
-        assert_eq!(t.len(), 5 + again, "{}", a.name);
+        let again = |end: &str| {
+            reruns
+                .iter()
+                .filter(|c| c[end] == a.name.as_str())
+                .count()
+        };
+        assert_eq!(a.ordered().len(), 5 + again("source"), "{}", a.name);
+        // Its own log, as source and as destination: never in two tests at once.
+        let mut t = a.busy();
+        assert_eq!(
+            t.len(),
+            10 + again("source") + again("destination"),
+            "{}",
+            a.name
+        );
         t.sort();
         for w in t.windows(2) {
             assert!(w[0].1 <= w[1].0, "{}: {w:?} overlap", a.name);

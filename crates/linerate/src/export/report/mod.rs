@@ -10,6 +10,8 @@
 //! formatting, so the same input gives the same bytes.
 
 pub mod charts;
+#[cfg(feature = "fleet")]
+pub mod fleet;
 
 use std::fmt::Write as _;
 
@@ -53,6 +55,9 @@ pub enum Input {
     Sweep(String, SweepRecord),
     /// A campaign (`linerate campaign --json`).
     Campaign(String, CampaignRecord),
+    /// A fleet run (`linerate report --fleet NAME`): the mesh as heat maps.
+    #[cfg(feature = "fleet")]
+    Fleet(Box<fleet::FleetInput>),
 }
 
 /// The page and its charts (for `--chart-dir`).
@@ -159,6 +164,11 @@ pub fn build(input: &Input) -> Report {
         html: String::new(),
         charts: Vec::new(),
     };
+    let css = match input {
+        #[cfg(feature = "fleet")]
+        Input::Fleet(_) => format!("{CSS}{}", fleet::CSS),
+        _ => CSS.to_string(),
+    };
     let (title, meta) = match input {
         Input::Runs(inputs) => {
             runs_page(&mut page, inputs);
@@ -182,6 +192,8 @@ pub fn build(input: &Input) -> Report {
                 format!("{file}; {}", rec.tool_version),
             )
         }
+        #[cfg(feature = "fleet")]
+        Input::Fleet(f) => fleet::page(&mut page, f),
     };
     let mut html = String::new();
     let _ = write!(
@@ -189,7 +201,7 @@ pub fn build(input: &Input) -> Report {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n\
-         <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p class=\"meta\">{}</p>\n",
+         <title>{}</title>\n<style>{css}</style>\n</head>\n<body>\n<h1>{}</h1>\n<p class=\"meta\">{}</p>\n",
         esc(&title),
         esc(&title),
         esc(&meta)

@@ -94,6 +94,7 @@ pub(super) fn handle_control(
         capture: None,
         restores: Vec::new(),
         crr_listener: None,
+        fleet_order: None,
     };
     s.greet(&reader);
     if !s.machine.is_over() {
@@ -184,6 +185,9 @@ struct Session<'a> {
     restores: Vec<(String, Vec<String>)>,
     /// A TCP_CRR test's own listener, until its engine starts.
     crr_listener: Option<std::net::TcpListener>,
+    /// The fleet order whose data runs here (a fleet agent as destination), from the
+    /// start line it logged until the end line.
+    fleet_order: Option<String>,
 }
 
 impl Session<'_> {
@@ -582,11 +586,55 @@ impl Session<'_> {
                     }
                 }
                 self.engine = Some(e);
+                self.fleet_start(&spec);
             }
             Err(e) => {
                 let e = format!("cannot start threads: {e}");
                 self.machine.fail(ErrorCode::Internal, e);
             }
+        }
+    }
+
+    /// A fleet agent logs a fleet order's test whose data runs here (as destination), as
+    /// the source logs its own (`session::server::order`): `fleet: test ID start at=TIME
+    /// role=destination peer=IP user=USER`, so its own log shows when it was busy. The id
+    /// comes from the peer: clipped, and anything but letters, digits and `._:-` replaced.
+    fn fleet_start(&mut self, spec: &control::TestSpec) {
+        if self.ctx.cfg.fleet_agent.is_none() {
+            return;
+        }
+        let Some(id) = spec.fleet_order.as_deref() else {
+            return;
+        };
+        let id: String = id
+            .chars()
+            .take(control::MAX_FLEET_ORDER_LOGGED)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._:-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let user = self.machine.user().unwrap_or("-");
+        eprintln!(
+            "fleet: test {id} start at={} role=destination peer={} user={}",
+            super::order::now_rfc3339(),
+            self.peer.ip(),
+            linerate_wire::text::clip(user, 64).replace(' ', "_"),
+        );
+        self.fleet_order = Some(id);
+    }
+
+    /// The end line of [`Session::fleet_start`]'s test, once.
+    fn fleet_end(&mut self, status: &str) {
+        if let Some(id) = self.fleet_order.take() {
+            eprintln!(
+                "fleet: test {id} end at={} role=destination peer={} status={status}",
+                super::order::now_rfc3339(),
+                self.peer.ip()
+            );
         }
     }
 
@@ -625,6 +673,7 @@ impl Session<'_> {
         if let Some(m) = &self.ctx.cfg.metrics {
             m.test_finished(&report);
         }
+        self.fleet_end("ok");
         let report = Box::new(report);
         self.feed(Input::EngineFinished { report, capture });
         if let Some(i) = gone {
@@ -697,6 +746,7 @@ impl Session<'_> {
         if let Some(e) = self.engine.take() {
             let _ = e.finish(Duration::ZERO, Duration::from_millis(200));
         }
+        self.fleet_end("ended_early");
         if let Some(c) = self.capture.as_mut() {
             let _ = capture::finish(c);
         }
