@@ -67,7 +67,9 @@ pub fn sanitize_message(m: Message) -> Message {
     if !escape_strings(&mut v) {
         return m;
     }
-    serde_json::from_value(v).unwrap_or(m)
+    // Back through the text, not serde_json::from_value: Message is read from JSON text
+    // everywhere, and a second reader would compile every message type again.
+    serde_json::from_str(&v.to_string()).unwrap_or(m)
 }
 
 /// Escapes every string (keys too) in `v`; whether anything changed.
