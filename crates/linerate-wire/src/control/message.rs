@@ -712,7 +712,10 @@ mod tests {
             r#"{"extra":[1,{"a":2}],"data":{"interrupted":true,"new":1},"type":"stop"}"#,
         ] {
             assert_eq!(serde_json::from_str::<Message>(text).unwrap(), m, "{text}");
-            assert_eq!(serde_json::from_slice::<Message>(text.as_bytes()).unwrap(), m);
+            assert_eq!(
+                serde_json::from_slice::<Message>(text.as_bytes()).unwrap(),
+                m
+            );
         }
         let e = serde_json::from_str::<Message>(r#"{"type":"nope","data":{}}"#).unwrap_err();
         assert!(e.to_string().contains("unknown variant `nope`"), "{e}");

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context};
 use crate::repeat::progress::Bar as ProgressBar;
+use anyhow::{anyhow, Context};
 
 use super::{signal_flag, write_out};
 use crate::cli::rfc2544::{self as cli, Rfc2544Args};
