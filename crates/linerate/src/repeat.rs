@@ -19,6 +19,8 @@ use crate::model::repeat::{
 use crate::model::units::format_metric;
 use crate::model::RunRecord;
 
+pub mod progress;
+
 /// How often to run a test.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RepeatPlan {
@@ -50,18 +52,11 @@ pub fn run_repetitions(
     interrupt: &AtomicBool,
     mut one: impl FnMut(u32) -> anyhow::Result<RunRecord>,
 ) -> anyhow::Result<RunSetRecord> {
-    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-    let bar = ProgressBar::with_draw_target(
-        Some(u64::from(rp.max)),
-        if show_progress {
-            ProgressDrawTarget::stderr()
-        } else {
-            ProgressDrawTarget::hidden()
-        },
+    let bar = progress::Bar::counter(
+        u64::from(rp.max),
+        "trial {pos}/{len} [{bar:30}] {msg}",
+        show_progress,
     );
-    if let Ok(style) = ProgressStyle::with_template("trial {pos}/{len} [{bar:30}] {msg}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
     let level = rp.confidence.map_or(0.95, |c| c.0 / 100.0);
     let mut runs: Vec<RunRecord> = Vec::new();
     let mut converged = rp.confidence.map(|_| false);

@@ -43,7 +43,10 @@ use super::version::{Features, ProtocolVersion};
 use crate::report::{IntervalReport, SideReport};
 
 /// A control message, the body of one frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// Written by serde's adjacently tagged derive; read by [`Message`]'s own `Deserialize`
+/// (below), which reads the same objects.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "type", content = "data", rename_all = "snake_case")]
 pub enum Message {
     /// Client → server, first message: who I am and what I speak.
@@ -99,6 +102,84 @@ pub enum Message {
     FleetOrder(crate::fleet::FleetOrder),
     /// Agent → client (feature `fleet_orders`): the ordered test's record; `done` follows.
     FleetReport(Box<crate::fleet::FleetReport>),
+}
+
+/// The names of [`Message`]'s types, as [`Message::name`] gives them and the wire has them.
+const MESSAGE_TYPES: &[&str] = &[
+    "hello",
+    "welcome",
+    "reject",
+    "test_request",
+    "accept",
+    "streams_ready",
+    "start",
+    "interval",
+    "finished",
+    "stop",
+    "results",
+    "done",
+    "error",
+    "doctor_request",
+    "doctor_report",
+    "auth",
+    "auth_ok",
+    "hook_request",
+    "hook_result",
+    "counters_request",
+    "counters_snapshot",
+    "fleet_order",
+    "fleet_report",
+];
+
+/// Reads `{"type": NAME, "data": {...}}` (the keys in either order, unknown keys ignored) as
+/// serde's adjacently tagged derive did, in two steps: the envelope, with `data` kept as raw
+/// JSON text, then `data` as the named type with `serde_json::from_str`. The derive also
+/// compiled every message type a second and a third time (for `data` buffered ahead of
+/// `type`, and for `serde_json::Value`): about 0.5 MB of the board's binary
+/// (docs/PERFORMANCE.md).
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Envelope {
+            #[serde(rename = "type")]
+            ty: String,
+            data: Box<serde_json::value::RawValue>,
+        }
+        fn data<T: serde::de::DeserializeOwned, E: Error>(
+            raw: &serde_json::value::RawValue,
+        ) -> Result<T, E> {
+            serde_json::from_str(raw.get()).map_err(|e| E::custom(format_args!("data: {e}")))
+        }
+        let Envelope { ty, data: raw } = Envelope::deserialize(d)?;
+        let raw = &*raw;
+        Ok(match ty.as_str() {
+            "hello" => Message::Hello(data(raw)?),
+            "welcome" => Message::Welcome(data(raw)?),
+            "reject" => Message::Reject(data(raw)?),
+            "test_request" => Message::TestRequest(data(raw)?),
+            "accept" => Message::Accept(data(raw)?),
+            "streams_ready" => Message::StreamsReady(data(raw)?),
+            "start" => Message::Start(data(raw)?),
+            "interval" => Message::Interval(data(raw)?),
+            "finished" => Message::Finished(data(raw)?),
+            "stop" => Message::Stop(data(raw)?),
+            "results" => Message::Results(data(raw)?),
+            "done" => Message::Done(data(raw)?),
+            "error" => Message::Error(data(raw)?),
+            "doctor_request" => Message::DoctorRequest(data(raw)?),
+            "doctor_report" => Message::DoctorReport(data(raw)?),
+            "auth" => Message::Auth(data(raw)?),
+            "auth_ok" => Message::AuthOk(data(raw)?),
+            "hook_request" => Message::HookRequest(data(raw)?),
+            "hook_result" => Message::HookResult(data(raw)?),
+            "counters_request" => Message::CountersRequest(data(raw)?),
+            "counters_snapshot" => Message::CountersSnapshot(data(raw)?),
+            "fleet_order" => Message::FleetOrder(data(raw)?),
+            "fleet_report" => Message::FleetReport(data(raw)?),
+            other => return Err(D::Error::unknown_variant(other, MESSAGE_TYPES)),
+        })
+    }
 }
 
 impl Message {
@@ -630,6 +711,39 @@ mod tests {
         let v: serde_json::Value = serde_json::to_value(&m).unwrap();
         assert_eq!(v["type"], "stop");
         assert_eq!(v["data"]["interrupted"], false);
+    }
+
+    #[test]
+    fn data_before_type_and_unknown_keys_read_as_before() {
+        let m = Message::Stop(Stop { interrupted: true });
+        for text in [
+            r#"{"type":"stop","data":{"interrupted":true}}"#,
+            r#"{"data":{"interrupted":true},"type":"stop"}"#,
+            r#"{"extra":[1,{"a":2}],"data":{"interrupted":true,"new":1},"type":"stop"}"#,
+        ] {
+            assert_eq!(serde_json::from_str::<Message>(text).unwrap(), m, "{text}");
+            assert_eq!(
+                serde_json::from_slice::<Message>(text.as_bytes()).unwrap(),
+                m
+            );
+        }
+        let e = serde_json::from_str::<Message>(r#"{"type":"nope","data":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown variant `nope`"), "{e}");
+        let e = serde_json::from_str::<Message>(r#"{"type":"stop"}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field `data`"), "{e}");
+        let e = serde_json::from_str::<Message>(r#"{"data":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field `type`"), "{e}");
+        let e = serde_json::from_str::<Message>(r#"{"type":"hello","data":{}}"#).unwrap_err();
+        assert!(e.to_string().contains("missing field"), "{e}");
+    }
+
+    #[test]
+    fn every_type_name_is_read_back() {
+        for name in MESSAGE_TYPES {
+            let e = serde_json::from_str::<Message>(&format!(r#"{{"type":"{name}","data":7}}"#))
+                .unwrap_err();
+            assert!(!e.to_string().contains("unknown variant"), "{name}: {e}");
+        }
     }
 
     #[test]

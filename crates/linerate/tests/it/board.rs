@@ -42,7 +42,12 @@ fn help_lists_the_core_and_the_tools_built() {
 }
 
 #[test]
-#[cfg(not(all(feature = "analyze", feature = "chart", feature = "store")))]
+#[cfg(not(all(
+    feature = "analyze",
+    feature = "chart",
+    feature = "store",
+    feature = "hooks"
+)))]
 fn a_missing_tool_is_refused_with_one_line_naming_the_full_build() {
     use crate::common::run_usage_error;
     let mut cases: Vec<(Vec<&str>, &str)> = Vec::new();
@@ -76,6 +81,12 @@ fn a_missing_tool_is_refused_with_one_line_naming_the_full_build() {
             "--profile-out needs linerate's `chart` feature",
         ));
     }
+    if !cfg!(feature = "hooks") {
+        cases.push((
+            vec!["serve", "--hooks", "hooks.toml"],
+            "--hooks needs linerate's `hooks` feature",
+        ));
+    }
     if !cfg!(feature = "store") {
         cases.push((
             vec!["compare", "1", "2"],
@@ -92,4 +103,77 @@ fn a_missing_tool_is_refused_with_one_line_naming_the_full_build() {
             assert!(err.contains("cargo build -p linerate"), "{args:?}: {err}");
         }
     }
+}
+
+/// The bound on `serve`'s memory on a board: its peak resident set while it serves
+/// one TCP test, at most 8 MiB.
+const SERVE_PEAK_RSS_MAX_KIB: u64 = 8 * 1024;
+
+/// A field of /proc/PID/status in KiB ("VmHWM:     5328 kB").
+fn status_kib(pid: u32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(field))
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// `serve`'s peak resident set (VmHWM, read from /proc outside linerate) while a `linerate
+/// tcp` client runs one 2-second test against it stays within the 8 MiB. Less its
+/// resident executable pages (RssFile, an unoptimised test build's text is several times
+/// a release build's and is not the server's memory): what the server allocates, its
+/// stacks and buffers. scripts/sizes.sh measures the whole VmHWM of the board's release
+/// build (docs/PERFORMANCE.md).
+#[test]
+fn serve_peak_memory_for_one_tcp_test_is_within_8_mib() {
+    use std::io::Read;
+    let mut child = bin()
+        .args(["serve", "--bind", "127.0.0.1", "-p", "0"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = Vec::new();
+    let stderr = child.stderr.as_mut().unwrap();
+    let mut b = [0u8; 1];
+    while stderr.read_exact(&mut b).is_ok() && b[0] != b'\n' {
+        line.push(b[0]);
+    }
+    let line = String::from_utf8_lossy(&line).into_owned();
+    let port: String = line
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|t| t.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no port in {line:?}"))
+        .to_string();
+    let pid = child.id();
+    let before_kib = status_kib(pid, "VmHWM:");
+    let out = bin()
+        .args(["tcp", "127.0.0.1", "-p", &port, "-t", "2", "--json"])
+        .output()
+        .unwrap();
+    let peak_kib = status_kib(pid, "VmHWM:");
+    let file_kib = status_kib(pid, "RssFile:");
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The test ran: the server received what the client sent.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rx = v["server"]["totals"]["rx_bytes"].as_u64().unwrap_or(0);
+    assert!(rx > 0, "the server received nothing: {v}");
+    assert_eq!(Some(rx), v["client"]["totals"]["tx_bytes"].as_u64());
+    assert!(
+        peak_kib >= before_kib,
+        "VmHWM fell: {before_kib} -> {peak_kib}"
+    );
+    let own_kib = peak_kib.saturating_sub(file_kib);
+    assert!(
+        own_kib <= SERVE_PEAK_RSS_MAX_KIB,
+        "serve's peak resident set less its executable's pages: {own_kib} KiB (VmHWM {peak_kib} KiB, RssFile {file_kib} KiB), above {SERVE_PEAK_RSS_MAX_KIB} KiB"
+    );
 }

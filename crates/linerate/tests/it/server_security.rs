@@ -225,6 +225,7 @@ fn allow_iperf3_unauthenticated_needs_auth_users() {
 /// many come at once (the per-address log throttle lets 20 lines through in a burst); the
 /// server warns at start that hooks without `--auth-users` are open to anyone.
 #[test]
+#[cfg(feature = "hooks")]
 fn every_hook_and_restore_is_logged() {
     use linerate_wire::control::Message;
     use linerate_wire::hooks::HookRequest;

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::repeat::progress::Bar as ProgressBar;
 use anyhow::{anyhow, Context};
-use indicatif::{ProgressBar, ProgressStyle};
 
 use super::{signal_flag, write_out};
 use crate::cli::rfc2544::{self as cli, Rfc2544Args};
@@ -246,14 +246,10 @@ fn progress_bar(machine_output: bool) -> ProgressBar {
     if machine_output || !std::io::stderr().is_terminal() || !std::io::stdout().is_terminal() {
         return ProgressBar::hidden();
     }
-    let bar = ProgressBar::new_spinner();
-    if let Ok(style) =
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] trial {pos}: {msg}")
-    {
-        bar.set_style(style);
-    }
-    bar.enable_steady_tick(Duration::from_millis(200));
-    bar
+    ProgressBar::spinner(
+        "{spinner} [{elapsed_precise}] trial {pos}: {msg}",
+        Duration::from_millis(200),
+    )
 }
 
 /// Shows each trial on the progress line.
