@@ -451,8 +451,9 @@ pub struct TestSpec {
     /// the test's start and end under it, so each agent's own log shows when it was busy,
     /// as destination too. Free text to anyone else; a server logs at most
     /// [`MAX_FLEET_ORDER_LOGGED`] characters of it.
+    /// (Boxed: the spec travels inside every control message's enum, kept small.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fleet_order: Option<String>,
+    pub fleet_order: Option<Box<String>>,
 }
 
 /// Most characters of [`TestSpec::fleet_order`] a server writes to its log.

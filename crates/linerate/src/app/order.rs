@@ -56,7 +56,7 @@ impl OrderRunner for Runner {
         };
         plan.auth = auth;
         // The destination, a fleet agent too, logs the test under the order's id.
-        plan.spec.fleet_order = Some(order.id.clone());
+        plan.spec.fleet_order = Some(Box::new(order.id.clone()));
         match client::run(&plan, &mut Quiet, &self.interrupt) {
             Ok(rec) => {
                 let error = rec.failure.clone();

@@ -195,21 +195,29 @@ fn fleet_input(a: &ReportArgs, name: &str) -> anyhow::Result<Input> {
             runs.insert(s.id, r);
         }
     }
-    Ok(Input::Fleet(Box::new(crate::export::report::fleet::FleetInput {
-        source: format!("fleet {name} in {}", store.path()),
-        record,
-        runs,
-        alone,
-    })))
+    Ok(Input::Fleet(Box::new(
+        crate::export::report::fleet::FleetInput {
+            source: format!("fleet {name} in {}", store.path()),
+            record,
+            runs,
+            alone,
+        },
+    )))
 }
 
 #[cfg(not(feature = "fleet"))]
 fn fleet_input(_: &ReportArgs, _: &str) -> anyhow::Result<Input> {
-    Err(UsageError("this build has no fleet runs (build linerate with the `fleet` feature)".into()).into())
+    Err(
+        UsageError("this build has no fleet runs (build linerate with the `fleet` feature)".into())
+            .into(),
+    )
 }
 
 /// Writes the page (and with --chart-dir its charts).
-fn write_report(a: &ReportArgs, report: &crate::export::report::Report) -> anyhow::Result<ExitCode> {
+fn write_report(
+    a: &ReportArgs,
+    report: &crate::export::report::Report,
+) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &a.chart_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| UsageError(format!("--chart-dir {}: {e}", dir.display())))?;

@@ -126,7 +126,7 @@ pub enum Command {
     /// sweep metrics with confidence intervals, RFC 2544 frame rates; the diagnosis, both
     /// hosts, parameters and warnings; two or more results compared in words.
     #[command(
-        after_help = "Examples:\n  linerate tcp HOST -t 30 -i 0.1 --json > run.json\n  linerate report run.json -o run.html\n  linerate report a.json b.json -o ab.html        # compared on shared axes\n  linerate report 14 17 --chart-dir charts/       # stored runs; every chart as .svg and .png\n  linerate sweep --vary len=1K..64K:*2 --repeat 5 --json -- tcp HOST > s.json\n  linerate report s.json -o sweep.html\n\nThe same input gives the same bytes: the page holds no time of its making."
+        after_help = "Examples:\n  linerate tcp HOST -t 30 -i 0.1 --json > run.json\n  linerate report run.json -o run.html\n  linerate report a.json b.json -o ab.html        # compared on shared axes\n  linerate report 14 17 --chart-dir charts/       # stored runs; every chart as .svg and .png\n  linerate sweep --vary len=1K..64K:*2 --repeat 5 --json -- tcp HOST > s.json\n  linerate report s.json -o sweep.html\n  linerate report --fleet rack-7 -o rack-7.html   # a fleet run's mesh from the database\n\nThe same input gives the same bytes: the page holds no time of its making."
     )]
     Report(report::ReportArgs),
     #[cfg(feature = "fleet")]

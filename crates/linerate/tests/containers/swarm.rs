@@ -128,7 +128,10 @@ fn agents_and_logs(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec<
 /// The agents, and the tests they ran as source (one per ordered test).
 fn agents_and_tests(e: &Engine, service: &str) -> (BTreeMap<String, String>, Vec<Logged>) {
     let (addrs, all) = agents_and_logs(e, service);
-    (addrs, all.into_iter().filter(|t| t.role == "source").collect())
+    (
+        addrs,
+        all.into_iter().filter(|t| t.role == "source").collect(),
+    )
 }
 
 /// No agent in two tests at once, from each agent's own log alone: the tests it logged (as
@@ -139,7 +142,10 @@ fn assert_no_overlap(all: &[Logged]) {
     for t in all {
         per_agent.entry(&t.agent).or_default().push(t);
     }
-    for t in all.iter().filter(|t| t.role == "source" && t.status.as_deref() == Some("ok")) {
+    for t in all
+        .iter()
+        .filter(|t| t.role == "source" && t.status.as_deref() == Some("ok"))
+    {
         assert!(
             all.iter().any(|d| d.role == "destination"
                 && d.id == t.id

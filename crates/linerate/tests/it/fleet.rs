@@ -196,8 +196,14 @@ fn fleet_runs_every_ordered_pair_in_disjoint_rounds() {
         let again = reruns.iter().filter(|c| c["source"] == a.name()).count();
         assert_eq!(a.ordered().len(), as_source + again, "{}", a.name());
         // As destination too, its own log says when its data ran.
-        let as_dest = pairs.iter().filter(|p| p["destination"] == a.name()).count();
-        let again_dest = reruns.iter().filter(|c| c["destination"] == a.name()).count();
+        let as_dest = pairs
+            .iter()
+            .filter(|p| p["destination"] == a.name())
+            .count();
+        let again_dest = reruns
+            .iter()
+            .filter(|c| c["destination"] == a.name())
+            .count();
         assert_eq!(
             a.busy().len(),
             as_source + again + as_dest + again_dest,
@@ -274,7 +280,10 @@ fn report_shows_the_stored_figures(f: &Fleet, rec: &serde_json::Value, db: &std:
     assert_eq!(rows.len(), agents.len());
     let pairs = rec["pairs"].as_array().unwrap();
     for p in pairs {
-        let (s, d) = (p["source"].as_str().unwrap(), p["destination"].as_str().unwrap());
+        let (s, d) = (
+            p["source"].as_str().unwrap(),
+            p["destination"].as_str().unwrap(),
+        );
         let i = agents.iter().position(|a| *a == s).unwrap();
         let j = agents.iter().position(|a| *a == d).unwrap();
         assert!(rows[i].contains(s), "row {i} is not {s}");
@@ -282,7 +291,10 @@ fn report_shows_the_stored_figures(f: &Fleet, rec: &serde_json::Value, db: &std:
         let id = p["run_id"].as_i64().unwrap();
         let link = format!("<a href=\"#run-{id}\">");
         assert!(cell.contains(&link), "{s} -> {d}: {cell}");
-        assert!(html.contains(&format!("<h2 id=\"run-{id}\">")), "no section for run {id}");
+        assert!(
+            html.contains(&format!("<h2 id=\"run-{id}\">")),
+            "no section for run {id}"
+        );
         // The cell's figure, read back with its unit, is the stored throughput (4 digits).
         let text = cell.split(&link).nth(1).unwrap().split('<').next().unwrap();
         let (num, unit) = text.split_once(' ').unwrap();
@@ -323,7 +335,10 @@ fn report_shows_the_stored_figures(f: &Fleet, rec: &serde_json::Value, db: &std:
         urls.iter().all(|u| u.starts_with("file://")),
         "the page requested {urls:?}"
     );
-    assert_eq!(dom.matches("<table class=\"heat\">").count(), html.matches("<table class=\"heat\">").count());
+    assert_eq!(
+        dom.matches("<table class=\"heat\">").count(),
+        html.matches("<table class=\"heat\">").count()
+    );
 }
 
 /// The ids of the fleet run's stored runs, as `linerate history` lists them.

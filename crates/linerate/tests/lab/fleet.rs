@@ -366,12 +366,7 @@ fn lab_fleet_mesh_on_a_shaped_bridge() {
     );
     let reruns = rec["interference"].as_array().unwrap();
     for a in &agents {
-        let again = |end: &str| {
-            reruns
-                .iter()
-                .filter(|c| c[end] == a.name.as_str())
-                .count()
-        };
+        let again = |end: &str| reruns.iter().filter(|c| c[end] == a.name.as_str()).count();
         assert_eq!(a.ordered().len(), 5 + again("source"), "{}", a.name);
         // Its own log, as source and as destination: never in two tests at once.
         let mut t = a.busy();

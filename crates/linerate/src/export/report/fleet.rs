@@ -107,13 +107,22 @@ const STOPS: [(u8, u8, u8); 5] = [
 
 /// The colour of `t` in 0..=1 (0: worst), and the text colour that reads on it.
 pub fn colour(t: f64) -> (String, &'static str) {
-    let t = if t.is_finite() { t.clamp(0.0, 1.0) } else { 0.0 };
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let x = t * (STOPS.len() - 1) as f64;
     let i = (x.floor() as usize).min(STOPS.len() - 2);
     let f = x - i as f64;
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
     let (a, b) = (STOPS[i], STOPS[i + 1]);
-    let bg = format!("#{:02x}{:02x}{:02x}", mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2));
+    let bg = format!(
+        "#{:02x}{:02x}{:02x}",
+        mix(a.0, b.0),
+        mix(a.1, b.1),
+        mix(a.2, b.2)
+    );
     (bg, if t < 0.6 { "#fff" } else { "#000" })
 }
 

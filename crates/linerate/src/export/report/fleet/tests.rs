@@ -68,7 +68,11 @@ fn fixture() -> FleetInput {
             .enumerate()
             .map(|(i, a)| HostSummary {
                 agent: a.clone(),
-                hostname: Some(if i == 1 { EVIL.into() } else { format!("node{i}") }),
+                hostname: Some(if i == 1 {
+                    EVIL.into()
+                } else {
+                    format!("node{i}")
+                }),
                 pairs_ok: 0,
                 pairs_failed: 0,
                 min_out: None,
@@ -78,7 +82,10 @@ fn fixture() -> FleetInput {
         started_at: Some("2026-11-26T12:00:00Z".into()),
         ended_at: Some("2026-11-26T12:01:00Z".into()),
     };
-    let (s, d) = (record.pairs[0].source.clone(), record.pairs[0].destination.clone());
+    let (s, d) = (
+        record.pairs[0].source.clone(),
+        record.pairs[0].destination.clone(),
+    );
     FleetInput {
         source: "fleet rack7 in results.db".into(),
         record,
@@ -117,7 +124,10 @@ fn every_cell_links_to_its_run_and_shows_its_figure() {
     // The alone run of the interference check has its section, and nothing links outside.
     assert!(html.contains("<h2 id=\"run-200\">"));
     for href in html.split("href=\"").skip(1) {
-        assert!(href.starts_with("#run-"), "a link out of the page: {href:.40}");
+        assert!(
+            href.starts_with("#run-"),
+            "a link out of the page: {href:.40}"
+        );
     }
     // A second map: the retransmits.
     assert!(html.contains("id=\"map-retransmits\""));
@@ -132,7 +142,10 @@ fn a_failed_pair_shows_its_reason_not_a_zero() {
     let map = first_map(&html);
     let cell_start = map.find("<td class=\"failed\"").expect("a failed cell");
     let cell = &map[cell_start..cell_start + map[cell_start..].find("</td>").unwrap()];
-    assert!(cell.contains(&format!("href=\"#run-{}\"", failed.run_id)), "{cell}");
+    assert!(
+        cell.contains(&format!("href=\"#run-{}\"", failed.run_id)),
+        "{cell}"
+    );
     assert!(cell.contains("failed: cannot reach the agent"), "{cell}");
     assert!(!cell.contains("bit/s") && !cell.contains(">0<"), "{cell}");
     assert!(html.contains("<h2>Failed pairs</h2>"));
@@ -164,7 +177,10 @@ fn worst_pairs_are_listed_lowest_first() {
         .filter(|p| p.figures.throughput_bps.is_some())
         .collect();
     want.sort_by(|a, b| {
-        a.figures.throughput_bps.unwrap().total_cmp(&b.figures.throughput_bps.unwrap())
+        a.figures
+            .throughput_bps
+            .unwrap()
+            .total_cmp(&b.figures.throughput_bps.unwrap())
     });
     let want: Vec<i64> = want.iter().take(WORST_LISTED).map(|p| p.run_id).collect();
     assert_eq!(ids, want);
@@ -186,8 +202,20 @@ fn the_scale_spans_the_runs_own_range() {
     let legend = &html[legend_start..legend_start + html[legend_start..].find("</p>").unwrap()];
     let (dark, _) = colour(0.0);
     let (light, _) = colour(1.0);
-    assert!(legend.contains(&format!("background:{dark};color:#fff\">{}", format_metric("throughput_bps", lo))), "{legend}");
-    assert!(legend.contains(&format!("background:{light};color:#000\">{}", format_metric("throughput_bps", hi))), "{legend}");
+    assert!(
+        legend.contains(&format!(
+            "background:{dark};color:#fff\">{}",
+            format_metric("throughput_bps", lo)
+        )),
+        "{legend}"
+    );
+    assert!(
+        legend.contains(&format!(
+            "background:{light};color:#000\">{}",
+            format_metric("throughput_bps", hi)
+        )),
+        "{legend}"
+    );
     // The lowest pair's cell is the darkest, the highest the lightest.
     let map = first_map(&html);
     let cell = |v: f64| format!("background:{}", colour(position(v, lo, hi, true)).0);
