@@ -40,6 +40,9 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         },
         allow_iperf3_unauthenticated: a.allow_iperf3_unauthenticated,
         hooks: match &a.hooks {
+            Some(_) if !cfg!(feature = "hooks") => {
+                return Err(crate::cli::not_in_this_build("--hooks", "hooks").into());
+            }
             Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
             None => None,
         },
