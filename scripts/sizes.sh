@@ -5,8 +5,10 @@
 # qemu-ppc-static, whose figure includes the emulator's own memory: a size, never a speed),
 # and writes the table into docs/PERFORMANCE.md between the `sizes:` markers.
 #
-# Usage: bash scripts/sizes.sh [TARGET...]     (default: every target scripts/cross.sh knows)
+# Usage: bash scripts/sizes.sh [TARGET[:BUILD]...]  (default: every target scripts/cross.sh knows)
 #        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full)
+#        bash scripts/sizes.sh x86_64-unknown-linux-gnu powerpc-unknown-linux-gnu:board
+#          (TARGET:BUILD measures that one build of the target)
 # A build that fails or that scripts/cross.sh refuses is listed as not measured, with why.
 # Release builds are slow (fat LTO, one codegen unit): about 5-15 minutes per build on 2 cores.
 set -euo pipefail
@@ -22,8 +24,11 @@ trap 'rm -rf "$tmp"' EXIT
 
 rows=()
 declare -A built
-for t in "${targets[@]}"; do
-    for build in ${SIZES_BUILDS:-board full}; do
+for arg in "${targets[@]}"; do
+    t=${arg%%:*}
+    builds=${SIZES_BUILDS:-board full}
+    [ "$arg" != "$t" ] && builds=${arg#*:}
+    for build in $builds; do
         flag=$([ "$build" = board ] && echo --board || true)
         echo "scripts/sizes.sh: $t $build" >&2
         if bin=$(bash scripts/cross.sh "$t" $flag 2>"$tmp/err" | tail -n 1) && [ -f "$bin" ]; then

@@ -127,7 +127,12 @@ mod tests {
             "{l}"
         );
         let l = line(&["linerate", "tcp", "h", "--paralel", "2"]);
-        assert!(l.contains("--parallel"), "the tip is kept: {l}");
+        // clap's suggestions are the workstation's (the board's core leaves them out).
+        if cfg!(feature = "workstation") {
+            assert!(l.contains("--parallel"), "the tip is kept: {l}");
+        } else {
+            assert!(l.contains("'--paralel'"), "{l}");
+        }
         let l = line(&["linerate"]);
         assert!(l.ends_with("see `linerate --help`"), "{l}");
     }

@@ -163,6 +163,9 @@ pub fn server_config(a: &ServeArgs) -> Result<ServerConfig, UsageError> {
         },
         allow_iperf3_unauthenticated: a.allow_iperf3_unauthenticated,
         hooks: match &a.hooks {
+            Some(_) if !cfg!(feature = "hooks") => {
+                return Err(super::not_in_this_build("--hooks", "hooks"));
+            }
             Some(p) => Some(Arc::new(HookSet::load(p).map_err(UsageError)?)),
             None => None,
         },
