@@ -873,24 +873,7 @@ const MAX_FN_LINES: usize = 100;
 
 /// The functions allowed over [`MAX_FN_LINES`] for now: (file under `src/`, name, reason).
 /// An entry no longer over the limit fails the test too, so the list only shrinks.
-const LONG_ALLOWED: &[(&str, &str, &str)] = &[
-    // src/fleet/ is being rewritten on the fleet branch: split after it merges.
-    (
-        "fleet/coordinator.rs",
-        "run",
-        "the fleet branch rewrites src/fleet/",
-    ),
-    (
-        "fleet/manifests.rs",
-        "swarm_stack",
-        "the fleet branch rewrites src/fleet/",
-    ),
-    (
-        "fleet/record.rs",
-        "from_runs",
-        "the fleet branch rewrites src/fleet/",
-    ),
-];
+const LONG_ALLOWED: &[(&str, &str, &str)] = &[];
 
 /// `cfg(test)` or `cfg(all(test, ...))` at token `i`.
 fn is_cfg_test(toks: &[(Tok, usize)], i: usize) -> bool {

@@ -264,18 +264,17 @@ pub fn stored_record(
     Ok(Some((rec, stored)))
 }
 
-/// Runs the rounds (skipping the pairs `done` names as ran), then the interference check;
-/// returns the fleet's record from the store.
-pub fn run(
+/// The ordered pairs (source, destination) that a stored run of this fleet name already
+/// ran (`--resume`); an error if that run's test differs from this one's.
+fn already_done(
     cfg: &FleetConfig,
     store: &mut Store,
-    interrupt: &AtomicBool,
-) -> anyhow::Result<FleetRecord> {
-    let plan = rounds(cfg.agents.len());
-    let names: Vec<String> = cfg.agents.iter().map(AgentAddr::name).collect();
+    names: &[String],
+    rounds: usize,
+) -> anyhow::Result<BTreeSet<(String, String)>> {
     let before = stored_pairs(store, &cfg.name)?;
     let done: BTreeSet<(String, String)> = {
-        let rec = FleetRecord::from_runs(&cfg.name, &cfg.test, &names, plan.len(), &before);
+        let rec = FleetRecord::from_runs(&cfg.name, &cfg.test, names, rounds, &before);
         rec.pairs
             .iter()
             .filter(|p| p.status == super::record::PairStatus::Ok)
@@ -292,6 +291,63 @@ pub fn run(
             );
         }
     }
+    Ok(done)
+}
+
+/// The interference check: the pairs whose mesh result is lowest, among those that ran
+/// beside others, run again alone, one at a time, and stored.
+fn interference_check(
+    cfg: &FleetConfig,
+    store: &mut Store,
+    interrupt: &AtomicBool,
+    names: &[String],
+    rec: &FleetRecord,
+) -> anyhow::Result<()> {
+    // The pairs whose mesh result is lowest, among those that ran beside others:
+    // those are the ones a neighbour could have disturbed.
+    let chosen: Vec<(usize, usize, Pair)> = rec
+        .worst(rec.pairs.len())
+        .into_iter()
+        .filter(|p| p.beside > 0)
+        .take(cfg.interference)
+        .filter_map(|p| {
+            let s = names.iter().position(|n| n == &p.source)?;
+            let d = names.iter().position(|n| n == &p.destination)?;
+            Some((
+                p.round,
+                p.beside,
+                Pair {
+                    source: s,
+                    destination: d,
+                },
+            ))
+        })
+        .collect();
+    for (round, beside, pair) in chosen {
+        if interrupt.load(Ordering::SeqCst) {
+            break;
+        }
+        say(&format!(
+            "interference check: {} -> {} (round {round}) alone",
+            names[pair.source], names[pair.destination]
+        ));
+        run_at_once(cfg, &[pair], round, beside, "alone", &mut |o| {
+            keep(store, cfg, &o).map(|_| ())
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs the rounds (skipping the pairs `done` names as ran), then the interference check;
+/// returns the fleet's record from the store.
+pub fn run(
+    cfg: &FleetConfig,
+    store: &mut Store,
+    interrupt: &AtomicBool,
+) -> anyhow::Result<FleetRecord> {
+    let plan = rounds(cfg.agents.len());
+    let names: Vec<String> = cfg.agents.iter().map(AgentAddr::name).collect();
+    let done = already_done(cfg, store, &names, plan.len())?;
     let total = plan.iter().map(Vec::len).sum::<usize>();
     say(&format!(
         "{}: {} agents, {} pairs in {} rounds{}",
@@ -343,38 +399,7 @@ pub fn run(
     let after = stored_pairs(store, &cfg.name)?;
     let rec = FleetRecord::from_runs(&cfg.name, &cfg.test, &names, plan.len(), &after);
     if cfg.interference > 0 && rec.interference.is_empty() && !interrupt.load(Ordering::SeqCst) {
-        // The pairs whose mesh result is lowest, among those that ran beside others:
-        // those are the ones a neighbour could have disturbed.
-        let chosen: Vec<(usize, usize, Pair)> = rec
-            .worst(rec.pairs.len())
-            .into_iter()
-            .filter(|p| p.beside > 0)
-            .take(cfg.interference)
-            .filter_map(|p| {
-                let s = names.iter().position(|n| n == &p.source)?;
-                let d = names.iter().position(|n| n == &p.destination)?;
-                Some((
-                    p.round,
-                    p.beside,
-                    Pair {
-                        source: s,
-                        destination: d,
-                    },
-                ))
-            })
-            .collect();
-        for (round, beside, pair) in chosen {
-            if interrupt.load(Ordering::SeqCst) {
-                break;
-            }
-            say(&format!(
-                "interference check: {} -> {} (round {round}) alone",
-                names[pair.source], names[pair.destination]
-            ));
-            run_at_once(cfg, &[pair], round, beside, "alone", &mut |o| {
-                keep(store, cfg, &o).map(|_| ())
-            })?;
-        }
+        interference_check(cfg, store, interrupt, &names, &rec)?;
     }
     let after = stored_pairs(store, &cfg.name)?;
     Ok(FleetRecord::from_runs(

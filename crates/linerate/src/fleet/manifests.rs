@@ -347,17 +347,18 @@ fn header(lines: &[&str]) -> String {
     s
 }
 
-/// The Docker Swarm stack: `docker stack deploy -c stack.yaml NAME`.
-fn swarm_stack(a: &ManifestsArgs) -> String {
-    let users = format!("{}-users", a.auth_secret_name);
-    let secret = format!("{}-secret", a.auth_secret_name);
-    let secret_ref = |name: &str| {
-        map(vec![
-            ("source", s(name)),
-            ("target", s(name)),
-            ("mode", Y::Int(SECRET_MODE)),
-        ])
-    };
+/// A Swarm secret as a service mounts it, under /run/secrets/NAME.
+fn swarm_secret_ref(name: &str) -> Y {
+    map(vec![
+        ("source", s(name)),
+        ("target", s(name)),
+        ("mode", Y::Int(SECRET_MODE)),
+    ])
+}
+
+/// The Swarm service of the agents: replicated (or one per node), never restarted by the
+/// engine, the users' file from the secret `users`.
+fn swarm_agent(a: &ManifestsArgs, users: &str) -> Y {
     let agent_deploy = if a.per_node {
         map(vec![
             ("mode", s("global")),
@@ -370,7 +371,7 @@ fn swarm_stack(a: &ManifestsArgs) -> String {
             ("restart_policy", map(vec![("condition", s("none"))])),
         ])
     };
-    let agent = map(vec![
+    map(vec![
         ("image", s(&a.image)),
         // Stable names (per slot, or per node for a global service), so an agent that is
         // started again is recognisably the same one.
@@ -387,10 +388,15 @@ fn swarm_stack(a: &ManifestsArgs) -> String {
             strs(agent_command(a, &format!("/run/secrets/{users}"))),
         ),
         ("networks", Y::Seq(vec![s("fleet")])),
-        ("secrets", Y::Seq(vec![secret_ref(&users)])),
+        ("secrets", Y::Seq(vec![swarm_secret_ref(users)])),
         ("deploy", agent_deploy),
-    ]);
-    let coordinator = map(vec![
+    ])
+}
+
+/// The Swarm job of the coordinator: once, on a manager, its secret from `secret`, the
+/// results in a directory bound from the host.
+fn swarm_coordinator(a: &ManifestsArgs, secret: &str) -> Y {
+    map(vec![
         ("image", s(&a.image)),
         (
             "command",
@@ -401,7 +407,7 @@ fn swarm_stack(a: &ManifestsArgs) -> String {
             )),
         ),
         ("networks", Y::Seq(vec![s("fleet")])),
-        ("secrets", Y::Seq(vec![secret_ref(&secret)])),
+        ("secrets", Y::Seq(vec![swarm_secret_ref(secret)])),
         (
             "volumes",
             Y::Seq(vec![map(vec![
@@ -425,7 +431,15 @@ fn swarm_stack(a: &ManifestsArgs) -> String {
                 ),
             ]),
         ),
-    ]);
+    ])
+}
+
+/// The Docker Swarm stack: `docker stack deploy -c stack.yaml NAME`.
+fn swarm_stack(a: &ManifestsArgs) -> String {
+    let users = format!("{}-users", a.auth_secret_name);
+    let secret = format!("{}-secret", a.auth_secret_name);
+    let agent = swarm_agent(a, &users);
+    let coordinator = swarm_coordinator(a, &secret);
     let mut network = vec![("driver", s("overlay"))];
     if let Some(subnet) = &a.subnet {
         network.push((

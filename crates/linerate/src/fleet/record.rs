@@ -305,6 +305,52 @@ pub struct StoredPair {
     pub record: Option<RunRecord>,
 }
 
+/// Each agent's summary: its host name (from the records), its pairs that ran and failed,
+/// and its lowest primary figure as source and as destination.
+fn host_summaries(
+    agents: &[String],
+    pairs: &[PairResult],
+    stored: &[StoredPair],
+) -> Vec<HostSummary> {
+    let hostnames: BTreeMap<&str, String> = stored
+        .iter()
+        .filter_map(|s| {
+            let r = s.record.as_ref()?;
+            Some([
+                (s.point.source.as_str(), r.client.host.hostname.clone()?),
+                (
+                    s.point.destination.as_str(),
+                    r.server.as_ref()?.host.hostname.clone()?,
+                ),
+            ])
+        })
+        .flatten()
+        .collect();
+    agents
+        .iter()
+        .map(|a| {
+            let mine = pairs
+                .iter()
+                .filter(|p| &p.source == a || &p.destination == a);
+            let min = |f: &dyn Fn(&PairResult) -> bool| {
+                pairs
+                    .iter()
+                    .filter(|p| f(p))
+                    .filter_map(|p| p.figures.primary())
+                    .min_by(f64::total_cmp)
+            };
+            HostSummary {
+                agent: a.clone(),
+                hostname: hostnames.get(a.as_str()).cloned(),
+                pairs_ok: mine.clone().filter(|p| p.status == PairStatus::Ok).count(),
+                pairs_failed: mine.filter(|p| p.status == PairStatus::Failed).count(),
+                min_out: min(&|p| &p.source == a),
+                min_in: min(&|p| &p.destination == a),
+            }
+        })
+        .collect()
+}
+
 impl FleetRecord {
     /// The record of the fleet run `name` from its stored pairs; the last attempt of each
     /// pair counts. `agents` and `rounds` are the plan's.
@@ -358,43 +404,7 @@ impl FleetRecord {
                 Some(InterferenceCheck::judge(p, f, Some(*id)))
             })
             .collect();
-        let hostnames: BTreeMap<&str, String> = stored
-            .iter()
-            .filter_map(|s| {
-                let r = s.record.as_ref()?;
-                Some([
-                    (s.point.source.as_str(), r.client.host.hostname.clone()?),
-                    (
-                        s.point.destination.as_str(),
-                        r.server.as_ref()?.host.hostname.clone()?,
-                    ),
-                ])
-            })
-            .flatten()
-            .collect();
-        let hosts = agents
-            .iter()
-            .map(|a| {
-                let mine = pairs
-                    .iter()
-                    .filter(|p| &p.source == a || &p.destination == a);
-                let min = |f: &dyn Fn(&PairResult) -> bool| {
-                    pairs
-                        .iter()
-                        .filter(|p| f(p))
-                        .filter_map(|p| p.figures.primary())
-                        .min_by(f64::total_cmp)
-                };
-                HostSummary {
-                    agent: a.clone(),
-                    hostname: hostnames.get(a.as_str()).cloned(),
-                    pairs_ok: mine.clone().filter(|p| p.status == PairStatus::Ok).count(),
-                    pairs_failed: mine.filter(|p| p.status == PairStatus::Failed).count(),
-                    min_out: min(&|p| &p.source == a),
-                    min_in: min(&|p| &p.destination == a),
-                }
-            })
-            .collect();
+        let hosts = host_summaries(agents, &pairs, stored);
         let times: Vec<&str> = stored
             .iter()
             .filter_map(|s| s.record.as_ref().map(|r| r.started_at.as_str()))

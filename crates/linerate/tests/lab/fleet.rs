@@ -8,7 +8,9 @@
 //!   goodput is the shaped rate less the headers (tbf counts whole frames) within 5 %, and
 //!   each host's interface byte counters (`/sys/class/net`, read by the test) agree with
 //!   the bytes the records say its pairs sent; every pair is in the store; no agent ran
-//!   two ordered tests at once (its own log's times); the interference check flags none.
+//!   two tests at once (its own log's times, as source and as destination); the
+//!   interference check re-runs 3 pairs alone, each at the shaped rate (its verdicts are
+//!   asserted by the next test).
 //! * An agent killed mid-run fails only its pairs, and `--resume` completes them.
 //! * Two agents in one host share its shaped link: the interference check flags the pairs
 //!   that ran beside each other over that link, and not the pairs of the other hosts.

@@ -162,6 +162,75 @@ fn pair_link(p: &PairResult, text: &str) -> String {
     format!("<a href=\"#run-{}\">{}</a>", p.run_id, esc(text))
 }
 
+/// One cell of a heat map: empty on the diagonal, the failure's reason, or the pair's
+/// figure coloured by its place in the run's range `(lo, hi)`, linked to its run.
+fn heat_cell(h: &mut String, pair: Option<&PairResult>, own: bool, m: &Map, (lo, hi): (f64, f64)) {
+    match pair {
+        _ if own => h.push_str("<td class=\"self\"></td>"),
+        None => h.push_str("<td class=\"none\">not run</td>"),
+        Some(p) if p.status == PairStatus::Failed => {
+            let why = p.error.as_deref().unwrap_or("failed");
+            let _ = write!(
+                h,
+                "<td class=\"failed\" title=\"{}\">{}</td>",
+                esc(why),
+                pair_link(p, &format!("failed: {}", clip(why, 120)))
+            );
+        }
+        Some(p) => match (m.get)(p).filter(|v| v.is_finite()) {
+            Some(v) => {
+                let (bg, fg) = colour(position(v, lo, hi, m.higher_is_better));
+                let _ = write!(
+                    h,
+                    "<td class=\"v\" style=\"background:{bg};color:{fg}\">{}</td>",
+                    pair_link(p, &value_text(m.metric, v))
+                );
+            }
+            None => {
+                let _ = write!(
+                    h,
+                    "<td class=\"none\">{}</td>",
+                    pair_link(p, "not measured")
+                );
+            }
+        },
+    }
+}
+
+/// The legend of a heat map: five steps from the worst to the best value of this run.
+fn legend(page: &mut Page, m: &Map, lo: f64, hi: f64) {
+    let (worst, best) = if m.higher_is_better {
+        (lo, hi)
+    } else {
+        (hi, lo)
+    };
+    let _ = write!(
+        page.html,
+        "<p class=\"legend\">Colour scale, this run's own range ({}): ",
+        if m.higher_is_better {
+            "higher is better"
+        } else {
+            "lower is better"
+        }
+    );
+    let steps = if hi > lo { 5 } else { 1 };
+    for k in 0..steps {
+        let t = if steps == 1 {
+            1.0
+        } else {
+            k as f64 / (steps - 1) as f64
+        };
+        let v = worst + (best - worst) * t;
+        let (bg, fg) = colour(t);
+        let _ = write!(
+            page.html,
+            "<span class=\"key\" style=\"background:{bg};color:{fg}\">{}</span> ",
+            esc(&value_text(m.metric, v))
+        );
+    }
+    page.html.push_str("</p>\n");
+}
+
 fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
     let values: Vec<f64> = rec
         .pairs
@@ -199,36 +268,7 @@ fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
                 .pairs
                 .iter()
                 .find(|p| &p.source == s && &p.destination == d);
-            match pair {
-                _ if s == d => h.push_str("<td class=\"self\"></td>"),
-                None => h.push_str("<td class=\"none\">not run</td>"),
-                Some(p) if p.status == PairStatus::Failed => {
-                    let why = p.error.as_deref().unwrap_or("failed");
-                    let _ = write!(
-                        h,
-                        "<td class=\"failed\" title=\"{}\">{}</td>",
-                        esc(why),
-                        pair_link(p, &format!("failed: {}", clip(why, 120)))
-                    );
-                }
-                Some(p) => match (m.get)(p).filter(|v| v.is_finite()) {
-                    Some(v) => {
-                        let (bg, fg) = colour(position(v, lo, hi, m.higher_is_better));
-                        let _ = write!(
-                            h,
-                            "<td class=\"v\" style=\"background:{bg};color:{fg}\">{}</td>",
-                            pair_link(p, &value_text(m.metric, v))
-                        );
-                    }
-                    None => {
-                        let _ = write!(
-                            h,
-                            "<td class=\"none\">{}</td>",
-                            pair_link(p, "not measured")
-                        );
-                    }
-                },
-            }
+            heat_cell(h, pair, s == d, m, (lo, hi));
         }
         h.push_str("</tr>\n");
     }
@@ -237,37 +277,138 @@ fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
         page.p("warn", "no pair gave this figure");
         return;
     }
-    // The legend: five steps from the worst to the best value of this run.
-    let (worst, best) = if m.higher_is_better {
-        (lo, hi)
-    } else {
-        (hi, lo)
-    };
-    let _ = write!(
-        page.html,
-        "<p class=\"legend\">Colour scale, this run's own range ({}): ",
-        if m.higher_is_better {
-            "higher is better"
-        } else {
-            "lower is better"
+    legend(page, m, lo, hi);
+}
+
+/// The worst pairs of the run, each linked to its run.
+fn worst_pairs(page: &mut Page, rec: &FleetRecord) {
+    let worst = rec.worst(WORST_LISTED);
+    if !worst.is_empty() {
+        page.h2("Worst pairs");
+        page.html.push_str("<ol class=\"worst\">\n");
+        for p in worst {
+            let v = p.figures.primary().unwrap_or(f64::NAN);
+            let metric = if p.figures.throughput_bps.is_some() {
+                "throughput_bps"
+            } else {
+                "transactions_per_sec"
+            };
+            let _ = writeln!(
+                page.html,
+                "<li>{} (round {}, {} beside)</li>",
+                pair_link(
+                    p,
+                    &format!(
+                        "{} -> {}: {}",
+                        p.source,
+                        p.destination,
+                        value_text(metric, v)
+                    )
+                ),
+                p.round,
+                p.beside
+            );
         }
-    );
-    let steps = if hi > lo { 5 } else { 1 };
-    for k in 0..steps {
-        let t = if steps == 1 {
-            1.0
-        } else {
-            k as f64 / (steps - 1) as f64
-        };
-        let v = worst + (best - worst) * t;
-        let (bg, fg) = colour(t);
-        let _ = write!(
+        page.html.push_str("</ol>\n");
+    }
+}
+
+/// The failed pairs with their reasons.
+fn failed_pairs(page: &mut Page, rec: &FleetRecord) {
+    page.h2("Failed pairs");
+    page.html.push_str("<ul class=\"warn\">\n");
+    for p in rec.failed() {
+        let _ = writeln!(
             page.html,
-            "<span class=\"key\" style=\"background:{bg};color:{fg}\">{}</span> ",
-            esc(&value_text(m.metric, v))
+            "<li>{}: {}</li>",
+            pair_link(
+                p,
+                &format!("{} -> {} (round {})", p.source, p.destination, p.round)
+            ),
+            esc(p.error.as_deref().unwrap_or("failed"))
         );
     }
-    page.html.push_str("</p>\n");
+    page.html.push_str("</ul>\n");
+}
+
+/// The interference check's table: each pair run again alone, and its verdict.
+fn interference(page: &mut Page, rec: &FleetRecord, rr: bool) {
+    page.h2("Interference check");
+    page.p(
+        "",
+        "Pairs run again alone after the mesh: flagged when the mean of the mesh test's intervals lies outside the 95 % prediction interval of the alone test's intervals.",
+    );
+    let rows: Vec<Vec<String>> = rec
+        .interference
+        .iter()
+        .map(|c| {
+            let unit = if rr {
+                "transactions_per_sec"
+            } else {
+                "throughput_bps"
+            };
+            let f = |v: Option<f64>| v.map_or("-".to_string(), |v| value_text(unit, v));
+            vec![
+                format!("{} -> {}", c.source, c.destination),
+                c.round.to_string(),
+                c.beside.to_string(),
+                f(c.mesh_mean),
+                format!("{} .. {}", f(c.alone_ci_low), f(c.alone_ci_high)),
+                if c.flagged { "flagged" } else { "no" }.to_string(),
+                c.alone_run_id.map_or("-".into(), |i| format!("run {i}")),
+                c.note.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    page.table(
+        &[
+            "pair",
+            "round",
+            "beside",
+            "mesh mean",
+            "alone interval",
+            "disturbed",
+            "alone run",
+            "note",
+        ]
+        .map(String::from),
+        &rows,
+    );
+}
+
+/// A section per pair's stored run and per alone re-run, which the cells link to.
+fn run_sections(page: &mut Page, input: &FleetInput) {
+    let rec = &input.record;
+    for p in &rec.pairs {
+        let _ = writeln!(
+            page.html,
+            "<h2 id=\"run-{}\">{}</h2>",
+            p.run_id,
+            esc(&format!(
+                "Round {}: {} -> {} (run {})",
+                p.round, p.source, p.destination, p.run_id
+            ))
+        );
+        if let Some(e) = &p.error {
+            page.p("warn", &format!("failed: {e}"));
+        }
+        match input.runs.get(&p.run_id) {
+            Some(r) => run_details(page, r),
+            None if p.error.is_none() => page.p("warn", "the stored run has no record"),
+            None => {}
+        }
+    }
+    for (id, s, d) in &input.alone {
+        let Some(r) = input.runs.get(id) else {
+            continue;
+        };
+        let _ = writeln!(
+            page.html,
+            "<h2 id=\"run-{id}\">{}</h2>",
+            esc(&format!("Interference check: {s} -> {d} alone (run {id})"))
+        );
+        run_details(page, r);
+    }
 }
 
 /// The page of a fleet run; its title and the line under it.
@@ -306,124 +447,14 @@ pub(super) fn page(page: &mut Page, input: &FleetInput) -> (String, String) {
         }
         heat_map(page, rec, m, primary);
     }
-    let worst = rec.worst(WORST_LISTED);
-    if !worst.is_empty() {
-        page.h2("Worst pairs");
-        page.html.push_str("<ol class=\"worst\">\n");
-        for p in worst {
-            let v = p.figures.primary().unwrap_or(f64::NAN);
-            let metric = if p.figures.throughput_bps.is_some() {
-                "throughput_bps"
-            } else {
-                "transactions_per_sec"
-            };
-            let _ = writeln!(
-                page.html,
-                "<li>{} (round {}, {} beside)</li>",
-                pair_link(
-                    p,
-                    &format!(
-                        "{} -> {}: {}",
-                        p.source,
-                        p.destination,
-                        value_text(metric, v)
-                    )
-                ),
-                p.round,
-                p.beside
-            );
-        }
-        page.html.push_str("</ol>\n");
-    }
+    worst_pairs(page, rec);
     if failed > 0 {
-        page.h2("Failed pairs");
-        page.html.push_str("<ul class=\"warn\">\n");
-        for p in rec.failed() {
-            let _ = writeln!(
-                page.html,
-                "<li>{}: {}</li>",
-                pair_link(
-                    p,
-                    &format!("{} -> {} (round {})", p.source, p.destination, p.round)
-                ),
-                esc(p.error.as_deref().unwrap_or("failed"))
-            );
-        }
-        page.html.push_str("</ul>\n");
+        failed_pairs(page, rec);
     }
     if !rec.interference.is_empty() {
-        page.h2("Interference check");
-        page.p(
-            "",
-            "Pairs run again alone after the mesh: flagged when the mean of the mesh test's intervals lies outside the 95 % prediction interval of the alone test's intervals.",
-        );
-        let rows: Vec<Vec<String>> = rec
-            .interference
-            .iter()
-            .map(|c| {
-                let unit = if rr {
-                    "transactions_per_sec"
-                } else {
-                    "throughput_bps"
-                };
-                let f = |v: Option<f64>| v.map_or("-".to_string(), |v| value_text(unit, v));
-                vec![
-                    format!("{} -> {}", c.source, c.destination),
-                    c.round.to_string(),
-                    c.beside.to_string(),
-                    f(c.mesh_mean),
-                    format!("{} .. {}", f(c.alone_ci_low), f(c.alone_ci_high)),
-                    if c.flagged { "flagged" } else { "no" }.to_string(),
-                    c.alone_run_id.map_or("-".into(), |i| format!("run {i}")),
-                    c.note.clone().unwrap_or_default(),
-                ]
-            })
-            .collect();
-        page.table(
-            &[
-                "pair",
-                "round",
-                "beside",
-                "mesh mean",
-                "alone interval",
-                "disturbed",
-                "alone run",
-                "note",
-            ]
-            .map(String::from),
-            &rows,
-        );
+        interference(page, rec, rr);
     }
-    for p in &rec.pairs {
-        let _ = writeln!(
-            page.html,
-            "<h2 id=\"run-{}\">{}</h2>",
-            p.run_id,
-            esc(&format!(
-                "Round {}: {} -> {} (run {})",
-                p.round, p.source, p.destination, p.run_id
-            ))
-        );
-        if let Some(e) = &p.error {
-            page.p("warn", &format!("failed: {e}"));
-        }
-        match input.runs.get(&p.run_id) {
-            Some(r) => run_details(page, r),
-            None if p.error.is_none() => page.p("warn", "the stored run has no record"),
-            None => {}
-        }
-    }
-    for (id, s, d) in &input.alone {
-        let Some(r) = input.runs.get(id) else {
-            continue;
-        };
-        let _ = writeln!(
-            page.html,
-            "<h2 id=\"run-{id}\">{}</h2>",
-            esc(&format!("Interference check: {s} -> {d} alone (run {id})"))
-        );
-        run_details(page, r);
-    }
+    run_sections(page, input);
     let title = format!("linerate fleet {}: {}", rec.name, rec.test.join(" "));
     let meta = format!(
         "{}; {}, {} to {}",
