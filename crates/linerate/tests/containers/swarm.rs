@@ -152,10 +152,11 @@ fn assert_no_overlap(all: &[Logged]) {
                 && d.agent == t.target
                 && d.source == t.source
                 && d.status.as_deref() == Some("ok")),
-            "{} ({} -> {}) is not in its destination's own log",
+            "{} ({} -> {}) is not in its destination's own log; logged under that id: {:?}",
             t.id,
             t.source,
-            t.target
+            t.target,
+            all.iter().filter(|d| d.id == t.id).collect::<Vec<_>>()
         );
     }
     for (agent, mut ts) in per_agent {

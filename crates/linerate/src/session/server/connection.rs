@@ -597,7 +597,8 @@ impl Session<'_> {
 
     /// A fleet agent logs a fleet order's test whose data runs here (as destination), as
     /// the source logs its own (`session::server::order`): `fleet: test ID start at=TIME
-    /// role=destination peer=IP user=USER`, so its own log shows when it was busy. The id
+    /// role=destination peer=IP user=USER` (the peer's IPv4 address as such, not mapped into
+    /// IPv6 by a server bound to `::`), so its own log shows when it was busy. The id
     /// comes from the peer: clipped, and anything but letters, digits and `._:-` replaced.
     fn fleet_start(&mut self, spec: &control::TestSpec) {
         if self.ctx.cfg.fleet_agent.is_none() {
@@ -621,7 +622,7 @@ impl Session<'_> {
         eprintln!(
             "fleet: test {id} start at={} role=destination peer={} user={}",
             super::order::now_rfc3339(),
-            self.peer.ip(),
+            sockets::canonical(self.peer.ip()),
             linerate_wire::text::clip(user, 64).replace(' ', "_"),
         );
         self.fleet_order = Some(id);
@@ -633,7 +634,7 @@ impl Session<'_> {
             eprintln!(
                 "fleet: test {id} end at={} role=destination peer={} status={status}",
                 super::order::now_rfc3339(),
-                self.peer.ip()
+                sockets::canonical(self.peer.ip())
             );
         }
     }
