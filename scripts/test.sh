@@ -178,7 +178,7 @@ export LINERATE_BOARD_PPC LINERATE_BOARD_AARCH64
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=53
+LAB_TESTS=54
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"

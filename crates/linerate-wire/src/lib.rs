@@ -31,6 +31,7 @@ pub mod hex;
 pub mod hooks;
 pub mod host;
 pub mod iperf3;
+pub mod json;
 pub mod probe;
 pub mod profile;
 pub mod report;

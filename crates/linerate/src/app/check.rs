@@ -156,7 +156,7 @@ fn baseline_rows(
     // Not the new result itself (stored, or the same run from a file).
     let not_new = |r: &RunRow| Some(r.id) != new.id && r.started_at != started;
     let command = command_of(first);
-    let params = flatten(&serde_json::to_value(&first.plan)?);
+    let params = flatten(&linerate_wire::json::to_value(&first.plan)?);
     if let Some(b) = &a.baseline {
         if let Some(id) = stored_id(Path::new(b)) {
             let row = store.row(id)?.ok_or_else(|| no_run(id, store))?;

@@ -90,7 +90,7 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             .collect();
         let report = compare(&inputs).ok_or_else(nothing)?;
         if a.json {
-            serde_json::to_string_pretty(&report)? + "\n"
+            linerate_wire::json::to_string_pretty(&report)? + "\n"
         } else {
             let counts: Vec<(String, String, usize)> = inputs
                 .iter()
@@ -109,7 +109,7 @@ pub fn command(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         let report =
             compare_figures(&inputs, crate::rfc2544::compare::sentence).ok_or_else(nothing)?;
         if a.json {
-            serde_json::to_string_pretty(&report)? + "\n"
+            linerate_wire::json::to_string_pretty(&report)? + "\n"
         } else {
             let counts: Vec<(String, String, usize)> = inputs
                 .iter()
@@ -167,8 +167,8 @@ fn load_stored(
         .into());
     };
     let runs = match kind.as_str() {
-        "run" => vec![serde_json::from_value::<RunRecord>(v)?],
-        "trials" => serde_json::from_value::<RunSetRecord>(v)?.runs,
+        "run" => vec![linerate_wire::json::from_value::<RunRecord>(&v)?],
+        "trials" => linerate_wire::json::from_value::<RunSetRecord>(&v)?.runs,
         other => {
             return Err(UsageError(format!(
             "run {id} is a {other} record: compare takes tcp, udp and rr runs (single or repeated)"

@@ -65,7 +65,7 @@ pub fn command(a: &DemoArgs) -> anyhow::Result<ExitCode> {
     stop_server.store(true, SeqCst);
     let _ = handle.join();
     if a.json {
-        write_out(&(serde_json::to_string_pretty(&records)? + "\n"))?;
+        write_out(&(linerate_wire::json::to_string_pretty(&records)? + "\n"))?;
     } else {
         let mut out = format!(
             "{:<12} {:>14} {:>16} {:>14} {:>8} {:>10} {:>10} {:>12} {:>12}\n",

@@ -58,7 +58,7 @@ pub fn command(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         warnings,
     };
     let text = if a.json {
-        let mut s = serde_json::to_string_pretty(&rec)?;
+        let mut s = linerate_wire::json::to_string_pretty(&rec)?;
         s.push('\n');
         s
     } else {

@@ -60,7 +60,7 @@ impl OrderRunner for Runner {
         match client::run(&plan, &mut Quiet, &self.interrupt) {
             Ok(rec) => {
                 let error = rec.failure.clone();
-                (serde_json::to_value(&rec).ok(), error)
+                (linerate_wire::json::to_value(&rec).ok(), error)
             }
             Err(e) => (None, Some(format!("{e:#}"))),
         }

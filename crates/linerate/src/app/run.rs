@@ -445,7 +445,6 @@ fn with_capture(
     plan: &StreamPlan,
     test: impl FnOnce(&StreamPlan) -> anyhow::Result<RunRecord>,
 ) -> anyhow::Result<RunRecord> {
-    use std::net::ToSocketAddrs;
     let Some(path) = &cap.capture else {
         return test(plan);
     };
@@ -453,10 +452,9 @@ fn with_capture(
     let mut asked = plan.clone();
     asked.spec.capture_snaplen = Some(cap.snaplen);
     let plan = &asked;
-    let server = (plan.host.as_str(), plan.port)
-        .to_socket_addrs()
+    let server = crate::sys::resolve::lookup(&plan.host, plan.port)
         .ok()
-        .and_then(|mut a| a.next())
+        .and_then(|a| a.into_iter().next())
         .ok_or_else(|| UsageError(format!("--capture: cannot resolve {}", plan.host)))?;
     let capture = crate::sys::capture::Capture::start(path, server, cap.snaplen, CAPTURE_MAX_BYTES)
         .map_err(|e| UsageError(format!("--capture {}: {e}", path.display())))?;

@@ -59,6 +59,13 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    // The board's core aborts on panic: a parent keeps the server running (sys/supervise.rs).
+    #[cfg(panic = "abort")]
+    if let crate::sys::supervise::Role::Parent(code) =
+        crate::sys::supervise::fork_restarting(&|l| eprintln!("linerate serve: {l}"))?
+    {
+        return Ok(ExitCode::from(code));
+    }
     if let (Some(addr), Some(m)) = (a.metrics, metrics) {
         let bound = super::metrics::spawn(addr, m)?;
         eprintln!("linerate serve: metrics at http://{bound}/metrics");

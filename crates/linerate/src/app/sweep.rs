@@ -482,7 +482,7 @@ fn store_point(
     };
     let mut run = entry::run_set(set, &keeper_ctx(keeper, plan, p));
     run.sweep_id = Some(id);
-    run.point = serde_json::to_value(&p.values).ok();
+    run.point = linerate_wire::json::to_value(&p.values).ok();
     match s.insert(&run) {
         Ok(pid) => point.stored_id = Some(pid),
         Err(e) => warnings.push(format!("point {} was not stored: {e}", p.index)),

@@ -141,7 +141,7 @@ pub fn event_schema() -> String {
 
 /// Any record as pretty JSON, with a trailing newline.
 pub fn pretty<T: Serialize>(value: &T) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| error_json(&e));
+    let mut text = linerate_wire::json::to_string_pretty(value).unwrap_or_else(|e| error_json(&e));
     text.push('\n');
     text
 }

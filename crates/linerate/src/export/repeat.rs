@@ -24,7 +24,7 @@ use crate::model::{RunSetRecord, StreamEvent};
 pub fn render(format: Format, set: &RunSetRecord, classic: Classic) -> String {
     match format {
         Format::Json => {
-            let mut t = serde_json::to_string_pretty(set).unwrap_or_else(|e| {
+            let mut t = linerate_wire::json::to_string_pretty(set).unwrap_or_else(|e| {
                 serde_json::json!({ "error": format!("cannot serialize: {e}") }).to_string()
             });
             t.push('\n');

@@ -9,7 +9,6 @@
 //! only the pairs that are missing or failed.
 
 use std::collections::BTreeSet;
-use std::net::ToSocketAddrs;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -56,14 +55,14 @@ pub fn resolve_all(
 ) -> anyhow::Result<Vec<AgentAddr>> {
     let until = Instant::now() + wait;
     loop {
-        let found: BTreeSet<AgentAddr> = (name, port)
-            .to_socket_addrs()
+        let found: BTreeSet<AgentAddr> = crate::sys::resolve::lookup(name, port)
             .map(|a| {
-                a.map(|s| AgentAddr {
-                    host: crate::sys::sockets::canonical(s.ip()).to_string(),
-                    port,
-                })
-                .collect()
+                a.into_iter()
+                    .map(|s| AgentAddr {
+                        host: crate::sys::sockets::canonical(s.ip()).to_string(),
+                        port,
+                    })
+                    .collect()
             })
             .unwrap_or_default();
         let enough = found.len() >= expect.unwrap_or(2).max(1);
@@ -150,12 +149,14 @@ fn order_pair(cfg: &FleetConfig, pair: Pair, id: String) -> (Option<RunRecord>, 
         let wait = cfg.test_len + Duration::from_secs(45);
         let report = conn.order(order, wait)?;
         let record = match report.record {
-            Some(v) => Some(serde_json::from_value::<RunRecord>(v).map_err(|e| {
-                anyhow::anyhow!(
-                    "the agent at {} sent a record that does not parse: {e}",
-                    src.name()
-                )
-            })?),
+            Some(v) => Some(
+                linerate_wire::json::from_value::<RunRecord>(&v).map_err(|e| {
+                    anyhow::anyhow!(
+                        "the agent at {} sent a record that does not parse: {e}",
+                        src.name()
+                    )
+                })?,
+            ),
             None => None,
         };
         Ok((record, report.error))
@@ -217,7 +218,7 @@ fn keep(store: &mut Store, cfg: &FleetConfig, o: &Outcome) -> anyhow::Result<i64
             linerate_wire::text::clip(o.error.as_deref().unwrap_or(""), 80)
         ));
     }
-    run.point = Some(serde_json::to_value(&point)?);
+    run.point = Some(linerate_wire::json::to_value(&point)?);
     Ok(store.insert(&run)?)
 }
 
@@ -225,9 +226,9 @@ fn keep(store: &mut Store, cfg: &FleetConfig, o: &Outcome) -> anyhow::Result<i64
 pub fn stored_pairs(store: &Store, name: &str) -> anyhow::Result<Vec<StoredPair>> {
     let mut out = Vec::new();
     for r in store.fleet_runs(name)? {
-        let point: PairPoint = serde_json::from_value(r.point)?;
+        let point: PairPoint = linerate_wire::json::from_value(&r.point)?;
         let record = if r.kind == "run" {
-            serde_json::from_value::<RunRecord>(r.record).ok()
+            linerate_wire::json::from_value::<RunRecord>(&r.record).ok()
         } else {
             None
         };

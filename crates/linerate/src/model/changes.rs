@@ -22,10 +22,10 @@ pub const CHANGES_SCHEMA_VERSION: u32 = 1;
 /// record that does not parse.
 pub fn runs_of(kind: &str, record: &serde_json::Value) -> Option<Vec<RunRecord>> {
     match kind {
-        "run" => serde_json::from_value::<RunRecord>(record.clone())
+        "run" => linerate_wire::json::from_value::<RunRecord>(record)
             .ok()
             .map(|r| vec![r]),
-        "trials" => serde_json::from_value::<RunSetRecord>(record.clone())
+        "trials" => linerate_wire::json::from_value::<RunSetRecord>(record)
             .ok()
             .map(|s| s.runs),
         _ => None,

@@ -342,7 +342,7 @@ impl Rfc2544Record {
 /// JSON Schema of [`Rfc2544Record`] (`docs/json-schema/rfc2544-v1.json`), pretty, with a
 /// trailing newline.
 pub fn schema() -> String {
-    let mut text = serde_json::to_string_pretty(&schemars::schema_for!(Rfc2544Record))
+    let mut text = linerate_wire::json::to_string_pretty(&schemars::schema_for!(Rfc2544Record))
         .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
     text.push('\n');
     text
@@ -350,7 +350,7 @@ pub fn schema() -> String {
 
 /// The record as pretty JSON, with a trailing newline.
 pub fn to_json(rec: &Rfc2544Record) -> String {
-    let mut text = serde_json::to_string_pretty(rec)
+    let mut text = linerate_wire::json::to_string_pretty(rec)
         .unwrap_or_else(|e| format!("{{\"error\": \"cannot serialize: {e}\"}}"));
     text.push('\n');
     text

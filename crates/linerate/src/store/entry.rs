@@ -110,13 +110,13 @@ pub fn run(rec: &RunRecord, ctx: &Context) -> NewRun {
         server_host: rec.server.as_ref().and_then(|s| s.host.hostname.clone()),
         tool_version: rec.tool_version.clone(),
         argv: ctx.argv.clone(),
-        params: flatten(&serde_json::to_value(&rec.plan).unwrap_or(Value::Null)),
+        params: flatten(&linerate_wire::json::to_value(&rec.plan).unwrap_or(Value::Null)),
         hosts: hosts_of(rec),
         headline,
         primary_metric: metric,
         primary_value: value,
         exit_code: ctx.exit_code,
-        record: serde_json::to_value(rec).unwrap_or(Value::Null),
+        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
         tags: ctx.tags.clone(),
         sweep_id: None,
         point: None,
@@ -150,7 +150,7 @@ pub fn run_set(set: &RunSetRecord, ctx: &Context) -> NewRun {
             set.runs.len()
         )
     });
-    base.record = serde_json::to_value(set).unwrap_or(Value::Null);
+    base.record = linerate_wire::json::to_value(set).unwrap_or(Value::Null);
     base
 }
 
@@ -175,7 +175,7 @@ pub fn rfc2544(rec: &Rfc2544Record, ctx: &Context) -> NewRun {
         server_host: None,
         tool_version: rec.tool_version.clone(),
         argv: ctx.argv.clone(),
-        params: flatten(&serde_json::to_value(&rec.plan).unwrap_or(Value::Null)),
+        params: flatten(&linerate_wire::json::to_value(&rec.plan).unwrap_or(Value::Null)),
         hosts: json!({
             "client": { "host": crate::sys::host::host_info(&crate::software()) },
             "client_sysctls": local_sysctls(),
@@ -184,7 +184,7 @@ pub fn rfc2544(rec: &Rfc2544Record, ctx: &Context) -> NewRun {
         primary_metric: tput.map(|_| "throughput_fps".to_string()),
         primary_value: tput.map(|t| t.1),
         exit_code: ctx.exit_code,
-        record: serde_json::to_value(rec).unwrap_or(Value::Null),
+        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
         tags: ctx.tags.clone(),
         sweep_id: None,
         point: None,
@@ -219,7 +219,7 @@ pub fn doctor(rec: &DoctorRecord, started_at: &str, ctx: &Context) -> NewRun {
         primary_metric: None,
         primary_value: None,
         exit_code: ctx.exit_code,
-        record: serde_json::to_value(rec).unwrap_or(Value::Null),
+        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
         tags: ctx.tags.clone(),
         sweep_id: None,
         point: None,
@@ -260,7 +260,7 @@ pub fn sweep(rec: &SweepRecord, ctx: &Context) -> NewRun {
         primary_metric: rec.best.as_ref().map(|b| b.metric.clone()),
         primary_value: rec.best.as_ref().map(|b| b.mean),
         exit_code: ctx.exit_code,
-        record: serde_json::to_value(rec).unwrap_or(Value::Null),
+        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
         tags: ctx.tags.clone(),
         sweep_id: None,
         point: None,

@@ -48,6 +48,7 @@ pub mod pmtu;
 #[allow(unsafe_code)]
 pub mod perf;
 pub mod qdisc;
+pub mod resolve;
 // Audited unsafe: dlsym of glibc's rseq variables and rseq(2) unregistration; every block
 // has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
@@ -57,6 +58,10 @@ pub mod snmp;
 pub mod sockets;
 pub mod softirqs;
 pub mod softnet;
+// Audited unsafe: fork, in the board build's serve supervisor; every block has a `// SAFETY:` comment.
+#[cfg(any(test, panic = "abort"))]
+#[allow(unsafe_code)]
+pub mod supervise;
 // Audited unsafe: getsockopt(TCP_INFO); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod tcp_info;

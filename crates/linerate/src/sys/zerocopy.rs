@@ -206,7 +206,7 @@ pub fn check_support(zerocopy: bool, sendfile_: bool, trunc: bool) -> Result<(),
         return Ok(());
     }
     let pair = || -> io::Result<(std::net::TcpStream, std::net::TcpStream)> {
-        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
         let a = std::net::TcpStream::connect(l.local_addr()?)?;
         let (b, _) = l.accept()?;
         Ok((a, b))

@@ -764,3 +764,104 @@ fn lab_board_aarch64_serves_tcp_and_udp() {
     board_serves_tcp(&AARCH64, "at");
     board_serves_udp(&AARCH64, "au");
 }
+
+/// The board's core aborts on panic (Cargo.toml, [profile.board]), so its `serve` is a
+/// parent that starts the serving process again when it dies (src/sys/supervise.rs). Under
+/// emulation: the serving process is killed with SIGABRT, as a panic ends it; a new one
+/// serves on the same port, a test against it moves the same bytes at both ends; and when
+/// the parent is killed (SIGKILL, which it cannot pass on), its serving process ends too.
+#[test]
+#[ignore = "needs root: network namespaces, qemu-user-static"]
+fn lab_board_ppc_serve_survives_the_death_of_its_serving_process() {
+    let bl = BoardLab::up("pair", "pk");
+    let mut srv = bl.board_serve(&PPC, "b");
+    let b_addr = bl.addr("b");
+    let parent = srv.0.id();
+    let first = one_child(parent);
+    let rec = bl.x86("a", &["tcp", &b_addr, "-t", "1"]);
+    assert!(check_bytes(&rec).0 > 0, "before: {rec}");
+
+    signal(first, "ABRT");
+    let t = Instant::now();
+    let second = loop {
+        match children(parent).as_slice() {
+            [c] if *c != first => break *c,
+            _ => {}
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no new serving process after SIGABRT"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        srv.0.try_wait().unwrap().is_none(),
+        "the parent ended with its serving process"
+    );
+    let rec = bl.x86("a", &["tcp", &b_addr, "-t", "1"]);
+    let (up, down) = check_bytes(&rec);
+    assert!(up > 0 && down == 0, "after the restart: {up} {down}");
+
+    drop(srv);
+    let t = Instant::now();
+    while is_running(second) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "serving process {second} still runs after its parent was killed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The processes whose parent is `pid` (field 4 of /proc/PID/stat, after the command's
+/// parenthesis).
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(n) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{n}/stat")) else {
+            continue;
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 1..];
+        let ppid = after.split_whitespace().nth(1).unwrap();
+        if ppid == pid.to_string() && is_running(n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The one child of `pid`, waited for.
+fn one_child(pid: u32) -> u32 {
+    let t = Instant::now();
+    loop {
+        if let [c] = children(pid).as_slice() {
+            return *c;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no serving process under {pid}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Whether `pid` exists and is not a zombie.
+fn is_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            let after = &s[s.rfind(')').unwrap() + 1..];
+            after.split_whitespace().next() != Some("Z")
+        })
+        .unwrap_or(false)
+}
+
+fn signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([format!("-{sig}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{sig} {pid}");
+}

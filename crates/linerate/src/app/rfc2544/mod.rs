@@ -5,7 +5,7 @@
 
 pub mod net;
 
-use std::net::{IpAddr, ToSocketAddrs};
+use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::Arc;
@@ -185,14 +185,7 @@ fn write_profiles(dir: Option<&std::path::Path>, rec: &Rfc2544Record) {
 }
 
 fn resolve(host: &str, port: u16) -> anyhow::Result<IpAddr> {
-    (host, port)
-        .to_socket_addrs()
-        .with_context(|| {
-            format!("cannot resolve '{host}': check the host name, or give an IP address")
-        })?
-        .next()
-        .map(|a| a.ip())
-        .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
+    crate::session::protocol::client::resolve(host, port).map(|a| a.ip())
 }
 
 /// The line rate (bit/s), where it came from, and the MTU of the interface towards the

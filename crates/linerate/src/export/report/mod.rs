@@ -450,7 +450,7 @@ fn run_details(page: &mut Page, rec: &RunRecord) {
     }
     hosts(page, rec);
     page.h3("Parameters");
-    let plan = serde_json::to_value(&rec.plan).unwrap_or(Value::Null);
+    let plan = linerate_wire::json::to_value(&rec.plan).unwrap_or(Value::Null);
     page.table(&["parameter", "value"].map(String::from), &flatten(&plan));
     if !rec.warnings.is_empty() {
         page.h3("Warnings");
@@ -590,12 +590,12 @@ fn hosts(page: &mut Page, rec: &RunRecord) {
         let mut v = serde_json::Map::new();
         v.insert(
             "host".into(),
-            serde_json::to_value(&s.host).unwrap_or(Value::Null),
+            linerate_wire::json::to_value(&s.host).unwrap_or(Value::Null),
         );
         if let Some(i) = &s.interface {
             v.insert(
                 "interface".into(),
-                serde_json::to_value(i).unwrap_or(Value::Null),
+                linerate_wire::json::to_value(i).unwrap_or(Value::Null),
             );
         }
         flatten(&Value::Object(v))
@@ -725,7 +725,7 @@ fn rfc2544_page(page: &mut Page, recs: &[(String, String, Rfc2544Record)]) {
             page.list("warn", &rec.deviations);
         }
         page.h3("Parameters");
-        let plan = serde_json::to_value(&rec.plan).unwrap_or(Value::Null);
+        let plan = linerate_wire::json::to_value(&rec.plan).unwrap_or(Value::Null);
         page.table(&["parameter", "value"].map(String::from), &flatten(&plan));
         if !rec.warnings.is_empty() {
             page.h3("Warnings");

@@ -4,7 +4,7 @@
 //! work: it performs the machine's actions, waits for the next control message, engine
 //! interval or deadline, and feeds it; the protocol's decisions are the machine's.
 
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -85,11 +85,11 @@ impl Target {
 
 /// The first address of `host`, with a one-line error that says what to check.
 pub fn resolve(host: &str, port: u16) -> anyhow::Result<SocketAddr> {
-    (host, port)
-        .to_socket_addrs()
-        .with_context(|| {
-            format!("cannot resolve '{host}': check the host name, or give an IP address")
-        })?
+    let found = crate::sys::resolve::lookup(host, port).with_context(|| {
+        format!("cannot resolve '{host}': check the host name, or give an IP address")
+    })?;
+    found
+        .into_iter()
         .next()
         .ok_or_else(|| anyhow!("'{host}' resolves to no address: check the host name"))
 }
