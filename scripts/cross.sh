@@ -28,16 +28,17 @@
 # executables at a fixed address (no address-space randomisation of the executable; it
 # runs the same).
 #
-# Host names in a static glibc executable: glibc's getaddrinfo goes through NSS
+# Host names: the board's core (--board) looks names up in /etc/hosts alone and never calls
+# the C library's resolver (src/sys/resolve.rs): an IP address always works, a name works
+# when /etc/hosts has it, and otherwise linerate stops with one line and exit code 2. The
+# full build resolves through glibc's getaddrinfo, which goes through NSS
 # (/etc/nsswitch.conf), whose modules are shared libraries that a static program loads with
 # dlopen at run time, and only from the same glibc version as the one it was linked with
 # (the linker warns: "Using 'getaddrinfo' in statically linked applications requires at
 # runtime the shared libraries from the glibc version used for linking"). On a board with
-# busybox and uClibc or musl, or another glibc, there are none to load: an IP address always
-# works; a host name may not resolve, and then linerate stops with one line ("cannot resolve
-# 'NAME': ... give an IP address") and exit code 2, never a crash. The musl targets have
-# their resolver built in (/etc/hosts, then the servers of /etc/resolv.conf): names work
-# there without any library on the board.
+# busybox and uClibc or musl, or another glibc, there are none to load: a host name may not
+# resolve, and then linerate says so in one line, never a crash. The musl targets have
+# their resolver built in (/etc/hosts, then the servers of /etc/resolv.conf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

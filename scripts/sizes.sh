@@ -59,11 +59,19 @@ serve_rss() { # BIN [RUNNER...]
         return
     fi
     "${built[x86_64-unknown-linux-gnu.board]}" tcp 127.0.0.1 -p "$port" -t 3 --no-store >/dev/null 2>&1 || true
-    local hwm
-    hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "")
+    # The board build's serve is a parent that forks the serving process (src/sys/
+    # supervise.rs): the figure is the serving process's, the parent's beside it.
+    local hwm child parent_hwm
+    child=$(pgrep -P "$pid" | head -n 1 || true)
+    hwm=$(awk '/VmHWM/ {print $2}' "/proc/${child:-$pid}/status" 2>/dev/null || echo "")
+    parent_hwm=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo "")
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    echo "${hwm:-?} KiB"
+    if [ -n "$child" ]; then
+        echo "${hwm:-?} KiB (its supervising parent: ${parent_hwm:-?} KiB, pages shared with it)"
+    else
+        echo "${hwm:-?} KiB"
+    fi
 }
 rss=()
 if [ -n "${built[x86_64-unknown-linux-gnu.board]:-}" ]; then

@@ -2,10 +2,11 @@
 //!
 //! An IP address is taken as it is. A name goes to the C library's resolver (getaddrinfo:
 //! /etc/nsswitch.conf, /etc/hosts, DNS) in a build with the `dns` feature, the full build's.
-//! The board's core looks names up in /etc/hosts alone: glibc's resolver is about 260 KB of
-//! a static 32-bit PowerPC executable, and a static glibc executable can resolve through
-//! NSS only with the shared NSS modules of the glibc version it was linked with, which a
-//! board with busybox rarely has (scripts/cross.sh). Boards are addressed by IP address.
+//! The board's core looks names up in /etc/hosts alone: glibc's resolver (getaddrinfo and
+//! NSS) is about 130 KB of a static 32-bit PowerPC executable, and a static glibc
+//! executable can resolve through NSS only with the shared NSS modules of the glibc
+//! version it was linked with, which a board with busybox rarely has (scripts/cross.sh).
+//! Boards are addressed by IP address.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};

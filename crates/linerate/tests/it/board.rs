@@ -177,3 +177,25 @@ fn serve_peak_memory_for_one_tcp_test_is_within_8_mib() {
         "serve's peak resident set less its executable's pages: {own_kib} KiB (VmHWM {peak_kib} KiB, RssFile {file_kib} KiB), above {SERVE_PEAK_RSS_MAX_KIB} KiB"
     );
 }
+
+/// Without the `dns` feature (the board's core) a host name is looked up in /etc/hosts
+/// alone: a name that is not there is one line that says so, exit code 2, and nothing is
+/// sent anywhere. (With `dns` the same name would go to the machine's DNS servers, so the
+/// full build does not run this.)
+#[cfg(not(feature = "dns"))]
+#[test]
+fn a_host_name_missing_from_etc_hosts_is_one_line_and_exit_2() {
+    for cmd in [
+        &["tcp", "no-such-host.invalid", "-t", "1"][..],
+        &["rfc2544", "no-such-host.invalid", "--line-rate", "1G"][..],
+    ] {
+        let out = bin().args(cmd).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(
+            err.contains("no-such-host.invalid") && err.contains("/etc/hosts"),
+            "{err}"
+        );
+    }
+}
