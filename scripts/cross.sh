@@ -4,18 +4,22 @@
 # Debian 12): the Rust target's standard library (rustup) and, for the glibc targets,
 # Debian's cross compiler and its libc (gcc-TRIPLE, libc6-dev-ARCH-cross).
 #
-# Usage: bash scripts/cross.sh TARGET [--board]
+# Usage: bash scripts/cross.sh TARGET [--board] [--check]
 #   --board   the board's core alone (`--no-default-features --features board`, Cargo.toml's
 #             [profile.board]: built for size); without it, every tool (--release).
+#   --check   `cargo check` for TARGET instead of a build (the same features and cross C
+#             compiler for build scripts); prints nothing on stdout. scripts/test.sh checks
+#             the targets it does not emulate this way.
 # stdout: the path of the executable, as the last and only line; progress goes to stderr.
 #
 # Targets, and how each is linked:
 #   x86_64-unknown-linux-gnu        host gcc, glibc, static-pie
 #   x86_64-unknown-linux-musl       musl-gcc (musl-tools), static-pie (as scripts/static.sh)
-#   aarch64-unknown-linux-gnu       aarch64-linux-gnu-gcc, glibc, static-pie
+#   aarch64-unknown-linux-gnu       aarch64-linux-gnu-gcc, glibc, static (not PIE: rustc's
+#                                   target makes no static-pie; it runs the same)
 #   aarch64-unknown-linux-musl      rust-lld (the linker rustup ships) with the target's own
 #                                   self-contained musl (crt objects and libc.a come with the
-#                                   Rust target); static-pie. Debian's aarch64-linux-gnu-gcc
+#                                   Rust target); static (not PIE). Debian's aarch64-linux-gnu-gcc
 #                                   cannot be its linker (it brings glibc's start files and
 #                                   libraries). The board build only: the full build's SQLite
 #                                   is C and Debian has no aarch64 musl C compiler.
@@ -23,10 +27,10 @@
 #   powerpc-unknown-linux-gnu       powerpc-linux-gnu-gcc, glibc, static (not PIE)
 #   powerpc64-unknown-linux-gnu     powerpc64-linux-gnu-gcc, glibc, static (not PIE)
 #   riscv64gc-unknown-linux-gnu     riscv64-linux-gnu-gcc, glibc, static (not PIE)
-# Static-pie needs glibc's rcrt1.o, which Debian 12 builds only for amd64 and arm64: the
-# armhf, powerpc, ppc64 and riscv64 cross libcs have none, so those are plain static
-# executables at a fixed address (no address-space randomisation of the executable; it
-# runs the same).
+# Only the x86_64 targets come out static-pie: the others are plain static executables at
+# a fixed address (no address-space randomisation of the executable; it runs the same).
+# Static-pie with glibc needs its rcrt1.o, which Debian 12 builds only for amd64 and arm64,
+# and rustc's aarch64 targets (glibc and musl) link static executables without PIE.
 #
 # Host names: the board's core (--board) looks names up in /etc/hosts alone and never calls
 # the C library's resolver (src/sys/resolve.rs): an IP address always works, a name works
@@ -43,16 +47,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    echo "usage: bash scripts/cross.sh TARGET [--board]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu)" >&2
+    echo "usage: bash scripts/cross.sh TARGET [--board] [--check]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu)" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 TARGET=$1
 shift
-BOARD=0
+BOARD=0 CHECK=0
 for a in "$@"; do
     case $a in
     --board) BOARD=1 ;;
+    --check) CHECK=1 ;;
     *) usage ;;
     esac
 done
@@ -62,8 +67,8 @@ gcc_triple="" libc_arch="" pie=1
 case $TARGET in
 x86_64-unknown-linux-gnu) gcc_triple="" ;;
 x86_64-unknown-linux-musl) ;;
-aarch64-unknown-linux-gnu) gcc_triple=aarch64-linux-gnu libc_arch=arm64 ;;
-aarch64-unknown-linux-musl) ;;
+aarch64-unknown-linux-gnu) gcc_triple=aarch64-linux-gnu libc_arch=arm64 pie=0 ;;
+aarch64-unknown-linux-musl) pie=0 ;;
 armv7-unknown-linux-gnueabihf) gcc_triple=arm-linux-gnueabihf libc_arch=armhf pie=0 ;;
 powerpc-unknown-linux-gnu) gcc_triple=powerpc-linux-gnu libc_arch=powerpc pie=0 ;;
 powerpc64-unknown-linux-gnu) gcc_triple=powerpc64-linux-gnu libc_arch=ppc64 pie=0 ;;
@@ -113,6 +118,15 @@ aarch64-unknown-linux-musl)
 esac
 export "CARGO_TARGET_${upper}_RUSTFLAGS=$flags"
 
+if [ "$CHECK" = 1 ]; then
+    if [ "$BOARD" = 1 ]; then
+        cargo check --locked --target "$TARGET" -p linerate --no-default-features --features board >&2
+    else
+        cargo check --locked --target "$TARGET" -p linerate >&2
+    fi
+    echo "scripts/cross.sh: $TARGET$([ "$BOARD" = 1 ] && echo " (board)"): checked" >&2
+    exit 0
+fi
 if [ "$BOARD" = 1 ]; then
     profile=board
     cargo build --locked --target "$TARGET" -p linerate --no-default-features --features board --profile board >&2
