@@ -183,7 +183,7 @@ export LINERATE_BOARD_PPC LINERATE_BOARD_AARCH64
 board_size() { # NAME FILE CEILING
     local bytes
     bytes=$(stat -c %s "$2")
-    echo "scripts/test.sh: $1 board build: $bytes bytes (ceiling $3; goal for a 32-bit board: 2000000)"
+    echo "scripts/test.sh: $1 board build: $bytes bytes (ceiling $3; the goal for armv7 and powerpc: 2000000)"
     if [ "$bytes" -gt "$3" ]; then
         echo "scripts/test.sh: the $1 board build grew to $bytes bytes, over its ceiling of $3: find what grew (cargo bloat, docs/PERFORMANCE.md) or, if it must, raise the ceiling in scripts/test.sh with the reason" >&2
         exit 1
