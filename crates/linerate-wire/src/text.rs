@@ -61,19 +61,15 @@ pub fn clip(s: &str, max: usize) -> String {
 /// characters, which is all of them from a well-behaved peer, are left as they are, and
 /// then so is the message.
 pub fn sanitize_message(m: Message) -> Message {
-    // Through the frame's own writer (to_vec) and reader, not serde_json::to_value: a
-    // second writer would compile every message type's serialization again.
-    let Ok(mut v) =
-        serde_json::to_vec(&m).and_then(|text| serde_json::from_slice::<serde_json::Value>(&text))
-    else {
+    // Through the frame's own writer and reader (crate::json), not serde_json's to_value and
+    // from_value: a second writer or reader would compile every message type again.
+    let Ok(mut v) = crate::json::to_value(&m) else {
         return m;
     };
     if !escape_strings(&mut v) {
         return m;
     }
-    // Back through the text, not serde_json::from_value: Message is read from JSON text
-    // everywhere, and a second reader would compile every message type again.
-    serde_json::from_str(&v.to_string()).unwrap_or(m)
+    crate::json::from_value(&v).unwrap_or(m)
 }
 
 /// Escapes every string (keys too) in `v`; whether anything changed.

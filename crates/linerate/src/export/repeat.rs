@@ -23,13 +23,7 @@ use crate::model::{RunSetRecord, StreamEvent};
 /// Renders a set in `format`.
 pub fn render(format: Format, set: &RunSetRecord, classic: Classic) -> String {
     match format {
-        Format::Json => {
-            let mut t = linerate_wire::json::to_string_pretty(set).unwrap_or_else(|e| {
-                serde_json::json!({ "error": format!("cannot serialize: {e}") }).to_string()
-            });
-            t.push('\n');
-            t
-        }
+        Format::Json => super::json::pretty(set),
         Format::JsonStream => set
             .runs
             .iter()
