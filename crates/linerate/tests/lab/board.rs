@@ -813,20 +813,25 @@ fn lab_board_ppc_serve_survives_the_death_of_its_serving_process() {
     }
 }
 
-/// The processes whose parent is `pid` (field 4 of /proc/PID/stat, after the command's
-/// parenthesis).
+/// The fields of /proc/PID/stat after the command's parenthesis (the state first, then the
+/// parent's pid); `None` when the process is gone.
+fn stat_after_command(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    Some(after.split_whitespace().map(str::to_string).collect())
+}
+
+/// The running processes whose parent is `pid`.
 fn children(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(n) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{n}/stat")) else {
+        let Some(f) = stat_after_command(n) else {
             continue;
         };
-        let after = &stat[stat.rfind(')').unwrap() + 1..];
-        let ppid = after.split_whitespace().nth(1).unwrap();
-        if ppid == pid.to_string() && is_running(n) {
+        if f.get(1) == Some(&pid.to_string()) && f[0] != "Z" {
             out.push(n);
         }
     }
@@ -850,12 +855,7 @@ fn one_child(pid: u32) -> u32 {
 
 /// Whether `pid` exists and is not a zombie.
 fn is_running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            let after = &s[s.rfind(')').unwrap() + 1..];
-            after.split_whitespace().next() != Some("Z")
-        })
-        .unwrap_or(false)
+    stat_after_command(pid).is_some_and(|f| f.first().map(String::as_str) != Some("Z"))
 }
 
 fn signal(pid: u32, sig: &str) {
