@@ -4,13 +4,19 @@
 # Debian 12): the Rust target's standard library (rustup) and, for the glibc targets,
 # Debian's cross compiler and its libc (gcc-TRIPLE, libc6-dev-ARCH-cross).
 #
-# Usage: bash scripts/cross.sh TARGET [--board] [--check]
+# Usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor]
 #   --board   the board's core alone (`--no-default-features --features board`, Cargo.toml's
 #             [profile.board]: built for size); without it, every tool (--release).
 #   --check   `cargo check` for TARGET instead of a build (the same features and cross C
 #             compiler for build scripts); prints nothing on stdout. scripts/test.sh checks
 #             the targets it does not emulate this way.
-# stdout: the path of the executable, as the last and only line; progress goes to stderr.
+#   --floor   instead of linerate, the two smallest programs its board build could be
+#             (bench/size-floor: std alone, and std with clap and serde_json), built the
+#             board's way for TARGET; prints their two paths. scripts/sizes.sh measures them.
+#   --env     builds nothing: prints the environment of TARGET's build (linker, C compiler,
+#             RUSTFLAGS) as bash `declare -x` lines, for `eval` (scripts/bloat.sh).
+# stdout: the path of the executable, as the last and only line (--floor: two lines);
+# progress goes to stderr.
 #
 # Targets, and how each is linked:
 #   x86_64-unknown-linux-gnu        host gcc, glibc, static-pie
@@ -47,17 +53,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    echo "usage: bash scripts/cross.sh TARGET [--board] [--check]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu)" >&2
+    echo "usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor] [--env]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu)" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 TARGET=$1
 shift
-BOARD=0 CHECK=0
+BOARD=0 CHECK=0 FLOOR=0 ENV=0
 for a in "$@"; do
     case $a in
     --board) BOARD=1 ;;
     --check) CHECK=1 ;;
+    --floor) FLOOR=1 ;;
+    --env) ENV=1 ;;
     *) usage ;;
     esac
 done
@@ -76,7 +84,7 @@ riscv64gc-unknown-linux-gnu) gcc_triple=riscv64-linux-gnu libc_arch=riscv64 pie=
 *) usage ;;
 esac
 
-if [ "$TARGET" = aarch64-unknown-linux-musl ] && [ "$BOARD" = 0 ]; then
+if [ "$TARGET" = aarch64-unknown-linux-musl ] && [ "$BOARD" = 0 ] && [ "$FLOOR" = 0 ] && [ "$ENV" = 0 ]; then
     echo "scripts/cross.sh: the full build for $TARGET needs a C compiler for aarch64 musl (SQLite is C) that Debian does not have: build the board's core (--board) or use aarch64-unknown-linux-gnu" >&2
     exit 2
 fi
@@ -118,6 +126,17 @@ aarch64-unknown-linux-musl)
 esac
 export "CARGO_TARGET_${upper}_RUSTFLAGS=$flags"
 
+if [ "$ENV" = 1 ]; then
+    export -p | grep -E "^declare -x (CARGO_TARGET_${upper}_|CC_${lower}=|AR_${lower}=)" || true
+    exit 0
+fi
+if [ "$FLOOR" = 1 ]; then
+    dir=$(realpath "${CARGO_TARGET_DIR:-target}")/size-floor
+    cargo build --locked --manifest-path bench/size-floor/Cargo.toml --target-dir "$dir" --target "$TARGET" --profile board >&2
+    echo "$dir/$TARGET/board/std-floor"
+    echo "$dir/$TARGET/board/crates-floor"
+    exit 0
+fi
 if [ "$CHECK" = 1 ]; then
     if [ "$BOARD" = 1 ]; then
         cargo check --locked --target "$TARGET" -p linerate --no-default-features --features board >&2

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Measures linerate's stripped static executable for every target, the board's core
-# (scripts/cross.sh --board) and the full build, plus the server's peak RSS while it serves
+# (scripts/cross.sh --board) and the full build, the floor under the board's core (the two
+# programs of bench/size-floor built the same way: std alone, std with clap and serde_json;
+# scripts/cross.sh --floor), plus the server's peak RSS while it serves
 # one TCP test (the x86_64 board build natively; the powerpc board build under
 # qemu-ppc-static, whose figure includes the emulator's own memory: a size, never a speed),
 # and writes the table into docs/PERFORMANCE.md between the `sizes:` markers.
 #
 # Usage: bash scripts/sizes.sh [TARGET[:BUILD]...]  (default: every target scripts/cross.sh knows)
-#        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full)
+#        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full, floor)
 #        bash scripts/sizes.sh x86_64-unknown-linux-gnu powerpc-unknown-linux-gnu:board
 #          (TARGET:BUILD measures that one build of the target)
 # A build that fails or that scripts/cross.sh refuses is listed as not measured, with why.
@@ -22,25 +24,45 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-rows=()
-declare -A built
+rows=() floors=()
+declare -A built bytes_of floor_std floor_crates
 for arg in "${targets[@]}"; do
     t=${arg%%:*}
-    builds=${SIZES_BUILDS:-board full}
+    builds=${SIZES_BUILDS:-board full floor}
     [ "$arg" != "$t" ] && builds=${arg#*:}
     for build in $builds; do
+        if [ "$build" = floor ]; then
+            echo "scripts/sizes.sh: $t floor" >&2
+            if paths=$(bash scripts/cross.sh "$t" --floor 2>"$tmp/err" | tail -n 2) && [ "$(echo "$paths" | wc -l)" = 2 ]; then
+                floor_std[$t]=$(stat -c %s "$(echo "$paths" | head -n 1)")
+                floor_crates[$t]=$(stat -c %s "$(echo "$paths" | tail -n 1)")
+            else
+                why=$(grep -v '^\s*$' "$tmp/err" | tail -n 1 | cut -c1-160 | tr '|' '/')
+                floors+=("| $t | not measured: ${why:-build failed} | | | | |")
+            fi
+            continue
+        fi
         flag=$([ "$build" = board ] && echo --board || true)
         echo "scripts/sizes.sh: $t $build" >&2
         if bin=$(bash scripts/cross.sh "$t" $flag 2>"$tmp/err" | tail -n 1) && [ -f "$bin" ]; then
             bytes=$(stat -c %s "$bin")
             kind=$(readelf -h "$bin" | awk '/Type:/ {print ($2 == "DYN") ? "static-pie" : "static"}')
             built[$t.$build]=$bin
+            bytes_of[$t.$build]=$bytes
             rows+=("| $t | $build | $(printf "%'d" "$bytes") | $kind |")
         else
             why=$(grep -v '^\s*$' "$tmp/err" | tail -n 1 | cut -c1-160 | tr '|' '/')
             rows+=("| $t | $build | not measured | ${why:-build failed} |")
         fi
     done
+done
+
+# The floor under each measured board build: what std, and std with clap and serde_json,
+# weigh before any of linerate's own code, and how much room that leaves under 2 MB.
+for t in "${!floor_crates[@]}"; do
+    board=${bytes_of[$t.board]:-}
+    own=$([ -n "$board" ] && printf "%'d" $((board - floor_crates[$t])) || echo "not measured")
+    floors+=("| $t | $(printf "%'d" "${floor_std[$t]}") | $(printf "%'d" "${floor_crates[$t]}") | $(printf "%'d" $((2000000 - floor_crates[$t]))) | $([ -n "$board" ] && printf "%'d" "$board" || echo "not measured") | $own |")
 done
 
 # Peak RSS (VmHWM) of `serve` while one 3-second TCP test runs against it over loopback.
@@ -86,6 +108,14 @@ fi
     echo "| target | build | stripped bytes | linked |"
     echo "|---|---|---:|---|"
     printf '%s\n' "${rows[@]}"
+    if ((${#floors[@]})); then
+        echo
+        echo "The floor under the board's core (bench/size-floor, built the board's way):"
+        echo
+        echo "| target | std alone | std, clap, serde_json | room under 2,000,000 | board's core | board's core over the floor |"
+        echo "|---|---:|---:|---:|---:|---:|"
+        printf '%s\n' "${floors[@]}" | sort
+    fi
     if ((${#rss[@]})); then
         echo
         echo "Peak RSS of \`linerate serve\` (VmHWM) while it serves one 3-second TCP test on loopback:"

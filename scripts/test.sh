@@ -177,8 +177,10 @@ LINERATE_BOARD_AARCH64=$(bash scripts/cross.sh aarch64-unknown-linux-gnu --board
 export LINERATE_BOARD_PPC LINERATE_BOARD_AARCH64
 
 # Their sizes (docs/PERFORMANCE.md, "Binary sizes per target"). The goal, 2,000,000 bytes
-# for a 32-bit board, is not met yet and is reported; a binary over its ceiling, the size
-# last measured by scripts/sizes.sh plus 3 %, fails the run: the board build must not grow
+# for a 32-bit board, is not met and is reported with the floor under it: bench/size-floor's
+# program with std, clap and serde_json alone, built the board's way for powerpc (which
+# also keeps it compiling for scripts/sizes.sh). A binary over its ceiling, the size last
+# measured by scripts/sizes.sh plus 3 %, fails the run: the board build must not grow
 # unnoticed. Lower a ceiling when a change makes the binary smaller.
 board_size() { # NAME FILE CEILING
     local bytes
@@ -190,6 +192,8 @@ board_size() { # NAME FILE CEILING
     fi
 }
 board_size powerpc "$LINERATE_BOARD_PPC" 4060000 # 3,940,212 bytes on 2026-11-26
+floor_ppc=$(bash scripts/cross.sh powerpc-unknown-linux-gnu --floor | tail -n 1)
+echo "scripts/test.sh: powerpc floor (std, clap and serde_json alone, built the board's way): $(stat -c %s "$floor_ppc") bytes"
 board_size aarch64 "$LINERATE_BOARD_AARCH64" 3190000 # 3,093,728 bytes on 2026-11-26
 
 # The CPUs that are not emulated here: the board's core must compile for each (cargo check,
