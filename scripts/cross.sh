@@ -4,7 +4,7 @@
 # Debian 12): the Rust target's standard library (rustup) and, for the glibc targets,
 # Debian's cross compiler and its libc (gcc-TRIPLE, libc6-dev-ARCH-cross).
 #
-# Usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor]
+# Usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor] [--env]
 #   --board   the board's core alone (`--no-default-features --features board`, Cargo.toml's
 #             [profile.board]: built for size); without it, every tool (--release).
 #   --check   `cargo check` for TARGET instead of a build (the same features and cross C
