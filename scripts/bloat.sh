@@ -27,7 +27,8 @@ import collections, json, re, sys
 data = json.load(open(sys.argv[1]))
 parts = collections.Counter()
 for f in data["functions"]:
-    name, crate = f["name"], f.get("crate", "?").rstrip("?")
+    # cargo-bloat marks a guessed crate with a trailing "?" and leaves out an unknown one.
+    name, crate = f["name"], f.get("crate", "").rstrip("?")
     if re.search(r"serde|Serialize|Deserialize|json", name) or crate.startswith("serde"):
         part = "serde and serde_json (every record's reader and writer)"
     elif "clap" in name or crate.startswith("clap"):
@@ -36,7 +37,7 @@ for f in data["functions"]:
         part = "linerate's own code"
     elif crate == "std":
         part = "std"
-    elif crate in ("?", "[Unknown]", ""):
+    elif crate in ("", "[Unknown]"):
         part = "C library and compiler runtime (no crate)"
     else:
         part = "other crates"

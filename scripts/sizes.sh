@@ -61,8 +61,12 @@ done
 # weigh before any of linerate's own code, and how much room that leaves under 2 MB.
 for t in "${!floor_crates[@]}"; do
     board=${bytes_of[$t.board]:-}
-    own=$([ -n "$board" ] && printf "%'d" $((board - floor_crates[$t])) || echo "not measured")
-    floors+=("| $t | $(printf "%'d" "${floor_std[$t]}") | $(printf "%'d" "${floor_crates[$t]}") | $(printf "%'d" $((2000000 - floor_crates[$t]))) | $([ -n "$board" ] && printf "%'d" "$board" || echo "not measured") | $own |")
+    if [ -n "$board" ]; then
+        board_cells="$(printf "%'d" "$board") | $(printf "%'d" $((board - floor_crates[$t])))"
+    else
+        board_cells="not measured | not measured"
+    fi
+    floors+=("| $t | $(printf "%'d" "${floor_std[$t]}") | $(printf "%'d" "${floor_crates[$t]}") | $(printf "%'d" $((2000000 - floor_crates[$t]))) | $board_cells |")
 done
 
 # Peak RSS (VmHWM) of `serve` while one 3-second TCP test runs against it over loopback.

@@ -813,12 +813,12 @@ fn lab_board_ppc_serve_survives_the_death_of_its_serving_process() {
     }
 }
 
-/// The fields of /proc/PID/stat after the command's parenthesis (the state first, then the
-/// parent's pid); `None` when the process is gone.
-fn stat_after_command(pid: u32) -> Option<Vec<String>> {
+/// The state and the parent's pid of `pid`, the first two fields of /proc/PID/stat after
+/// the command's parenthesis; `None` when the process is gone.
+fn state_and_parent(pid: u32) -> Option<(String, u32)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &stat[stat.rfind(')')? + 1..];
-    Some(after.split_whitespace().map(str::to_string).collect())
+    let mut f = stat[stat.rfind(')')? + 1..].split_whitespace();
+    Some((f.next()?.to_string(), f.next()?.parse().ok()?))
 }
 
 /// The running processes whose parent is `pid`.
@@ -828,10 +828,7 @@ fn children(pid: u32) -> Vec<u32> {
         let Ok(n) = e.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let Some(f) = stat_after_command(n) else {
-            continue;
-        };
-        if f.get(1) == Some(&pid.to_string()) && f[0] != "Z" {
+        if matches!(state_and_parent(n), Some((state, parent)) if parent == pid && state != "Z") {
             out.push(n);
         }
     }
@@ -855,7 +852,7 @@ fn one_child(pid: u32) -> u32 {
 
 /// Whether `pid` exists and is not a zombie.
 fn is_running(pid: u32) -> bool {
-    stat_after_command(pid).is_some_and(|f| f.first().map(String::as_str) != Some("Z"))
+    state_and_parent(pid).is_some_and(|(state, _)| state != "Z")
 }
 
 fn signal(pid: u32, sig: &str) {
