@@ -39,6 +39,11 @@ pub struct Config {
     pub seed: u64,
     /// Most changes reported.
     pub max_changes: usize,
+    /// Most points looked at: the newest this many of a longer series (the older ones are
+    /// left out, and [`window`] says how many), so that the time and memory do not grow
+    /// with the series: each test of a candidate is `permutations` splits of at most this
+    /// many points, each O(n²) in time and memory.
+    pub max_points: usize,
 }
 
 impl Default for Config {
@@ -50,8 +55,21 @@ impl Default for Config {
             alpha: 0.005,
             seed: 0x6c69_6e65_7261_7465,
             max_changes: 16,
+            max_points: MAX_POINTS,
         }
     }
+}
+
+/// Default of [`Config::max_points`]: 200 points, each split a 201² prefix-sum matrix
+/// (316 KiB), and at most 17 candidates of 999 permutations each: about a second of work
+/// in an optimised build whatever the series' length. Apache Otava (Hunter) looks at
+/// windows of 50 points by default.
+pub const MAX_POINTS: usize = 200;
+
+/// Of a series of `len` finite points, the ones [`e_divisive`] looks at: from this index
+/// (those before it are left out) to the end.
+pub fn window(len: usize, cfg: &Config) -> usize {
+    len.saturating_sub(cfg.max_points.max(2 * cfg.min_segment.max(2)))
 }
 
 /// The method's name and settings in words, as `history --changes` prints it.
@@ -59,8 +77,8 @@ pub fn method(cfg: &Config) -> String {
     format!(
         "E-divisive means (Matteson & James 2014, energy distance, exponent 1), each change \
          tested with {} permutations of its segment, significant when p < {}; at least {} \
-         points a side",
-        cfg.permutations, cfg.alpha, cfg.min_segment
+         points a side, over the newest {} points of a series",
+        cfg.permutations, cfg.alpha, cfg.min_segment, cfg.max_points
     )
 }
 
@@ -172,9 +190,25 @@ pub fn best_split(x: &[f64], min: usize) -> Option<(usize, f64)> {
     best
 }
 
-/// The change points of `series` (non-finite values are left out first).
+/// The change points of `series` (non-finite values are left out first, then all but the
+/// newest [`Config::max_points`]: [`window`]); their indices count the finite points of the
+/// whole series.
 pub fn e_divisive(series: &[f64], cfg: &Config) -> Outcome {
-    let x: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
+    let finite: Vec<f64> = series.iter().copied().filter(|v| v.is_finite()).collect();
+    let from = window(finite.len(), cfg);
+    match e_divisive_all(&finite[from..], cfg) {
+        Outcome::Changes(mut cs) => {
+            for c in &mut cs {
+                c.index += from;
+            }
+            Outcome::Changes(cs)
+        }
+        few => few,
+    }
+}
+
+/// [`e_divisive`] of every point of `x` (all finite).
+fn e_divisive_all(x: &[f64], cfg: &Config) -> Outcome {
     let min = cfg.min_segment.max(2);
     let needed = cfg.min_points.max(2 * min);
     if x.len() < needed {
@@ -361,6 +395,38 @@ mod tests {
             .map(|i| if i < 12 { 50.0 } else { 40.0 } + n[i])
             .collect();
         assert_eq!(changes(&x), changes(&x));
+    }
+
+    #[test]
+    fn a_series_of_100_000_points_is_bounded_by_its_newest_window() {
+        // Steps every 50 points all along: before the window, each test of a candidate
+        // built a 100,001² matrix (80 GB) per permutation.
+        let n = noise(100_000, 0.5, 11);
+        let x: Vec<f64> = (0..100_000)
+            .map(|i| if (i / 50) % 2 == 0 { 50.0 } else { 40.0 } + n[i])
+            .collect();
+        let cfg = Config::default();
+        let t = std::time::Instant::now();
+        let got = e_divisive(&x, &cfg);
+        let took = t.elapsed();
+        // The answer is the window's own, with the series' indices.
+        let from = window(x.len(), &cfg);
+        assert_eq!(from, 100_000 - MAX_POINTS);
+        let Outcome::Changes(alone) = e_divisive(&x[from..], &cfg) else {
+            panic!("the window alone has too few points");
+        };
+        let Outcome::Changes(c) = got else {
+            panic!("{got:?}")
+        };
+        assert!(!c.is_empty());
+        let shifted: Vec<usize> = alone.iter().map(|c| c.index + from).collect();
+        assert_eq!(c.iter().map(|c| c.index).collect::<Vec<_>>(), shifted);
+        // The steps found are where they are (the window starts on a step's boundary).
+        for ch in &c {
+            assert_eq!(ch.index % 50, 0, "{c:?}");
+        }
+        // The stated bound: under 10 s (in a debug build too).
+        assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     }
 
     #[test]

@@ -26,6 +26,11 @@ pub const MAX_CONTROL_FRAME: u32 = 4 * 1024 * 1024;
 /// when the server requires it), in bytes (4 KiB): a hello with every feature and an auth
 /// with the longest user name take a few hundred.
 pub const MAX_HANDSHAKE_FRAME: u32 = 4 * 1024;
+/// Largest body a server with hooks or fleet orders reads before a test is accepted, in
+/// bytes (128 KiB): a `fleet_order` of 64 words of 256 characters, each escaped in JSON.
+/// Other servers keep [`MAX_HANDSHAKE_FRAME`] until then; only `results` is read under
+/// [`MAX_CONTROL_FRAME`].
+pub const MAX_REQUEST_FRAME: u32 = 128 * 1024;
 
 /// The name of this format in a [`WireError`].
 pub(crate) const LAYER: &str = "control frame";
@@ -149,6 +154,32 @@ mod tests {
         for m in [hello, auth] {
             let body = encode(&m).unwrap().len() - FRAME_HEADER_LEN;
             assert!(body * 4 <= MAX_HANDSHAKE_FRAME as usize, "{body}");
+        }
+    }
+
+    #[test]
+    fn the_largest_fleet_order_and_hook_request_fit_the_request_cap() {
+        use crate::control::Message;
+        use crate::fleet::{FleetOrder, MAX_HOST_LEN, MAX_ID_LEN, MAX_TEST_WORDS, MAX_WORD_LEN};
+        use crate::hooks::{HookRequest, MAX_PARAMS, MAX_TEXT};
+        // Control characters: each is six bytes in JSON, the worst case.
+        let word = |n: usize| "\u{1}".repeat(n);
+        let order = Message::FleetOrder(FleetOrder {
+            id: word(MAX_ID_LEN),
+            test: vec![word(MAX_WORD_LEN); MAX_TEST_WORDS],
+            target: word(MAX_HOST_LEN),
+            port: 65535,
+        });
+        let hook = Message::HookRequest(HookRequest {
+            name: word(MAX_TEXT),
+            params: (0..MAX_PARAMS)
+                .map(|i| (format!("{i:0>128}"), word(MAX_TEXT)))
+                .collect(),
+        });
+        for m in [order, hook] {
+            let body = encode(&m).unwrap().len() - FRAME_HEADER_LEN;
+            assert!(body <= MAX_REQUEST_FRAME as usize, "{body}");
+            assert!(body > MAX_HANDSHAKE_FRAME as usize, "{body}");
         }
     }
 

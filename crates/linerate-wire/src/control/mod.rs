@@ -11,6 +11,7 @@ pub mod version;
 
 pub use frame::{
     decode_body, encode, FrameHeader, FRAME_HEADER_LEN, MAX_CONTROL_FRAME, MAX_HANDSHAKE_FRAME,
+    MAX_REQUEST_FRAME,
 };
 pub use message::*;
 pub use version::{

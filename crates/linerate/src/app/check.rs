@@ -213,8 +213,8 @@ fn baseline_rows(
 /// A result file: a repeated or single run.
 fn from_file(p: &Path) -> Result<New, UsageError> {
     let file = p.display().to_string();
-    let text =
-        std::fs::read_to_string(p).map_err(|e| UsageError(format!("cannot read {file}: {e}")))?;
+    let text = crate::sys::files::read_text(p, crate::model::MAX_RESULT_FILE, &file)
+        .map_err(UsageError)?;
     let runs = parse_runs(&text).map_err(|e| {
         UsageError(format!(
             "{file} is not a linerate result ({e}): give the --json output of tcp, udp or rr (single or repeated), or a stored run id"

@@ -185,9 +185,9 @@ fn load_stored(
 
 /// Reads a result file of any kind `compare` takes.
 fn load_any(path: &Path, label: &str) -> Result<Loaded, UsageError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {}: {e}", path.display())))?;
     let file = path.display().to_string();
+    let text = crate::sys::files::read_text(path, crate::model::MAX_RESULT_FILE, &file)
+        .map_err(UsageError)?;
     if let Ok(rec) = serde_json::from_str::<Rfc2544Record>(&text) {
         return Ok(Loaded::Rfc2544(FigureInput {
             label: label.into(),

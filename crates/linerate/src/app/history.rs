@@ -104,6 +104,7 @@ pub fn series_changes(
             points.reverse();
             let (too_few, changes) = changes::find(&points);
             SeriesChanges {
+                left_out: changes::left_out(points.len()),
                 command,
                 description,
                 metric: metric_name.clone().unwrap_or_default(),

@@ -2,16 +2,19 @@
 //! `GET /metrics` (HTTP/1.0 or 1.1) with the server's figures (`export::prom::server`) and
 //! nothing else: other paths get 404, other methods 405, a request head over
 //! [`MAX_REQUEST`] bytes 431, anything unreadable 400. Connections are answered at once,
-//! each on its own small thread, up to [`MAX_CONNECTIONS`]; one more gets 503 at once and
-//! is closed. A request head must arrive whole within [`HEAD_TIMEOUT`] of the accept (not
-//! per byte: a peer dripping a byte a second gets 408 then), the answer is written within
+//! each on its own small thread, up to [`MAX_CONNECTIONS`]; one more takes the place of the
+//! oldest connection still waiting for its request head, of the address that holds the
+//! most (which is closed), and gets 503 at once only when all are answering. A request
+//! head must arrive whole within [`HEAD_TIMEOUT`] of the accept (not per byte: a peer
+//! dripping a byte a second gets 408 then), the answer is written within
 //! [`WRITE_TIMEOUT`], and the connection is closed after it, so idle or slow peers cost a
-//! slot for at most that long, never a scrape's wait, and never any memory they ask for.
+//! slot for at most that long (less when others need it), never a scrape's wait, and never
+//! any memory they ask for.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::export::prom;
@@ -28,21 +31,79 @@ pub const MAX_CONNECTIONS: usize = 32;
 /// Stack of a connection's thread: it reads at most 8 KiB into the heap.
 const STACK_BYTES: usize = 128 * 1024;
 
+/// The connections being answered, each with a handle that can close it: when all
+/// [`MAX_CONNECTIONS`] are taken, a new connection takes the place of the oldest one that
+/// has not sent its whole request head yet, of the address that holds the most places
+/// (closed at once: its thread ends), so that idle peers cannot keep a scraper out. Only
+/// when every place is answering a request is a connection refused with 503.
+#[derive(Default)]
+struct Places {
+    next_id: u64,
+    held: Vec<Place>,
+}
+
+struct Place {
+    id: u64,
+    peer: IpAddr,
+    since: Instant,
+    /// A handle on the connection, to close it.
+    stream: TcpStream,
+    /// Its request head is in: it is being answered and keeps its place.
+    answering: Arc<AtomicBool>,
+}
+
 /// A connection's place among [`MAX_CONNECTIONS`], given back on drop.
-struct Slot(Arc<AtomicUsize>);
+struct Slot {
+    places: Arc<Mutex<Places>>,
+    id: u64,
+    answering: Arc<AtomicBool>,
+}
 
 impl Slot {
-    fn take(active: &Arc<AtomicUsize>) -> Option<Slot> {
-        active
-            .fetch_update(SeqCst, SeqCst, |n| (n < MAX_CONNECTIONS).then_some(n + 1))
-            .ok()
-            .map(|_| Slot(active.clone()))
+    /// A place for `c`, taken from the oldest idle connection of the address holding the
+    /// most places when all are taken; `None` when every place is answering.
+    fn take(places: &Arc<Mutex<Places>>, c: &TcpStream, now: Instant) -> Option<Slot> {
+        let mut p = places.lock().ok()?;
+        if p.held.len() >= MAX_CONNECTIONS {
+            let k = evictee(&p.held)?;
+            let gone = p.held.swap_remove(k);
+            let _ = gone.stream.shutdown(std::net::Shutdown::Both);
+        }
+        let stream = c.try_clone().ok()?;
+        let peer = c.peer_addr().ok()?.ip();
+        p.next_id += 1;
+        let id = p.next_id;
+        let answering = Arc::new(AtomicBool::new(false));
+        p.held.push(Place {
+            id,
+            peer,
+            since: now,
+            stream,
+            answering: answering.clone(),
+        });
+        Some(Slot {
+            places: places.clone(),
+            id,
+            answering,
+        })
     }
+}
+
+/// Which idle place to give up: the oldest of the address with the most places.
+fn evictee(held: &[Place]) -> Option<usize> {
+    let count = |ip: IpAddr| held.iter().filter(|h| h.peer == ip).count();
+    held.iter()
+        .enumerate()
+        .filter(|(_, h)| !h.answering.load(SeqCst))
+        .max_by_key(|(_, h)| (count(h.peer), std::cmp::Reverse(h.since)))
+        .map(|(k, _)| k)
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, SeqCst);
+        if let Ok(mut p) = self.places.lock() {
+            p.held.retain(|h| h.id != self.id);
+        }
     }
 }
 
@@ -57,11 +118,11 @@ pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<So
     std::thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
-            let active = Arc::new(AtomicUsize::new(0));
+            let places = Arc::new(Mutex::new(Places::default()));
             for conn in listener.incoming() {
                 match conn {
                     Ok(c) => {
-                        let Some(slot) = Slot::take(&active) else {
+                        let Some(slot) = Slot::take(&places, &c, Instant::now()) else {
                             refuse(c);
                             continue;
                         };
@@ -71,10 +132,7 @@ pub fn spawn(addr: SocketAddr, metrics: Arc<ServerMetrics>) -> anyhow::Result<So
                         let _ = std::thread::Builder::new()
                             .name("metrics-conn".into())
                             .stack_size(STACK_BYTES)
-                            .spawn(move || {
-                                let _slot = slot;
-                                answer(c, &m);
-                            });
+                            .spawn(move || answer(c, &m, &slot));
                     }
                     // Out of descriptors or the like: wait rather than spin.
                     Err(_) => std::thread::sleep(Duration::from_millis(100)),
@@ -145,11 +203,14 @@ pub fn respond(head: &str, metrics: &ServerMetrics) -> (&'static str, String) {
     ("200 OK", prom::server(&metrics.snapshot()))
 }
 
-fn answer(mut c: TcpStream, metrics: &ServerMetrics) {
+fn answer(mut c: TcpStream, metrics: &ServerMetrics, slot: &Slot) {
     let start = Instant::now();
     let _ = c.set_write_timeout(Some(WRITE_TIMEOUT));
     let (status, body) = match read_head(&mut c, start) {
-        Ok(head) => respond(&head, metrics),
+        Ok(head) => {
+            slot.answering.store(true, SeqCst);
+            respond(&head, metrics)
+        }
         Err(status) => (status, format!("{status}\n")),
     };
     let ctype = if status.starts_with("200") {

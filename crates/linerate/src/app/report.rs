@@ -120,8 +120,8 @@ fn from_json(
 
 fn load_file(path: &Path, label: &str) -> Result<Loaded, UsageError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UsageError(format!("cannot read {file}: {e}")))?;
+    let text = crate::sys::files::read_text(path, crate::model::MAX_RESULT_FILE, &file)
+        .map_err(UsageError)?;
     if let Err(e) = serde_json::from_str::<serde::de::IgnoredAny>(&text) {
         return Err(UsageError(format!(
             "{file} is not JSON ({e}): give the --json output of a linerate command"

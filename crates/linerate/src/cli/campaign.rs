@@ -150,15 +150,7 @@ const MAX_FILE_BYTES: u64 = 1 << 20;
 pub fn campaign_plan(a: &CampaignArgs) -> Result<CampaignPlan, UsageError> {
     a.store.validate()?;
     let shown = a.file.display().to_string();
-    let meta =
-        std::fs::metadata(&a.file).map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(UsageError(format!(
-            "{shown} is larger than {MAX_FILE_BYTES} bytes: not a campaign file"
-        )));
-    }
-    let text = std::fs::read_to_string(&a.file)
-        .map_err(|e| UsageError(format!("cannot read {shown}: {e}")))?;
+    let text = crate::sys::files::read_text(&a.file, MAX_FILE_BYTES, &shown).map_err(UsageError)?;
     let file: CampaignFile = toml::from_str(&text).map_err(|e| {
         let msg = e.message().to_string();
         let line = e

@@ -9,6 +9,9 @@ use clap::{Args as ClapArgs, Subcommand};
 use super::common::AuthArgs;
 use super::units;
 use super::UsageError;
+
+/// Longest `--agents-file`, bytes (1 MiB): thousands of agents' addresses, one a line.
+const MAX_AGENTS_FILE: u64 = 1 << 20;
 pub use crate::fleet::manifests::ManifestsArgs;
 
 /// `linerate fleet` arguments.
@@ -104,8 +107,8 @@ pub fn listed_agents(a: &RunArgs) -> Result<Vec<(String, u16)>, UsageError> {
         .filter(|s| !s.is_empty())
         .collect();
     if let Some(f) = &a.agents_file {
-        let text = std::fs::read_to_string(f)
-            .map_err(|e| UsageError(format!("--agents-file {}: {e}", f.display())))?;
+        let what = format!("--agents-file {}", f.display());
+        let text = crate::sys::files::read_text(f, MAX_AGENTS_FILE, &what).map_err(UsageError)?;
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             if !line.is_empty() {

@@ -51,6 +51,10 @@ pub struct HistoryArgs {
     pub json: bool,
 }
 
+/// Most runs `history --changes` reads (`--limit`): each is a stored record parsed for its
+/// figure, so this bounds its time; its memory holds one figure per run.
+pub const MAX_CHANGES_RUNS: u32 = 10_000;
+
 /// The commands that store runs.
 pub const COMMANDS: &[&str] = &["tcp", "udp", "rr", "rfc2544", "doctor", "sweep"];
 
@@ -94,6 +98,13 @@ pub fn filter(a: &HistoryArgs) -> Result<Filter, UsageError> {
     }
     if a.limit == 0 {
         return Err(UsageError("--limit must be at least 1".into()));
+    }
+    if a.changes && a.limit > MAX_CHANGES_RUNS {
+        return Err(UsageError(format!(
+            "--limit {}: --changes reads at most {MAX_CHANGES_RUNS} runs (and looks for changes in each series' newest {}): narrow with --since/--until/--param",
+            a.limit,
+            linerate_stats::changepoint::MAX_POINTS
+        )));
     }
     Ok(Filter {
         command: a.command.clone(),
@@ -155,5 +166,10 @@ mod tests {
         assert!(parse(&["--since", "2026-11-23"]).is_ok());
         assert!(parse(&["--until", "2026-11-23T18:00:00Z"]).is_ok());
         assert!(parse(&["--limit", "0"]).is_err());
+        assert!(parse(&["--changes", "--limit", "10000"]).is_ok());
+        let Err(e) = parse(&["--changes", "--limit", "100000"]) else {
+            panic!("--limit 100000 taken with --changes");
+        };
+        assert!(e.0.contains("at most 10000 runs"), "{}", e.0);
     }
 }

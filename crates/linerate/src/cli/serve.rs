@@ -36,9 +36,10 @@ pub struct ServeArgs {
     /// quarter of the host's memory.
     #[arg(long, value_parser = units::parse_size)]
     pub max_total_buffer: Option<u64>,
-    /// Most connections one client address may hold open besides the data connections of
-    /// its running tests (control sessions, connections not yet identified). Lowered at
-    /// start, and said so, when the open-file limit cannot hold it.
+    /// Most connections one client address (an IPv6 address: its /64) may hold open
+    /// besides the data connections of its admitted tests (control sessions, connections
+    /// not yet identified). Lowered at start, and said so, when the open-file limit cannot
+    /// hold it.
     #[arg(long, default_value_t = crate::session::server::DEFAULT_CONNECTIONS_PER_ADDRESS,
           value_parser = parse_count)]
     pub max_connections_per_address: usize,

@@ -78,6 +78,9 @@ pub fn render_changes(rec: &ChangesRecord) -> String {
             out.push_str(&format!("  {why}\n"));
             continue;
         }
+        if let Some(why) = &s.left_out {
+            out.push_str(&format!("  {why}\n"));
+        }
         if s.changes.is_empty() {
             out.push_str("  no change point: the series is one level within its noise\n");
         }
@@ -157,6 +160,7 @@ mod tests {
             metric: "throughput_bps".into(),
             points,
             too_few: None,
+            left_out: None,
             changes: vec![Change {
                 run: 2,
                 id: 2,

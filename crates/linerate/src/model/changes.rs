@@ -102,6 +102,10 @@ pub struct SeriesChanges {
     /// Set when the series is too short to look for changes: why.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub too_few: Option<String>,
+    /// Set when the series is longer than the method looks at: which of its points were
+    /// left out (the oldest), so that its time and memory do not grow with the series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
     /// The change points, oldest first.
     pub changes: Vec<Change>,
 }
@@ -122,6 +126,18 @@ pub struct ChangesRecord {
 /// The method in words.
 pub fn method() -> String {
     changepoint::method(&Config::default())
+}
+
+/// What the change points of `points` points leave out: `None` when they look at all.
+pub fn left_out(points: usize) -> Option<String> {
+    let cfg = Config::default();
+    let from = changepoint::window(points, &cfg);
+    (from > 0).then(|| {
+        format!(
+            "the oldest {from} of {points} points left out: changes are looked for in the newest {} (narrow with --since/--until)",
+            points - from
+        )
+    })
 }
 
 /// The change points of a series' points.
@@ -182,6 +198,9 @@ mod tests {
         let (few, c) = find(&pts(&v[..5]));
         assert!(few.unwrap().contains("too few"));
         assert!(c.is_empty());
+        assert_eq!(left_out(24), None);
+        let why = left_out(100_000).unwrap();
+        assert!(why.contains("oldest 99800 of 100000 points"), "{why}");
     }
 
     #[test]

@@ -39,6 +39,11 @@ use serde::{Deserialize, Serialize};
 /// Version of the [`RunRecord`] JSON layout. Bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// Longest result file `report`, `compare` and `check` read, bytes (256 MiB): a record of
+/// an hour-long test with intervals of 10 ms and its server's report is tens of MiB; more
+/// is not a result of linerate's (`/dev/zero`, a wrong file), refused rather than read on.
+pub const MAX_RESULT_FILE: u64 = 256 << 20;
+
 /// The whole result of one stream test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {

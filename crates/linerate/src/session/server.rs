@@ -155,9 +155,14 @@ const FD_RESERVE: u64 = 128;
 /// Accept failures (EMFILE and the like) logged at most once per this time, with the
 /// number not logged.
 const ACCEPT_ERROR_LOG_EVERY: Duration = Duration::from_secs(10);
-/// Default of `--max-connections-per-address`: a test of 128 streams each way opens 257
-/// connections at once; twice that leaves room for a second test.
-pub const DEFAULT_CONNECTIONS_PER_ADDRESS: usize = 512;
+/// Default of `--max-connections-per-address`: the connections of one address (an IPv6
+/// /64) that are not yet data connections of its admitted tests (those come on top:
+/// [`Ctx::expect_data`]), so that 64 addresses are needed to fill [`MAX_CONNECTIONS`] with
+/// idle connections, where 512 let 8 addresses lock every test out.
+pub const DEFAULT_CONNECTIONS_PER_ADDRESS: usize = 64;
+/// The open-file limit lowers `--max-connections-per-address` to this share of the
+/// connections, so that as many addresses are needed to fill them.
+const ADDRESSES_TO_FILL: usize = 16;
 /// Default of `--max-handshakes-per-address`: a client is in its handshake for a few round
 /// trips, so 16 at once from one address is a script running tests in parallel at most.
 pub const DEFAULT_HANDSHAKES_PER_ADDRESS: usize = 16;
@@ -214,15 +219,19 @@ pub(in crate::session) struct Ctx {
     pub(in crate::session) iperf3_udp: Mutex<HashMap<IpAddr, Sender<SocketAddr>>>,
 }
 
-/// What one client address holds.
+/// What one client address (an IPv6 /64: [`address_key`]) holds.
 #[derive(Debug, Default, Clone, Copy)]
 struct AddressUse {
     connections: usize,
     handshakes: usize,
+    /// The data connections of its admitted tests, which it may open beyond its limit.
+    expected: usize,
 }
 
 impl Ctx {
-    /// Counts a new connection from `ip`, or says why it is refused.
+    /// Counts a new connection from `ip`, or says why it is refused: an address (an IPv6
+    /// /64) holds at most `--max-connections-per-address` connections that are not data
+    /// connections, plus one for each data connection its admitted tests still open.
     fn open_connection(&self, ip: IpAddr) -> Result<(), String> {
         let most = self.max_connections;
         if self.connections.fetch_add(1, SeqCst) >= most {
@@ -234,10 +243,12 @@ impl Ctx {
         let max = self.cfg.max_connections_per_address;
         let refused = match self.per_address.lock() {
             Ok(mut m) => {
-                let u = m.entry(ip).or_default();
-                if u.connections >= max {
+                let u = m.entry(address_key(ip)).or_default();
+                if u.connections >= max.saturating_add(u.expected) {
                     Some(format!(
-                        "{ip} has {max} connections open to this server, its limit per address: retry later (linerate serve --max-connections-per-address)"
+                        "{} has {} connections open to this server, its limit per address: retry later (linerate serve --max-connections-per-address)",
+                        address_name(ip),
+                        u.connections
                     ))
                 } else {
                     u.connections += 1;
@@ -266,10 +277,11 @@ impl Ctx {
         let Ok(mut m) = self.per_address.lock() else {
             return Err("the server's connection table is unavailable".into());
         };
-        let u = m.entry(ip).or_default();
+        let u = m.entry(address_key(ip)).or_default();
         if u.handshakes >= max {
             return Err(format!(
-                "{ip} has {max} sessions in their handshake on this server, its limit per address: retry later (linerate serve --max-handshakes-per-address)"
+                "{} has {max} sessions in their handshake on this server, its limit per address: retry later (linerate serve --max-handshakes-per-address)",
+                address_name(ip)
             ));
         }
         u.handshakes += 1;
@@ -280,16 +292,52 @@ impl Ctx {
         self.forget(ip, |u| u.handshakes = u.handshakes.saturating_sub(1));
     }
 
+    /// A test of `ip`'s was admitted (`add`) or ended: its `streams` data connections may
+    /// be open from that address beyond its own limit while it runs.
+    pub(in crate::session) fn expect_data(&self, ip: IpAddr, streams: u32, add: bool) {
+        let n = usize::try_from(streams).unwrap_or(usize::MAX);
+        if add {
+            if let Ok(mut m) = self.per_address.lock() {
+                let u = m.entry(address_key(ip)).or_default();
+                u.expected = u.expected.saturating_add(n);
+            }
+        } else {
+            self.forget(ip, |u| u.expected = u.expected.saturating_sub(n));
+        }
+    }
+
     /// Changes what `ip` holds, and forgets it when that is nothing.
     fn forget(&self, ip: IpAddr, f: impl FnOnce(&mut AddressUse)) {
         if let Ok(mut m) = self.per_address.lock() {
-            if let Some(u) = m.get_mut(&ip) {
+            let key = address_key(ip);
+            if let Some(u) = m.get_mut(&key) {
                 f(u);
-                if u.connections == 0 && u.handshakes == 0 {
-                    m.remove(&ip);
+                if u.connections == 0 && u.handshakes == 0 && u.expected == 0 {
+                    m.remove(&key);
                 }
             }
         }
+    }
+}
+
+/// What the limits per address count an address as: an IPv4 address itself, an IPv6
+/// address by its /64 (one host or LAN commonly holds a whole /64, so counting each of its
+/// addresses would let one peer take a server's every slot).
+fn address_key(ip: IpAddr) -> IpAddr {
+    match sockets::canonical(ip) {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
+        v4 => v4,
+    }
+}
+
+/// `ip` as the limits per address count it, for their messages.
+fn address_name(ip: IpAddr) -> String {
+    match address_key(ip) {
+        IpAddr::V6(net) => format!("{net}/64"),
+        v4 => v4.to_string(),
     }
 }
 
@@ -374,7 +422,7 @@ fn raise_open_files() -> u64 {
 /// Fits the connection caps and the streams of all tests to `open_files` descriptors:
 /// connections (at most [`MAX_CONNECTIONS`]), the data sockets of running tests (the
 /// budget's streams), [`MAX_BUSY_ANSWERS`] and [`FD_RESERVE`] must all fit, and one address
-/// may hold at most a quarter of the connections. Returns the most connections and, when
+/// may hold at most a [`ADDRESSES_TO_FILL`]th of the connections. Returns the most connections and, when
 /// something configured was lowered, a line that says what.
 fn fit_open_files(open_files: u64, cfg: &mut ServerConfig) -> (usize, Option<String>) {
     let room = open_files.saturating_sub(FD_RESERVE + MAX_BUSY_ANSWERS as u64);
@@ -389,7 +437,7 @@ fn fit_open_files(open_files: u64, cfg: &mut ServerConfig) -> (usize, Option<Str
     };
     let per_address = cfg
         .max_connections_per_address
-        .min((connections / 4).max(1));
+        .min((connections / ADDRESSES_TO_FILL).max(1));
     let handshakes = cfg.max_handshakes_per_address.min(per_address);
     let mut lowered = Vec::new();
     if connections < MAX_CONNECTIONS {
@@ -560,6 +608,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ipv6_addresses_are_counted_by_their_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:ffff:1:2:3".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(address_key(a), address_key(b));
+        assert_ne!(address_key(a), address_key(c));
+        assert_eq!(address_name(a), "2001:db8:1:2::/64");
+        // IPv4, also mapped into IPv6, is its own address.
+        let v4: IpAddr = "198.18.0.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:198.18.0.1".parse().unwrap();
+        assert_eq!(address_key(mapped), v4);
+        assert_ne!(address_key(v4), address_key("198.18.0.2".parse().unwrap()));
+    }
+
+    #[test]
     fn the_caps_fit_the_open_file_limit() {
         // A common hard limit of 1M holds everything as configured.
         let mut cfg = ServerConfig::default();
@@ -572,13 +635,13 @@ mod tests {
         );
         assert_eq!(cfg.budget.streams, limits::DEFAULT_TOTAL_STREAMS);
         // 1,024: connections and streams share what the reserve leaves, one address holds a
-        // quarter of the connections, and the line says so.
+        // sixteenth of the connections, and the line says so.
         let mut cfg = ServerConfig::default();
         let (most, note) = fit_open_files(1024, &mut cfg);
         let room = 1024 - FD_RESERVE as usize - MAX_BUSY_ANSWERS;
         assert_eq!(most + cfg.budget.streams as usize, room);
         assert!(most >= room / 2);
-        assert_eq!(cfg.max_connections_per_address, most / 4);
+        assert_eq!(cfg.max_connections_per_address, most / ADDRESSES_TO_FILL);
         assert!(cfg.max_handshakes_per_address <= cfg.max_connections_per_address);
         let note = note.expect("a note");
         assert!(

@@ -30,6 +30,7 @@ pub mod conntrack;
 pub mod counter;
 pub mod cpu;
 pub mod devsnap;
+pub mod files;
 // Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod ethtool;

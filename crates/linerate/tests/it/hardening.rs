@@ -694,3 +694,61 @@ fn argument_errors_are_one_line_with_the_prefix_and_exit_2() {
         assert!(err.starts_with("linerate: error: "), "{args:?}: {err}");
     }
 }
+
+// ---- issue 38, item 6: every file read under a cap ----
+
+/// Runs `linerate ARGS` (killed after 60 s, which fails the test): exit code and stderr.
+fn run_bounded(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = bin()
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("linerate {args:?} was still reading after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), text(&out.stderr))
+}
+
+/// `/dev/zero` as a result file, a campaign or an agents file is refused after its cap
+/// (one line naming the file and the cap, exit 2) where it was read without bound, and a
+/// FIFO nobody writes to ends the command at once (exit 2) where it waited forever.
+#[test]
+fn endless_files_and_writerless_fifos_end_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let fifo = fifo.to_str().unwrap();
+    fn commands(f: &str) -> Vec<Vec<&str>> {
+        vec![
+            vec!["compare", f, f],
+            vec!["report", f],
+            vec!["check", f, "--baseline", "1"],
+            vec!["campaign", f],
+            vec!["fleet", "run", "--agents-file", f],
+        ]
+    }
+    for args in commands("/dev/zero") {
+        let (code, err) = run_bounded(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("/dev/zero is longer than the") && err.contains("MiB"),
+            "{args:?}: {err}"
+        );
+    }
+    for args in commands(fifo) {
+        let (code, err) = run_bounded(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

@@ -466,3 +466,60 @@ fn idle_connections_over_the_open_file_limit_leave_room_for_tests() {
     assert!(failures <= 1, "{failures} accept failures: {log}");
     drop(idle);
 }
+
+// ---- issue 38, item 5: the small frame cap until a test is accepted, idle budgets ----
+
+/// Without `--auth-users`, a valid `hello` and then a frame announced at 4 MiB: until a
+/// test is accepted only a request's few KiB are read (the full cap is for `results`), so
+/// 1,000 of them are refused at their header and cost the server as little as before the
+/// hello, where each held up to 4 MiB for the idle time-out. A session past its hello has
+/// a reader thread too, hence twice the threads of [`THREADS_BOUND`] at most.
+#[test]
+fn big_frames_after_a_hello_without_auth_cost_the_server_little() {
+    use linerate_wire::control::{self, Hello, Message, ProtocolVersion};
+    let srv = Serve::start(&[]);
+    let hello = control::encode(&Message::Hello(Hello {
+        protocol: ProtocolVersion::CURRENT,
+        software: "attacker".into(),
+        features: control::FEATURES.iter().map(|f| f.to_string()).collect(),
+    }))
+    .unwrap();
+    let (threads, hwm_kib) = big_frames(&srv, 1000, &hello);
+    assert!(threads <= 2 * THREADS_BOUND, "{threads} threads");
+    assert!(hwm_kib < 64 << 10, "peak RSS {hwm_kib} KiB");
+    real_test(&srv.port(), Duration::from_secs(5));
+    eprintln!("no auth: peak threads {threads}, peak RSS {hwm_kib} KiB");
+}
+
+/// A server whose open-file limit holds 416 connections: 8 addresses opening 104 idle
+/// connections each (what one address could hold before, a quarter of them) are held to a
+/// sixteenth each, so a real test from another address still runs in its normal time,
+/// where 4 of them locked every test out.
+#[test]
+fn idle_connections_from_eight_addresses_leave_room_for_tests() {
+    allow_open_files(2048);
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        "ulimit -S -n 1024 && ulimit -H -n 1024 && exec \"$0\" \"$@\"",
+        env!("CARGO_BIN_EXE_linerate"),
+    ])
+    .env("LINERATE_NO_STORE", "1")
+    .env_remove("LINERATE_DB");
+    let srv = Serve::start_with(cmd, &[]);
+    let log = srv.wait_log("open-file limit of 1024", 5);
+    assert!(log.contains("416 connections"), "{log}");
+    let mut idle = Vec::new();
+    for k in 0..8 * 104u32 {
+        let local = std::net::IpAddr::from([127, 0, 0, 2 + (k % 8) as u8]);
+        if let Ok(s) = connect_from(srv.addr, local) {
+            idle.push(s);
+        }
+    }
+    assert!(idle.len() >= 416, "{} connected", idle.len());
+    std::thread::sleep(Duration::from_millis(300));
+    real_test(&srv.port(), Duration::from_secs(5));
+    let refused = srv.log().matches("its limit per address").count();
+    assert!(refused > 0, "{}", srv.log());
+    drop(idle);
+}

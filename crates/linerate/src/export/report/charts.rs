@@ -483,9 +483,13 @@ pub fn series(inputs: &[super::RunInput]) -> Option<(Chart, Vec<String>)> {
         return None;
     }
     let (too_few, changes) = find(&points);
+    let left_out = crate::model::changes::left_out(points.len());
     let (words, unit) = metric_words(metric);
     let mut notes = Vec::new();
     let mut lines = Vec::new();
+    if let (None, Some(why)) = (&too_few, left_out) {
+        notes.push(format!("change points: {why}"));
+    }
     match &too_few {
         Some(why) => notes.push(format!("change points: {why}")),
         None if changes.is_empty() => {

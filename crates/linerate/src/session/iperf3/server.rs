@@ -245,6 +245,7 @@ impl Session<'_> {
             if let Ok(mut used) = ctx.budget_used.lock() {
                 limits::release(&mut used, c);
             }
+            ctx.expect_data(ip, c.streams, false);
             ctx.active_tests.fetch_sub(1, SeqCst);
             // `--one-off`: an iperf3 test is a test.
             if ctx.cfg.one_off {
@@ -432,6 +433,7 @@ impl Session<'_> {
             ctx.active_tests.fetch_sub(1, SeqCst);
             return Err(fail(why, Some(ierrno::ACCESS_DENIED)));
         }
+        ctx.expect_data(sockets::canonical(self.peer.ip()), c.streams, true);
         self.admitted = Some(c);
         Ok(())
     }

@@ -253,15 +253,11 @@ impl Users {
 }
 
 fn read_small(path: &Path, cap: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(cap + 1)
-        .read_to_string(&mut text)?;
-    if text.len() as u64 > cap {
-        return Err(std::io::Error::other(format!("larger than {cap} bytes")));
-    }
-    Ok(text)
+    // A FIFO without a writer reads as empty rather than waiting for one.
+    crate::sys::files::read_capped(path, cap).map_err(|e| match e {
+        crate::sys::files::ReadError::Io(e) => e,
+        e => std::io::Error::other(e.to_string()),
+    })
 }
 
 /// A fresh random nonce.

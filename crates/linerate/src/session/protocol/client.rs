@@ -165,7 +165,14 @@ pub fn connect(t: &Target) -> anyhow::Result<Connection> {
     let (tx, rx) = mpsc::channel();
     let reader = stream.try_clone()?;
     let max = control::MAX_CONTROL_FRAME;
-    let backlog = conn::spawn_reader(reader, max, t.debug, "client", tx.clone(), Event::Ctl)?;
+    let backlog = conn::spawn_reader(
+        reader,
+        conn::FrameCap::new(max),
+        t.debug,
+        "client",
+        tx.clone(),
+        Event::Ctl,
+    )?;
     let writer = ControlWriter::new(stream.try_clone()?, "client", t.debug)?;
     let cfg = ClientConfig {
         server: t.server.clone(),

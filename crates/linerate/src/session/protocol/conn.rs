@@ -8,6 +8,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU32, Ordering::SeqCst};
 use std::sync::mpsc::{Receiver, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -89,11 +90,35 @@ impl ControlWriter {
 
 /// Reads one frame. `max_len` caps the body; nothing larger is allocated.
 pub fn read_frame(r: &mut impl Read, max_len: u32) -> Result<Option<Message>, String> {
-    read_frame_sized(r, max_len).map(|m| m.map(|(m, _)| m))
+    read_frame_sized(r, &FrameCap::new(max_len)).map(|m| m.map(|(m, _)| m))
 }
 
-/// [`read_frame`], with the length of the frame's body.
-fn read_frame_sized(r: &mut impl Read, max_len: u32) -> Result<Option<(Message, usize)>, String> {
+/// The longest frame body a reader accepts, which its session may change while the reader
+/// waits: a server raises it only in the state that expects a large message (`results`),
+/// so that a peer elsewhere in the protocol cannot make it hold more than a small frame.
+/// The cap is read when a frame's header has arrived, not before the wait for it.
+#[derive(Debug, Clone)]
+pub struct FrameCap(Arc<AtomicU32>);
+
+impl FrameCap {
+    /// A cap of `max` bytes.
+    pub fn new(max: u32) -> FrameCap {
+        FrameCap(Arc::new(AtomicU32::new(max)))
+    }
+
+    /// Changes the cap for the frames whose header has not arrived yet.
+    pub fn set(&self, max: u32) {
+        self.0.store(max, SeqCst);
+    }
+
+    /// The cap now.
+    pub fn get(&self) -> u32 {
+        self.0.load(SeqCst)
+    }
+}
+
+/// [`read_frame`], with the length of the frame's body; the cap is read once the header is in.
+fn read_frame_sized(r: &mut impl Read, cap: &FrameCap) -> Result<Option<(Message, usize)>, String> {
     let mut hdr = [0u8; FRAME_HEADER_LEN];
     // Distinguish a clean close before a frame from a truncated one.
     let mut got = 0;
@@ -125,7 +150,7 @@ fn read_frame_sized(r: &mut impl Read, max_len: u32) -> Result<Option<(Message, 
             ));
         }
     }
-    let h = FrameHeader::parse(&hdr, max_len).map_err(|e| e.to_string())?;
+    let h = FrameHeader::parse(&hdr, cap.get()).map_err(|e| e.to_string())?;
     let mut body = vec![0u8; h.len as usize];
     r.read_exact(&mut body)
         .map_err(|e| format!("connection closed inside a frame body: {e}"))?;
@@ -229,7 +254,7 @@ fn reserve(shared: &(Mutex<Queued>, Condvar), size: usize) -> bool {
 /// session is gone (the `Backlog` or the receiving side of the channel dropped).
 pub fn spawn_reader<E: Send + 'static>(
     mut stream: TcpStream,
-    max_len: u32,
+    cap: FrameCap,
     debug: Debug,
     label: &'static str,
     tx: Sender<E>,
@@ -239,7 +264,7 @@ pub fn spawn_reader<E: Send + 'static>(
     std::thread::Builder::new()
         .name(format!("lr-ctl-{label}"))
         .spawn(move || loop {
-            let (ev, size) = match read_frame_sized(&mut stream, max_len) {
+            let (ev, size) = match read_frame_sized(&mut stream, &cap) {
                 Ok(Some((m, size))) => {
                     if debug.0 {
                         eprintln!(
@@ -269,7 +294,7 @@ pub fn fuzz_read_frames(data: &[u8]) {
     let mut r = data.get(1..).unwrap_or_default();
     for _ in 0..64 {
         let before = r.len();
-        match read_frame_sized(&mut r, cap) {
+        match read_frame_sized(&mut r, &FrameCap::new(cap)) {
             Ok(Some((m, size))) => {
                 assert!(size <= cap as usize, "a frame over the cap was read");
                 assert!(before - r.len() == size + FRAME_HEADER_LEN);
@@ -328,7 +353,8 @@ mod tests {
         let mut w = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (r, _) = l.accept().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let backlog = spawn_reader(r, 1 << 20, Debug(false), "test", tx, |i| i).unwrap();
+        let backlog =
+            spawn_reader(r, FrameCap::new(1 << 20), Debug(false), "test", tx, |i| i).unwrap();
         let frame = control::encode(&Message::Stop(Stop::default())).unwrap();
         // Far more than the bound; the writer may block once the reader stops reading, so
         // it writes from its own thread.

@@ -95,13 +95,14 @@ pub(super) fn handle_control(
         restores: Vec::new(),
         crr_listener: None,
         fleet_order: None,
+        cap: conn::FrameCap::new(control::MAX_HANDSHAKE_FRAME),
     };
     s.greet(&reader);
     if !s.machine.is_over() {
         let _ = reader.set_read_timeout(None);
         match conn::spawn_reader(
             reader,
-            cfg.max_frame,
+            s.cap.clone(),
             cfg.debug,
             "server",
             s.tx.clone(),
@@ -188,6 +189,41 @@ struct Session<'a> {
     /// The fleet order whose data runs here (a fleet agent as destination), from the
     /// start line it logged until the end line.
     fleet_order: Option<String>,
+    /// The control reader's frame cap, set by [`frame_cap`] for the machine's phase before
+    /// each action, so that a message answered is read under the cap of the phase it
+    /// starts.
+    cap: conn::FrameCap,
+}
+
+/// The longest control frame the session reads in `phase`: a request's few KiB until a
+/// test is accepted (more only on a server with hooks or fleet orders, whose requests
+/// carry their words), the UDP ports of `streams_ready` while the streams open and the
+/// test runs, and the full `max_frame` only while it waits for the client's `results`.
+fn frame_cap(phase: &Phase, cfg: &super::ServerConfig) -> u32 {
+    let small = cfg.max_frame.min(control::MAX_HANDSHAKE_FRAME);
+    let cap = match phase {
+        Phase::AwaitResults { .. } => return cfg.max_frame,
+        Phase::AwaitRequest { .. }
+        | Phase::AwaitHookRequest { .. }
+        | Phase::Admitting
+        | Phase::AnsweringDoctor
+        | Phase::RunningHook
+        | Phase::RunningOrder
+        | Phase::ReadingCounters
+        | Phase::AwaitCountersRequest { .. }
+            if cfg.hooks.is_some() || cfg.fleet_agent.is_some() =>
+        {
+            control::MAX_REQUEST_FRAME
+        }
+        // `streams_ready`: "65535," per UDP port of both directions at most.
+        Phase::CollectStreams { .. }
+        | Phase::SetUpStreams { .. }
+        | Phase::AwaitUdpHellos { .. }
+        | Phase::Running { .. }
+        | Phase::Draining => small.saturating_add(12 * u32::from(cfg.limits.max_streams)),
+        _ => small,
+    };
+    cap.min(cfg.max_frame)
 }
 
 impl Session<'_> {
@@ -262,8 +298,10 @@ impl Session<'_> {
 
     fn pump(&mut self) {
         while let Some(a) = self.machine.poll_action() {
+            self.cap.set(frame_cap(self.machine.phase(), &self.ctx.cfg));
             self.perform(a);
         }
+        self.cap.set(frame_cap(self.machine.phase(), &self.ctx.cfg));
         // A data connection the machine did not keep is closed here.
         self.arrived = None;
     }
@@ -454,7 +492,10 @@ impl Session<'_> {
                 Err(_) => Err((ErrorCode::Internal, "budget unavailable".into())),
             };
             match booked {
-                Ok(()) => self.cost = Some(cost),
+                Ok(()) => {
+                    ctx.expect_data(self.peer.ip(), cost.streams, true);
+                    self.cost = Some(cost);
+                }
                 Err((code, why)) => return self.machine.fail(code, why),
             }
         }
@@ -759,6 +800,7 @@ impl Session<'_> {
             if let Ok(mut used) = ctx.budget_used.lock() {
                 limits::release(&mut used, c);
             }
+            ctx.expect_data(self.peer.ip(), c.streams, false);
         }
         if let Some(t) = self.token {
             if let Ok(mut r) = ctx.registry.lock() {

@@ -174,13 +174,7 @@ impl HookSet {
     /// what to fix.
     pub fn load(path: &Path) -> Result<HookSet, String> {
         let shown = path.display();
-        let meta = std::fs::metadata(path).map_err(|e| format!("--hooks {shown}: {e}"))?;
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(format!(
-                "--hooks {shown}: larger than {MAX_FILE_BYTES} bytes"
-            ));
-        }
-        let text = std::fs::read_to_string(path).map_err(|e| format!("--hooks {shown}: {e}"))?;
+        let text = crate::sys::files::read_text(path, MAX_FILE_BYTES, &format!("--hooks {shown}"))?;
         Self::parse(&text).map_err(|e| format!("--hooks {shown}: {e}"))
     }
 
