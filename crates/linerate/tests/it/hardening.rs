@@ -734,7 +734,7 @@ fn endless_files_and_writerless_fifos_end_with_exit_2() {
             vec!["report", f],
             vec!["check", f, "--baseline", "1"],
             vec!["campaign", f],
-            vec!["fleet", "run", "--agents-file", f],
+            vec!["fleet", "run", "--agents-file", f, "tcp"],
         ]
     }
     for args in commands("/dev/zero") {
