@@ -701,6 +701,7 @@ fn argument_errors_are_one_line_with_the_prefix_and_exit_2() {
 fn run_bounded(args: &[&str]) -> (Option<i32>, String) {
     let mut child = bin()
         .args(args)
+        .env("LINERATE_AUTH_SECRET", "s3cret")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -734,7 +735,16 @@ fn endless_files_and_writerless_fifos_end_with_exit_2() {
             vec!["report", f],
             vec!["check", f, "--baseline", "1"],
             vec!["campaign", f],
-            vec!["fleet", "run", "--agents-file", f, "tcp"],
+            vec![
+                "fleet",
+                "run",
+                "--auth-user",
+                "u",
+                "--agents-file",
+                f,
+                "--",
+                "tcp",
+            ],
         ]
     }
     for args in commands("/dev/zero") {
