@@ -195,7 +195,10 @@ fn run_values(input: &RunInput, run: Option<&RunRecord>) -> Vec<(String, f64)> {
 
 /// The rows of stream and RR inputs: one per input (a repeated run's means), or one per run
 /// of an input of several runs without statistics.
-fn run_rows(inputs: &[RunInput]) -> Vec<(String, String, Vec<(String, f64)>)> {
+/// A row of runs before its cells: (key, label, the measured metrics by name).
+type RunRow = (String, String, Vec<(String, f64)>);
+
+fn run_rows(inputs: &[RunInput]) -> Vec<RunRow> {
     let mut rows = Vec::new();
     for i in inputs {
         if !i.metrics.is_empty() {
