@@ -29,6 +29,8 @@ pub const MAX_ROWS: usize = 8;
 pub const MAX_LINES: usize = 6;
 /// Most comparison sentences the block shows.
 pub const MAX_SENTENCES: usize = 3;
+/// How many of a fleet run's worst pairs the block lists.
+pub const WORST_PAIRS: usize = 5;
 
 /// The block's styles, added to the page's: list items stay on one line (the whole text is
 /// their tooltip and in the sections below).
@@ -457,7 +459,7 @@ pub(super) fn fleet(page: &mut Page, rec: &crate::fleet::record::FleetRecord) {
         head: head.map(String::from).to_vec(),
         ..Block::default()
     };
-    for p in rec.worst(super::fleet::WORST_LISTED) {
+    for p in rec.worst(WORST_PAIRS) {
         let f = &p.figures;
         let cells = metrics
             .iter()

@@ -269,7 +269,7 @@ fn a_fleet_page_opens_with_its_worst_pairs() {
     let body = &html[html.find("<body>").unwrap()..];
     let at = body.find("<section id=\"summary\">").unwrap();
     assert!(at < body.find("<table class=\"heat\">").unwrap());
-    let worst = f.record.worst(super::super::fleet::WORST_LISTED);
+    let worst = f.record.worst(super::WORST_PAIRS);
     let rows: Vec<&str> = block(&html).split("<tr data-key=\"").skip(1).collect();
     assert_eq!(rows.len(), worst.len());
     for (row, p) in rows.iter().zip(&worst) {
