@@ -345,9 +345,9 @@ pub(super) fn rfc2544(
                 &format!("line_{}b_percent", f.frame_size),
                 share,
             ));
-            cells.push(Cell::text(ndr.map_or("-".to_string(), |x| {
-                format!("{:?}", x.status).to_lowercase()
-            })));
+            cells.push(Cell::text(
+                ndr.map_or("-", |x| x.status.describe()).to_string(),
+            ));
             block.rows.push(Row {
                 key: label.clone(),
                 label: format!("{prefix}{} B frames", f.frame_size),
