@@ -5,7 +5,8 @@
 # scripts/cross.sh --floor), plus the server's peak RSS while it serves
 # one TCP test (the x86_64 board build natively; the powerpc board build under
 # qemu-ppc-static, whose figure includes the emulator's own memory: a size, never a speed),
-# and writes the table into docs/PERFORMANCE.md between the `sizes:` markers.
+# and writes the table into docs/PERFORMANCE.md between the `sizes:` markers (the sizes the
+# README and docs/PERFORMANCE.md state are keyed to it: tests/it/figures.rs).
 #
 # Usage: bash scripts/sizes.sh [TARGET[:BUILD]...]  (default: every target scripts/cross.sh knows)
 #        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full, floor)
@@ -152,3 +153,5 @@ else
         cat "$tmp/table"
     } >>"$doc"
 fi
+# The README and docs/PERFORMANCE.md key their sizes to this table: say which no longer match.
+echo "scripts/sizes.sh: wrote $doc; cargo test -p linerate --test it figures lists every stated size that no longer matches it" >&2

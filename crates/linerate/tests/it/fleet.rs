@@ -339,6 +339,20 @@ fn report_shows_the_stored_figures(f: &Fleet, rec: &serde_json::Value, db: &std:
         dom.matches("<table class=\"heat\">").count(),
         html.matches("<table class=\"heat\">").count()
     );
+    // The summary, on the first screen, lists the worst pairs with the record's figures.
+    let shown = super::report::summary_on_first_screen(&page, &sub, |key, metric| {
+        let p = pairs
+            .iter()
+            .find(|p| p["run_id"].as_i64().unwrap().to_string() == key)?;
+        p[metric].as_f64()
+    });
+    let lowest_id = lowest["run_id"].as_i64().unwrap().to_string();
+    assert!(
+        shown
+            .iter()
+            .any(|f| f.key == lowest_id && f.metric == "throughput_bps"),
+        "{shown:?}"
+    );
 }
 
 /// The ids of the fleet run's stored runs, as `linerate history` lists them.

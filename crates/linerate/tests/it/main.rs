@@ -17,6 +17,7 @@ mod copy_modes;
 mod counters;
 mod diagnose;
 mod fake;
+mod figures;
 #[cfg(feature = "fleet")]
 mod fleet;
 mod hardening;

@@ -220,6 +220,16 @@ fn absurd_figures_in_a_file_are_left_out_of_the_charts() {
 /// reached (every name unresolvable, a proxy on a closed loopback port), so that nothing
 /// can leave the machine even if the page asked.
 fn chromium(page: &Path, out: &[&str], profile: &Path, netlog: &Path) -> std::process::Output {
+    chromium_sized(page, out, profile, netlog, "800,3000")
+}
+
+fn chromium_sized(
+    page: &Path,
+    out: &[&str],
+    profile: &Path,
+    netlog: &Path,
+    size: &str,
+) -> std::process::Output {
     Command::new("chromium")
         .args([
             "--headless",
@@ -234,8 +244,8 @@ fn chromium(page: &Path, out: &[&str], profile: &Path, netlog: &Path) -> std::pr
             "--disable-sync",
             "--disable-extensions",
             "--no-first-run",
-            "--window-size=800,3000",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(format!("--log-net-log={}", netlog.display()))
         .args(out)
@@ -354,4 +364,198 @@ fn report_help_has_examples() {
         text.contains("--chart-dir") && text.contains("Examples:"),
         "{text}"
     );
+}
+
+/// One figure of the summary block as Chromium's DOM has it, checked: its row's key (the
+/// input's label, a fleet pair's run id) and its metric.
+#[derive(Debug)]
+pub(super) struct Shown {
+    pub key: String,
+    pub metric: String,
+}
+
+/// A figure's text read back with its unit ("9.412 Gbit/s", "12.30%", "18.3 us",
+/// "148.8k frames/s"), and the half of its last digit it was rounded to.
+fn read_back(text: &str) -> (f64, f64) {
+    let end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..end].parse().unwrap_or_else(|_| panic!("{text:?}"));
+    let decimals = text[..end].split_once('.').map_or(0, |(_, d)| d.len());
+    let scale = match text[end..].trim() {
+        "Tbit/s" => 1e12,
+        "Gbit/s" | "G frames/s" => 1e9,
+        "Mbit/s" | "M frames/s" | "ms" => 1e6,
+        "kbit/s" | "k frames/s" | "us" => 1e3,
+        "s" => 1e9,
+        "" | "%" | "/s" | "bit/s" | "frames/s" | "ns" => 1.0,
+        u => panic!("unit {u:?} in {text:?}"),
+    };
+    (number * scale, 0.5 * 10f64.powi(-(decimals as i32)) * scale)
+}
+
+/// The page in Chromium at 1280x800: the summary block (`#summary`) lies within the first
+/// screen, and every figure in it is the record's (`expect(key, metric)`) and reads as it.
+/// The page is loaded once more with a script added at its end (and its no-script policy
+/// taken out, nothing else changed) that writes the block's edges and the window's size into
+/// the DOM. Returns the figures.
+pub(super) fn summary_on_first_screen(
+    page: &Path,
+    dir: &Path,
+    expect: impl Fn(&str, &str) -> Option<f64>,
+) -> Vec<Shown> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let csp = html
+        .find("<meta http-equiv=\"Content-Security-Policy\"")
+        .unwrap();
+    let csp_end = csp + html[csp..].find('>').unwrap() + 1;
+    let script = "<script>const r = document.getElementById('summary').getBoundingClientRect();\
+        document.body.dataset.summary = r.top + ' ' + r.bottom + ' ' + innerWidth + ' ' + innerHeight;</script>";
+    let measured = format!("{}{}", &html[..csp], &html[csp_end..])
+        .replace("</body>", &format!("{script}</body>"));
+    let probe = dir.join("measured.html");
+    std::fs::write(&probe, measured).unwrap();
+    let o = chromium_sized(
+        &probe,
+        &["--dump-dom"],
+        &dir.join("profile-s"),
+        &dir.join("net-s.json"),
+        "1280,800",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dom = String::from_utf8_lossy(&o.stdout).into_owned();
+    let edges: Vec<f64> = dom
+        .split("data-summary=\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the script did not run: {dom:.2000}"))
+        .split('"')
+        .next()
+        .unwrap()
+        .split(' ')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let [top, bottom, width, height] = edges[..] else {
+        panic!("{edges:?}")
+    };
+    assert!(
+        width <= 1280.0 && height <= 800.0 && height > 500.0,
+        "window {width}x{height}"
+    );
+    assert!(
+        top >= 0.0 && bottom <= height,
+        "the summary spans {top}..{bottom} px of a {height} px screen: {}",
+        page.display()
+    );
+    // The summary comes before any chart or table of the page.
+    let at = dom
+        .find("<section id=\"summary\">")
+        .expect("no summary in the DOM");
+    let end = at + dom[at..].find("</section>").unwrap();
+    for other in ["<figure", "<pre>"] {
+        assert!(
+            dom.find(other).is_none_or(|i| i > end),
+            "{other} before the summary"
+        );
+    }
+    let mut shown = Vec::new();
+    for row in dom[at..end].split("<tr data-key=\"").skip(1) {
+        let key = row.split('"').next().unwrap().to_string();
+        for cell in row.split("<td data-metric=\"").skip(1) {
+            let (metric, rest) = cell.split_once("\" data-value=\"").unwrap();
+            let (value, rest) = rest.split_once("\">").unwrap();
+            let text = rest.split("</td>").next().unwrap().to_string();
+            let value: f64 = value.parse().unwrap();
+            let want = expect(&key, metric)
+                .unwrap_or_else(|| panic!("{key}: the page shows {metric}, the record has none"));
+            assert_eq!(value, want, "{key} {metric}");
+            let (read, half) = read_back(&text);
+            assert!(
+                (read - want).abs() <= half * 1.001 + want.abs() * 1e-12,
+                "{key} {metric}: {text:?} for {want}"
+            );
+            shown.push(Shown {
+                key: key.clone(),
+                metric: metric.to_string(),
+            });
+        }
+    }
+    shown
+}
+
+/// The value of a headline metric in a stream or RR run's JSON record, read by its own path.
+pub(super) fn run_metric(rec: &serde_json::Value, metric: &str) -> Option<f64> {
+    let flows = rec["summary"]["flows"].as_array()?;
+    let flow = |dir: &str| flows.iter().find(|f| f["direction"] == dir);
+    let first = flow("client_to_server").or(flows.first());
+    let v = match metric {
+        "throughput_bps" => &first?["receiver_bps"],
+        "reverse_throughput_bps" if flows.len() > 1 => &flow("server_to_client")?["receiver_bps"],
+        "loss_percent" => &first?["loss_percent"],
+        "transactions_per_sec" => &rec["rr"]["transactions_per_sec"],
+        "latency_p99_ns" => &rec["rr"]["latency"]["p99_ns"],
+        "lost_transactions_percent" => &rec["rr"]["lost_percent"],
+        "client_cpu_percent" => &rec["summary"]["client"]["cpu_util_percent"],
+        "server_cpu_percent" => &rec["summary"]["server"]["cpu_util_percent"],
+        "client_service_demand_us_per_kb" => &rec["summary"]["client"]["service_demand_us_per_kb"],
+        "server_service_demand_us_per_kb" => &rec["summary"]["server"]["service_demand_us_per_kb"],
+        "client_service_demand_us_per_tran" => &rec["rr"]["client_service_demand_us_per_tran"],
+        "server_service_demand_us_per_tran" => &rec["rr"]["server_service_demand_us_per_tran"],
+        _ => return None,
+    };
+    v.as_f64()
+}
+
+/// A tcp run, two rr runs compared: the summary on the first screen, its figures the
+/// records'. (The RFC 2544, sweep, campaign and fleet pages are checked where their
+/// records are made: tests/it/rfc2544.rs, sweep.rs, fleet.rs.)
+#[test]
+fn runs_pages_open_with_their_summary_on_the_first_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tcp, rr1, rr2) = runs(dir.path());
+    let read = |p: &Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    for (name, inputs) in [("tcp", vec![&tcp]), ("rr", vec![&rr1, &rr2])] {
+        let page = dir.path().join(format!("{name}-summary.html"));
+        let mut args = vec!["report".to_string()];
+        args.extend(inputs.iter().map(|p| s(p).to_string()));
+        args.extend(["-o".to_string(), s(&page).to_string()]);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        run_ok(&argv);
+        let recs: Vec<serde_json::Value> = inputs.iter().map(|p| read(p)).collect();
+        let sub = dir.path().join(format!("{name}-chromium"));
+        std::fs::create_dir_all(&sub).unwrap();
+        let shown = summary_on_first_screen(&page, &sub, |key, metric| {
+            let i = usize::from(key.as_bytes()[0] - b'A');
+            run_metric(&recs[i], metric)
+        });
+        let primary = if name == "tcp" {
+            "throughput_bps"
+        } else {
+            "transactions_per_sec"
+        };
+        for (i, _) in recs.iter().enumerate() {
+            let key = ((b'A' + i as u8) as char).to_string();
+            assert!(
+                shown.iter().any(|f| f.key == key && f.metric == primary),
+                "{name}: no {primary} of {key}: {shown:?}"
+            );
+        }
+        assert!(
+            shown.iter().any(|f| f.metric == "client_cpu_percent"),
+            "{name}: {shown:?}"
+        );
+        if name == "rr" {
+            assert!(
+                shown.iter().any(|f| f.metric == "latency_p99_ns"),
+                "{shown:?}"
+            );
+            let html = std::fs::read_to_string(&page).unwrap();
+            let summary = html.split("<section id=\"summary\">").nth(1).unwrap();
+            assert!(
+                summary.starts_with("\n<h2>Summary</h2>\n<p class=\"verdict\">B: "),
+                "the comparison first: {summary:.300}"
+            );
+        }
+    }
 }

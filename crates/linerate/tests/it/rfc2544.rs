@@ -99,6 +99,53 @@ fn rfc2544_all_benchmarks_on_loopback() {
         assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
     }
     compare_rfc2544_files(&rec, dir.path());
+    #[cfg(feature = "report")]
+    summary_is_the_records(&rec, dir.path());
+}
+
+/// `linerate report` of the record: its summary, on Chromium's first screen, gives the
+/// throughput of every frame size and loss goal and the NDR's share of the line, as the
+/// record has them.
+#[cfg(feature = "report")]
+fn summary_is_the_records(rec: &Value, dir: &std::path::Path) {
+    let (file, page) = (dir.join("rfc.json"), dir.join("rfc.html"));
+    std::fs::write(&file, rec.to_string()).unwrap();
+    crate::common::run_ok(&[
+        "report",
+        file.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    let sizes = rec["frame_sizes"].as_array().unwrap();
+    let shown = super::report::summary_on_first_screen(&page, dir, |_, metric| {
+        sizes.iter().find_map(|s| {
+            let n = s["frame_size"].as_u64().unwrap();
+            if metric == format!("line_{n}b_percent") {
+                return ndr(s)["figures"]["percent_of_line"].as_f64();
+            }
+            s["throughput"]["goals"].as_array()?.iter().find_map(|g| {
+                let loss = g["max_loss_percent"].as_f64().unwrap();
+                let name = if loss > 0.0 {
+                    format!("throughput_{n}b_loss{loss}_fps")
+                } else {
+                    format!("throughput_{n}b_fps")
+                };
+                (name == metric)
+                    .then(|| g["throughput_fps"].as_f64())
+                    .flatten()
+            })
+        })
+    });
+    for s in sizes {
+        let n = s["frame_size"].as_u64().unwrap();
+        if ndr(s)["throughput_fps"].is_f64() {
+            let name = format!("throughput_{n}b_fps");
+            assert!(
+                shown.iter().any(|f| f.metric == name),
+                "no {name}: {shown:?}"
+            );
+        }
+    }
 }
 
 /// `linerate compare` on RFC 2544 records: the record as A, a copy with 10 % more frames per

@@ -78,6 +78,8 @@ fn a_sweep_runs_every_point_and_picks_the_best() {
     let best = &rec["best"];
     assert_eq!(best["metric"], "throughput_bps");
     assert_eq!(best["point"], 2, "{best:#}");
+    #[cfg(feature = "report")]
+    summary_shows_the_best(&o.stdout, dir.path(), "sweep", |_| best);
     assert_eq!(best["baseline"], 1);
     assert!(
         best["sentence"]
@@ -105,6 +107,49 @@ fn a_sweep_runs_every_point_and_picks_the_best() {
         .output()
         .unwrap();
     assert_eq!(json(&o)["runs"].as_array().unwrap().len(), 3);
+}
+
+/// `linerate report` of a sweep's or a campaign's JSON: its summary, on Chromium's first
+/// screen, gives each best point's figure, its baseline's and the change as the record has
+/// them (`best(row key)`: the record's `best` of that row).
+#[cfg(feature = "report")]
+fn summary_shows_the_best<'a>(
+    json: &[u8],
+    dir: &Path,
+    name: &str,
+    best: impl Fn(&str) -> &'a Value,
+) {
+    let (file, page) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.html")),
+    );
+    std::fs::write(&file, json).unwrap();
+    let o = bin()
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sub = dir.join(format!("{name}-chromium"));
+    std::fs::create_dir_all(&sub).unwrap();
+    let shown = super::report::summary_on_first_screen(&page, &sub, |key, metric| {
+        let b = best(key);
+        let m = b["metric"].as_str().unwrap();
+        match metric {
+            "change_percent" => b["change_percent"].as_f64(),
+            _ if metric == m => b["mean"].as_f64(),
+            _ if metric.strip_prefix("baseline_") == Some(m) => b["baseline_mean"].as_f64(),
+            _ => None,
+        }
+    });
+    assert!(
+        shown.iter().any(|f| f.metric == "throughput_bps"),
+        "{name}: {shown:?}"
+    );
 }
 
 /// Client commands are argv, templated, their output kept; a failing one fails its point,
@@ -461,6 +506,11 @@ test = ["udp", "-R", "-t", "0.3", "-l", "1000"]
         assert_eq!(best["point"], 2, "the 9M pace: {best:#}");
         assert_eq!(t["cells"][0][ci].as_f64(), best["mean"].as_f64());
     }
+    #[cfg(feature = "report")]
+    summary_shows_the_best(&o.stdout, dir.path(), "campaign", |key| {
+        let i: usize = key.strip_prefix("sweep-").unwrap().parse().unwrap();
+        &rec["sweeps"][i - 1]["record"]["best"]
+    });
     assert_eq!(journal_points(&journals.join("01.jsonl")), 2);
     assert_eq!(journal_points(&journals.join("02.jsonl")), 2);
     // The table form: the seed's shape, Mbit/s.

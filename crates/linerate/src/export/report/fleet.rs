@@ -414,6 +414,7 @@ fn run_sections(page: &mut Page, input: &FleetInput) {
 /// The page of a fleet run; its title and the line under it.
 pub(super) fn page(page: &mut Page, input: &FleetInput) -> (String, String) {
     let rec = &input.record;
+    super::summary::fleet(page, rec);
     let ok = rec
         .pairs
         .iter()
@@ -467,4 +468,4 @@ pub(super) fn page(page: &mut Page, input: &FleetInput) -> (String, String) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;

@@ -12,6 +12,7 @@
 pub mod charts;
 #[cfg(feature = "fleet")]
 pub mod fleet;
+pub mod summary;
 
 use std::fmt::Write as _;
 
@@ -19,7 +20,9 @@ use serde_json::Value;
 
 use crate::export::chart::{self, color, esc, Chart, Point, Series, XAxis};
 use crate::model::campaign::CampaignRecord;
-use crate::model::compare::{compare, compare_figures, FigureInput, Input as CompareInput};
+use crate::model::compare::{
+    compare, compare_figures, CompareReport, FigureInput, Input as CompareInput,
+};
 use crate::model::diagnosis::{confidence_name, place, Diagnosis};
 use crate::model::sweep::SweepRecord;
 use crate::model::units::format_metric;
@@ -166,8 +169,8 @@ pub fn build(input: &Input) -> Report {
     };
     let css = match input {
         #[cfg(feature = "fleet")]
-        Input::Fleet(_) => format!("{CSS}{}", fleet::CSS),
-        _ => CSS.to_string(),
+        Input::Fleet(_) => format!("{CSS}{}{}", summary::CSS, fleet::CSS),
+        _ => format!("{CSS}{}", summary::CSS),
     };
     let (title, meta) = match input {
         Input::Runs(inputs) => {
@@ -179,6 +182,7 @@ pub fn build(input: &Input) -> Report {
             rfc2544_title(recs)
         }
         Input::Sweep(file, rec) => {
+            summary::sweep(&mut page, rec);
             sweep_section(&mut page, "", rec);
             (
                 format!("linerate sweep: {}", rec.test.join(" ")),
@@ -266,29 +270,35 @@ fn labelled(inputs: &[RunInput]) -> (Vec<Labelled<'_>>, bool) {
     (out, cut)
 }
 
-fn runs_page(page: &mut Page, inputs: &[RunInput]) {
-    if inputs.len() > 1 {
-        page.h2("Comparison");
-        let cmp: Vec<CompareInput> = inputs
-            .iter()
-            .map(|i| CompareInput {
-                label: i.label.clone(),
-                file: i.file.clone(),
-                runs: i.runs.clone(),
-            })
-            .collect();
-        if let Some(report) = compare(&cmp) {
-            for c in &report.comparisons {
-                page.p("verdict", &c.sentence);
-                page.list("warn", &c.warnings);
-            }
-            let counts: Vec<(String, String, usize)> = inputs
-                .iter()
-                .map(|i| (i.label.clone(), i.file.clone(), i.runs.len()))
-                .collect();
-            page.pre(&crate::export::compare::render(&report, &counts));
-        }
+/// The comparison of two or more inputs with the first.
+fn runs_comparison(inputs: &[RunInput]) -> Option<CompareReport> {
+    if inputs.len() < 2 {
+        return None;
     }
+    let cmp: Vec<CompareInput> = inputs
+        .iter()
+        .map(|i| CompareInput {
+            label: i.label.clone(),
+            file: i.file.clone(),
+            runs: i.runs.clone(),
+        })
+        .collect();
+    compare(&cmp)
+}
+
+/// The comparison's verdicts, warnings and table, after the charts.
+fn comparison_section(page: &mut Page, report: &CompareReport, counts: &[(String, String, usize)]) {
+    page.h2("Comparison");
+    for c in &report.comparisons {
+        page.p("verdict", &c.sentence);
+        page.list("warn", &c.warnings);
+    }
+    page.pre(&crate::export::compare::render(report, counts));
+}
+
+fn runs_page(page: &mut Page, inputs: &[RunInput]) {
+    let cmp = runs_comparison(inputs);
+    summary::runs(page, inputs, cmp.as_ref());
     if let Some((chart, changes)) = charts::series(inputs) {
         page.h2("Series");
         page.p(
@@ -319,6 +329,13 @@ fn runs_page(page: &mut Page, inputs: &[RunInput]) {
         page.charts(latency);
         page.charts(series);
         page.charts(cpu_chart(&runs).into_iter().collect());
+    }
+    if let Some(report) = &cmp {
+        let counts: Vec<(String, String, usize)> = inputs
+            .iter()
+            .map(|i| (i.label.clone(), i.file.clone(), i.runs.len()))
+            .collect();
+        comparison_section(page, report, &counts);
     }
     for i in inputs {
         run_input_section(page, i, inputs.len() > 1);
@@ -674,28 +691,20 @@ fn rfc2544_title(recs: &[(String, String, Rfc2544Record)]) -> (String, String) {
 
 fn rfc2544_page(page: &mut Page, recs: &[(String, String, Rfc2544Record)]) {
     use crate::export::rfc2544::chart as rc;
-    if recs.len() > 1 {
-        page.h2("Comparison");
-        let inputs: Vec<FigureInput> = recs
-            .iter()
-            .map(|(l, f, r)| FigureInput {
-                label: l.clone(),
-                file: f.clone(),
-                runs: vec![crate::rfc2544::compare::figures(r)],
-            })
-            .collect();
-        if let Some(report) = compare_figures(&inputs, crate::rfc2544::compare::sentence) {
-            for c in &report.comparisons {
-                page.p("verdict", &c.sentence);
-                page.list("warn", &c.warnings);
-            }
-            let counts: Vec<(String, String, usize)> = recs
+    let cmp = (recs.len() > 1)
+        .then(|| {
+            let inputs: Vec<FigureInput> = recs
                 .iter()
-                .map(|(l, f, _)| (l.clone(), f.clone(), 1))
+                .map(|(l, f, r)| FigureInput {
+                    label: l.clone(),
+                    file: f.clone(),
+                    runs: vec![crate::rfc2544::compare::figures(r)],
+                })
                 .collect();
-            page.pre(&crate::export::compare::render(&report, &counts));
-        }
-    }
+            compare_figures(&inputs, crate::rfc2544::compare::sentence)
+        })
+        .flatten();
+    summary::rfc2544(page, recs, cmp.as_ref());
     for (label, file, rec) in recs {
         page.h2(&if recs.len() > 1 {
             format!("{label}: {file}")
@@ -732,6 +741,13 @@ fn rfc2544_page(page: &mut Page, recs: &[(String, String, Rfc2544Record)]) {
             page.list("warn", &rec.warnings);
         }
     }
+    if let Some(report) = &cmp {
+        let counts: Vec<(String, String, usize)> = recs
+            .iter()
+            .map(|(l, f, _)| (l.clone(), f.clone(), 1))
+            .collect();
+        comparison_section(page, report, &counts);
+    }
 }
 
 fn sweep_section(page: &mut Page, id_prefix: &str, rec: &SweepRecord) {
@@ -757,6 +773,7 @@ fn sweep_section(page: &mut Page, id_prefix: &str, rec: &SweepRecord) {
 }
 
 fn campaign_page(page: &mut Page, rec: &CampaignRecord) {
+    summary::campaign(page, rec);
     page.pre(&crate::export::campaign::render(rec));
     for (i, s) in rec.sweeps.iter().enumerate() {
         page.h2(&format!("Sweep {}: {}", i + 1, s.name));

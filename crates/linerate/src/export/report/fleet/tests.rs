@@ -10,7 +10,7 @@ const EVIL: &str = "<script>alert(1)</script>&\"x\"";
 
 /// 4 agents, 12 planned pairs: 10 ran (throughput 10..100 Mbit/s, set per pair), one failed
 /// (its reason holds markup), one never ran; host #2's name is markup.
-fn fixture() -> FleetInput {
+pub(crate) fn fixture() -> FleetInput {
     let agents: Vec<String> = (0..4).map(|i| format!("198.18.0.{}:5301", i + 1)).collect();
     let mut pairs = Vec::new();
     let mut runs = BTreeMap::new();
