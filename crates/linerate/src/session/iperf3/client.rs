@@ -141,10 +141,13 @@ fn handshake(
 ) -> anyhow::Result<(TcpStream, Vec<StreamSetup>)> {
     let mut ctl = sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout)
         .map_err(|e| {
-            anyhow!(
-                "cannot reach an iperf3 server at {server} ({e}): check that `iperf3 -s` runs there and that port {}/tcp is open (--iperf3 uses iperf3's port 5201 unless -p gives another)",
-                addr.port()
-            )
+            let msg = crate::session::connect_error(
+                &format!("an iperf3 server at {server}"),
+                addr.port(),
+                "`iperf3 -s`",
+                &e,
+            );
+            anyhow!("{msg} (--iperf3 uses iperf3's port 5201 unless -p gives another)")
         })?;
     let _ = ctl.set_nodelay(true);
     let mut r = [0u8; iperf3::COOKIE_LEN - 1];
