@@ -677,6 +677,7 @@ impl Default for ServerSum {
                 rx_calls: None,
                 tx_duration_ns: 0,
                 rx_duration_ns: 0,
+                tx_blocked_ns: None,
                 tx_packets: None,
                 rx_packets: None,
                 retransmits: None,
