@@ -1612,7 +1612,11 @@ fn sender_blocked_when_a_large_share_of_the_window_took_no_data() {
         "{}",
         v.message
     );
-    assert!(v.message.contains("the path carried nothing"), "{}", v.message);
+    assert!(
+        v.message.contains("the path carried nothing"),
+        "{}",
+        v.message
+    );
     let share = v
         .evidence
         .iter()

@@ -62,7 +62,10 @@ mod tests {
     fn connect_errors_get_advice_that_fits_their_cause() {
         let l = "`linerate serve`";
         let refused = connect_error("s", 5301, l, &Error::from_raw_os_error(libc::ECONNREFUSED));
-        assert!(refused.contains("nothing listens on port 5301/tcp"), "{refused}");
+        assert!(
+            refused.contains("nothing listens on port 5301/tcp"),
+            "{refused}"
+        );
         assert!(refused.contains("`linerate serve` runs there"), "{refused}");
         for errno in [libc::ENETUNREACH, libc::EHOSTUNREACH] {
             let m = connect_error("s", 5301, l, &Error::from_raw_os_error(errno));

@@ -139,8 +139,8 @@ fn handshake(
     addr: SocketAddr,
     server: &str,
 ) -> anyhow::Result<(TcpStream, Vec<StreamSetup>)> {
-    let mut ctl = sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout)
-        .map_err(|e| {
+    let mut ctl =
+        sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout).map_err(|e| {
             let msg = crate::session::connect_error(
                 &format!("an iperf3 server at {server}"),
                 addr.port(),
