@@ -253,7 +253,7 @@ fn set_loss_both_ways(lab: &Lab, on: bool) {
     let mut script = "table inet soak {\n}\ndelete table inet soak\n".to_string();
     if on {
         script.push_str(&format!(
-            "table inet soak {{\n chain fwd {{\n  type filter hook forward priority 0; policy accept;\n  numgen random mod {} < {k} counter drop\n }}\n}}\n",
+            "table inet soak {{\n chain loss {{\n  type filter hook forward priority 0; policy accept;\n  numgen random mod {} < {k} counter drop\n }}\n}}\n",
             linerate_lab::shape::LOSS_MODULUS
         ));
     }
@@ -499,6 +499,7 @@ fn lab_soak_through_a_lossy_flapping_router() {
 /// The soak's runs, back to back; the failures' lines and the server's resources after the
 /// first round.
 fn soak_runs(lab: &Lab, b: &str, pid: u32) -> (Vec<String>, (u64, usize, u64)) {
+    let mut longest = Duration::ZERO;
     let mut errors = Vec::new();
     let mut first = None;
     let timeout = CONNECT_TIMEOUT_S.to_string();
@@ -516,6 +517,7 @@ fn soak_runs(lab: &Lab, b: &str, pid: u32) -> (Vec<String>, (u64, usize, u64)) {
             ];
             args.extend_from_slice(&kind[1..]);
             let (out, took) = timed_run(lab, &args, bound);
+            longest = longest.max(took);
             if let Err(line) = check_run(kind, &out, took, bound) {
                 errors.push(format!("{}: {line}", kind.join(" ")));
             }
@@ -524,5 +526,6 @@ fn soak_runs(lab: &Lab, b: &str, pid: u32) -> (Vec<String>, (u64, usize, u64)) {
             first = Some(server_resources(pid));
         }
     }
+    eprintln!("soak: the longest run took {longest:?} (bound {bound:?})");
     (errors, first.expect("a first round"))
 }
