@@ -426,6 +426,23 @@ impl ZcPool {
         }
     }
 
+    /// With every buffer in flight: reads the completions queued now and, if none freed a
+    /// buffer, waits up to `poll_ms` for more. A wait that saw none counts as blocked:
+    /// nothing was acknowledged in it.
+    fn await_free(
+        &mut self,
+        ctx: &StreamCtx,
+        fd: std::os::fd::BorrowedFd<'_>,
+        poll_ms: i32,
+    ) -> io::Result<()> {
+        let t0 = ctx.now_ns();
+        self.reap(fd)?;
+        if self.free.is_empty() && !sys::zerocopy::wait(fd, false, poll_ms)? {
+            ctx.blocked_since(t0);
+        }
+        Ok(())
+    }
+
     /// Reads the completions queued now.
     fn reap(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
         let mut comps = std::mem::take(&mut self.scratch);
@@ -464,21 +481,9 @@ fn tcp_send_zerocopy(
         ctx.check_baseline(&mut base);
         if pool.free.is_empty() {
             // Every buffer is in flight: wait for the kernel to release one.
-            let t0 = ctx.now_ns();
-            if let Err(e) = pool.reap(fd) {
+            if let Err(e) = pool.await_free(ctx, fd, poll_ms) {
                 result = Err(e);
                 break;
-            }
-            if pool.free.is_empty() {
-                match sys::zerocopy::wait(fd, false, poll_ms) {
-                    // No completion in a whole POLL: nothing was acknowledged.
-                    Ok(false) => ctx.blocked_since(t0),
-                    Ok(true) => {}
-                    Err(e) => {
-                        result = Err(e);
-                        break;
-                    }
-                }
             }
             continue;
         }
