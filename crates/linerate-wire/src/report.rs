@@ -229,12 +229,22 @@ pub struct Totals {
     /// Receive calls (a recvmmsg counts once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_calls: Option<u64>,
-    /// Time from window start to the last sent byte, nanoseconds (0 when nothing was sent).
+    /// Time from window start to the end of sending, nanoseconds (0 when nothing was sent):
+    /// for a sender the end of the test stopped, the moment it was told to stop (the window
+    /// it was asked to send, time blocked at the end included); for one that ended by itself
+    /// (a byte count sent, an error), its last sent byte. The longest of the streams.
     #[serde(default)]
     pub tx_duration_ns: u64,
     /// Time from window start to the last received byte, nanoseconds (0 when nothing arrived).
     #[serde(default)]
     pub rx_duration_ns: u64,
+    /// TCP senders: time in the window a sending stream spent blocked, nanoseconds: in
+    /// sends that waited a whole 100 ms and took no byte because the socket buffer stayed
+    /// full (the path or the peer took no data: a link down, a stalled receiver). The
+    /// longest of the streams. Absent for UDP, for an end without TCP senders, and from a
+    /// peer that does not measure it (an older linerate, iperf3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_blocked_ns: Option<u64>,
     /// UDP datagrams sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_packets: Option<u64>,
@@ -390,6 +400,11 @@ pub struct IntervalReport {
     pub tx_bytes: u64,
     /// Payload bytes received in the interval.
     pub rx_bytes: u64,
+    /// TCP senders: time in the interval a sending stream spent blocked, nanoseconds (as
+    /// the totals' `tx_blocked_ns`, counted when each blocked send ended; the longest of
+    /// the streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_blocked_ns: Option<u64>,
     /// UDP datagrams sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_packets: Option<u64>,

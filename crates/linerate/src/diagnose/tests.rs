@@ -1594,3 +1594,46 @@ fn conntrack_without_drops_or_on_one_host_once() {
         vs[0].message
     );
 }
+
+/// A sender blocked 3.0 s of its 10 s window (30 %, over the 20 % threshold) is named with
+/// both figures; with retransmission time-outs and no zero-window probe, the path is what
+/// took nothing. 1.5 s (15 %) is not named, nor is a sender that did not measure it.
+#[test]
+fn sender_blocked_when_a_large_share_of_the_window_took_no_data() {
+    let mut c = Case::tcp(600e6);
+    c.client.totals.tx_blocked_ns = Some(3 * SEC);
+    c.info().total_rto = Some(4);
+    let v = c.verdict(VerdictKind::SenderBlocked);
+    assert_eq!(v.flow, Some(FlowDirection::ClientToServer));
+    assert_eq!(v.confidence, Confidence::Medium);
+    assert!(
+        v.message
+            .starts_with("the sender (client) was blocked 3.0 s of 10.0 s (30% of its window)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("the path carried nothing"),
+        "{}",
+        v.message
+    );
+    let share = v
+        .evidence
+        .iter()
+        .find(|e| e.metric == "sender_blocked_share")
+        .unwrap();
+    assert!((share.value - 0.3).abs() < 1e-9, "{share:?}");
+    assert_eq!(share.threshold.as_deref(), Some(">= 0.2"));
+    assert_eq!(c.kinds()[0], VerdictKind::SenderBlocked);
+
+    c.info().probes = Some(3);
+    c.client.totals.tx_blocked_ns = Some(6 * SEC);
+    let v = c.verdict(VerdictKind::SenderBlocked);
+    assert_eq!(v.confidence, Confidence::High);
+    assert!(v.message.contains("zero window"), "{}", v.message);
+
+    c.client.totals.tx_blocked_ns = Some(3 * SEC / 2);
+    assert!(!c.kinds().contains(&VerdictKind::SenderBlocked));
+    c.client.totals.tx_blocked_ns = None;
+    assert!(!c.kinds().contains(&VerdictKind::SenderBlocked));
+}

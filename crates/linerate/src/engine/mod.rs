@@ -111,6 +111,7 @@ struct Snapshot {
     dups: Vec<u64>,
     reordered: Vec<u64>,
     retrans: Vec<Option<u32>>,
+    blocked: Vec<u64>,
 }
 
 struct Shared {
@@ -172,6 +173,7 @@ impl SampleSource for Shared {
             s.lost.push(c.lost.load(Relaxed));
             s.dups.push(c.duplicates.load(Relaxed));
             s.reordered.push(c.reordered.load(Relaxed));
+            s.blocked.push(c.blocked_ns.load(Relaxed));
             s.retrans.push(match (&setup.socket, setup.role) {
                 (DataSocket::Tcp(t), StreamRole::Tx) => sys::tcp_info::read_tcp_info(t.as_fd())
                     .ok()
@@ -250,6 +252,10 @@ pub struct Engine {
     threads: Vec<(usize, JoinHandle<StreamOutcome>)>,
     meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
+    /// When the senders were told to stop (engine ns), and which streams still ran then:
+    /// a sender stopped by the end of the test sent over the window up to that moment,
+    /// however long ago its last write went through.
+    stop: Option<(u64, Vec<bool>)>,
     host_end: Option<sys::hostsnap::HostSnapshot>,
     control_end: Option<(u32, u32)>,
     interface: Option<linerate_wire::host::InterfaceFacts>,
@@ -349,6 +355,7 @@ impl Engine {
             threads,
             meter,
             end: None,
+            stop: None,
             host_end: None,
             control_end: None,
             interface,
@@ -402,6 +409,13 @@ impl Engine {
         if self.end.is_some() {
             return;
         }
+        let running = self
+            .shared
+            .streams
+            .iter()
+            .map(|(s, c)| s.role == StreamRole::Tx && !c.done.load(Relaxed))
+            .collect();
+        self.stop = Some((self.shared.window.now_ns(), running));
         self.tx_stop.store(true, Relaxed);
         let deadline = Instant::now() + Duration::from_secs(2);
         while !self.senders_done() && self.has_senders() && Instant::now() < deadline {
@@ -535,6 +549,21 @@ impl Engine {
         }
     }
 
+    /// Stream `i`'s active time in the window that began at `base_ns`: up to its last byte,
+    /// and for a sender still running when the senders were told to stop, up to that
+    /// moment: the window it was asked to send, time blocked on a full socket buffer at the
+    /// end included.
+    fn stream_duration(&self, i: usize, c: &StreamCounters, base_ns: u64) -> u64 {
+        let last = c.last_ns.load(Relaxed).saturating_sub(1);
+        let mut dur = last.saturating_sub(base_ns);
+        if let Some((at, running)) = &self.stop {
+            if running.get(i).copied().unwrap_or(false) {
+                dur = dur.max(at.saturating_sub(base_ns));
+            }
+        }
+        dur
+    }
+
     fn build_report(
         &self,
         outcomes: Vec<Option<StreamOutcome>>,
@@ -553,6 +582,7 @@ impl Engine {
         let mut udp_total: Option<UdpRxReport> = None;
         let mut tx_last = 0u64;
         let mut rx_last = 0u64;
+        let mut tx_blocked: Option<u64> = None;
         for (i, ((setup, c), outcome)) in sh.streams.iter().zip(outcomes).enumerate() {
             let outcome = outcome.unwrap_or_default();
             meter::fold_thread_end(
@@ -563,10 +593,13 @@ impl Engine {
                 &mut warnings,
                 &mut proc_cpu,
             );
-            let last = c.last_ns.load(Relaxed).saturating_sub(1);
-            let dur = last.saturating_sub(base_ns);
+            let dur = self.stream_duration(i, c, base_ns);
             if setup.role == StreamRole::Tx {
                 tx_last = tx_last.max(dur);
+                if !udp {
+                    let b = fin.blocked[i].saturating_sub(base.blocked[i]).min(dur);
+                    tx_blocked = Some(tx_blocked.unwrap_or(0).max(b));
+                }
             } else {
                 rx_last = rx_last.max(dur);
             }
@@ -591,6 +624,7 @@ impl Engine {
             rx_calls: Some(diff(&fin.calls, &base.calls, is_rx)),
             tx_duration_ns: tx_last,
             rx_duration_ns: rx_last,
+            tx_blocked_ns: tx_blocked,
             tx_packets: udp.then(|| diff(&fin.packets, &base.packets, is_tx)),
             rx_packets: udp.then(|| diff(&fin.packets, &base.packets, is_rx)),
             retransmits,
@@ -805,6 +839,13 @@ fn interval_report(sh: &Shared, a: &Snapshot, b: &Snapshot) -> IntervalReport {
         retransmits: retrans,
         rtt_us: (rtt_n > 0).then(|| u32::try_from(rtt_sum / rtt_n).unwrap_or(u32::MAX)),
         cwnd_bytes: cwnd,
+        tx_blocked_ns: (!udp && (0..sh.streams.len()).any(is_tx)).then(|| {
+            (0..sh.streams.len())
+                .filter(|&i| is_tx(i))
+                .map(|i| b.blocked[i].saturating_sub(a.blocked[i]))
+                .max()
+                .unwrap_or(0)
+        }),
         ..IntervalReport::default()
     }
 }

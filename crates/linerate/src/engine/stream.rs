@@ -45,6 +45,9 @@ pub struct StreamCounters {
     pub reordered: AtomicU64,
     /// Nanoseconds after the engine epoch of the last byte moved, plus one (0 = none yet).
     pub last_ns: AtomicU64,
+    /// TCP senders: nanoseconds spent in sends that timed out ([`POLL`]) having taken no
+    /// byte: the socket buffer stayed full, because the path or the peer took no data.
+    pub blocked_ns: AtomicU64,
     /// Set when the loop has ended.
     pub done: AtomicBool,
     /// Thread CPU at the warm-up boundary.
@@ -141,6 +144,14 @@ impl StreamCtx {
             c.packets.fetch_add(packets, Relaxed);
         }
         c.last_ns.store(self.now_ns() + 1, Relaxed);
+    }
+
+    /// A send that began at `t0` (engine ns) timed out having taken nothing: its time
+    /// counts as blocked.
+    fn blocked_since(&self, t0: u64) {
+        let c = &self.counters;
+        c.blocked_ns
+            .fetch_add(self.now_ns().saturating_sub(t0), Relaxed);
     }
 
     /// Saves the thread's CPU once the warm-up is over (cheap check per loop turn).
@@ -261,6 +272,7 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
         if len == 0 {
             continue;
         }
+        let t0 = ctx.now_ns();
         match w.write(&buf[..len]) {
             Ok(0) => break,
             Ok(n) => {
@@ -270,7 +282,7 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
                     p.sent(n as u64);
                 }
             }
-            Err(e) if is_timeout(&e) => continue,
+            Err(e) if is_timeout(&e) => ctx.blocked_since(t0),
             Err(e) => return Err(e),
         }
     }
@@ -322,6 +334,7 @@ fn tcp_send_sendfile(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
         if n == 0 {
             continue;
         }
+        let t0 = ctx.now_ns();
         match sys::zerocopy::sendfile(sock.as_fd(), file.as_fd(), n) {
             Ok(0) => break,
             Ok(n) => {
@@ -331,7 +344,7 @@ fn tcp_send_sendfile(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
                     p.sent(n as u64);
                 }
             }
-            Err(e) if is_timeout(&e) => continue,
+            Err(e) if is_timeout(&e) => ctx.blocked_since(t0),
             Err(e) => return Err(e),
         }
     }
@@ -413,6 +426,23 @@ impl ZcPool {
         }
     }
 
+    /// With every buffer in flight: reads the completions queued now and, if none freed a
+    /// buffer, waits up to `poll_ms` for more. A wait that saw none counts as blocked:
+    /// nothing was acknowledged in it.
+    fn await_free(
+        &mut self,
+        ctx: &StreamCtx,
+        fd: std::os::fd::BorrowedFd<'_>,
+        poll_ms: i32,
+    ) -> io::Result<()> {
+        let t0 = ctx.now_ns();
+        self.reap(fd)?;
+        if self.free.is_empty() && !sys::zerocopy::wait(fd, false, poll_ms)? {
+            ctx.blocked_since(t0);
+        }
+        Ok(())
+    }
+
     /// Reads the completions queued now.
     fn reap(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
         let mut comps = std::mem::take(&mut self.scratch);
@@ -451,15 +481,9 @@ fn tcp_send_zerocopy(
         ctx.check_baseline(&mut base);
         if pool.free.is_empty() {
             // Every buffer is in flight: wait for the kernel to release one.
-            if let Err(e) = pool.reap(fd) {
+            if let Err(e) = pool.await_free(ctx, fd, poll_ms) {
                 result = Err(e);
                 break;
-            }
-            if pool.free.is_empty() {
-                if let Err(e) = sys::zerocopy::wait(fd, false, poll_ms) {
-                    result = Err(e);
-                    break;
-                }
             }
             continue;
         }
@@ -472,6 +496,7 @@ fn tcp_send_zerocopy(
         let Some(b) = pool.free.pop() else {
             continue;
         };
+        let t0 = ctx.now_ns();
         match sys::zerocopy::send_zerocopy(fd, &pool.bufs[b][..n]) {
             Ok(0) => {
                 pool.free.push(b);
@@ -485,7 +510,10 @@ fn tcp_send_zerocopy(
                     p.sent(n as u64);
                 }
             }
-            Err(e) if is_timeout(&e) => pool.free.push(b),
+            Err(e) if is_timeout(&e) => {
+                pool.free.push(b);
+                ctx.blocked_since(t0);
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
                 // The notifications filled the socket's option memory: read them first.
                 pool.free.push(b);

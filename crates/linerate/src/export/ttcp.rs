@@ -16,7 +16,8 @@
 //!   percentage is (user + sys) / real in 10 ms ticks, truncated, as ttcp's `prusage`;
 //! * a zero real time counts as 1 ms, as ttcp does.
 //!
-//! "real seconds" is that end's active time (window start to its last byte), `buflen` the
+//! "real seconds" is that end's active time (window start to its last byte; for a sender the
+//! end of the test stopped, to that stop, time blocked on a stalled path included), `buflen` the
 //! write size, `nbuf` bytes / buflen, `port` the server's port, and `sockbufsize` is printed
 //! only when a socket buffer was requested for that end (ttcp's `-b`). An end whose report is
 //! missing prints no lines; an unmeasured CPU time prints as "-".

@@ -17,6 +17,9 @@ use super::FlowDirection;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
+    /// A TCP sender was blocked a large share of its window: its socket buffer stayed full
+    /// because the path or the receiver took no data (a link down, a zero window).
+    SenderBlocked,
     /// The receiver's link (or a shaped rate on the path) was nearly full.
     LinkBound,
     /// Datagrams or segments were dropped at the receiving host (socket buffer, backlog,
@@ -66,6 +69,7 @@ impl VerdictKind {
     /// The snake_case name used in JSON and CSV.
     pub fn name(self) -> &'static str {
         match self {
+            VerdictKind::SenderBlocked => "sender_blocked",
             VerdictKind::LinkBound => "link_bound",
             VerdictKind::ReceiverDrops => "receiver_drops",
             VerdictKind::ConntrackDrops => "conntrack_drops",

@@ -545,6 +545,7 @@ impl RrEngine {
             rx_calls: Some(total.rx_calls),
             tx_duration_ns: last,
             rx_duration_ns: last,
+            tx_blocked_ns: None,
             tx_packets: udp.then_some(total.tx_calls),
             rx_packets: udp.then_some(total.rx_calls),
             retransmits: None,

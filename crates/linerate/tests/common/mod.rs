@@ -157,6 +157,11 @@ impl LabServer {
         std::thread::sleep(Duration::from_millis(300));
         LabServer(child)
     }
+
+    /// The server's process id (`ip netns exec` runs it in its own place).
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
 }
 
 /// Starts `linerate serve` in `host` of `lab`, bound to the host's address.

@@ -20,5 +20,6 @@ mod packets;
 mod profile;
 mod rfc2544;
 mod rr;
+mod soak;
 mod stream;
 mod sweep;

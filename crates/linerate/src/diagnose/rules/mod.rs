@@ -3,6 +3,7 @@
 //!
 //! | kind | fires when | source |
 //! |---|---|---|
+//! | `sender_blocked` | a TCP sender blocked (sends that took no byte for 100 ms) ≥ [`BLOCKED_SHARE`] of its window | the sender's own count of its blocked sends, TCP_INFO time-outs and zero-window probes |
 //! | `link_bound` | estimated wire rate ≥ [`LINK_BOUND_FRACTION`] of the link | `--link-rate`, interface speeds, the sender's tbf/htb rate |
 //! | `receiver_drops` | lost datagrams overflowed the socket buffer; backlog, TCP queue or NIC drops | receiver's SNMP, softnet, interface counters |
 //! | `conntrack_drops` | conntrack dropped ≥ [`MIN_CONNTRACK_DROPS`] packets or failed an insert (a full table drops new connections' SYNs) | each end's `/proc/net/stat/nf_conntrack`, `nf_conntrack_count` of `_max`, `TcpExt.TCPSynRetrans` |
@@ -23,6 +24,7 @@
 //! | `device_cpu_bound` | a device CPU ≥ [`CPU_ONE_BUSY_PERCENT`], mostly other work, tester not limited | the device's /proc/stat |
 //! | `device_drops` | ≥ [`MIN_DROPS`] packets dropped, missed or overrun at the device's ingress | the device's interface counters |
 
+mod blocked;
 mod conntrack;
 mod cpu;
 mod drops;
@@ -42,6 +44,7 @@ use super::facts::{
 };
 use super::{Confidence, Evidence, Verdict, VerdictKind};
 use crate::model::units::{format_bps, format_bytes};
+use blocked::sender_blocked;
 use conntrack::conntrack_drops;
 use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
@@ -78,6 +81,15 @@ pub const SOFTIRQ_DOMINANT_PERCENT: f64 = 50.0;
 
 /// CPU of each linerate data thread (percent of one CPU) at which the thread is saturated.
 pub const THREAD_SATURATED_PERCENT: f64 = 90.0;
+
+/// Share of the sender's window spent blocked at which the stall is named: a fifth of the
+/// test moved nothing, more than any congestion-control dip or a single retransmission
+/// time-out of a short test costs (the first is 200 ms at least; a blocked send counts
+/// only whole 100 ms waits).
+pub const BLOCKED_SHARE: f64 = 0.2;
+
+/// Share from which the verdict has high confidence: half the window.
+pub const BLOCKED_HIGH_SHARE: f64 = 0.5;
 
 /// A paced sender that reached less than this fraction of its rate missed the pace.
 pub const PACE_ACHIEVED_FRACTION: f64 = 0.90;
@@ -220,6 +232,7 @@ fn us(v: f64) -> String {
 
 /// Runs every rule; verdicts into `out`, gaps in the evidence into `not_judged`.
 pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Vec<String>) {
+    sender_blocked(ctx, out);
     link_bound(ctx, out, not_judged);
     receiver_drops(ctx, out, not_judged);
     conntrack_drops(ctx, out);

@@ -139,12 +139,15 @@ fn handshake(
     addr: SocketAddr,
     server: &str,
 ) -> anyhow::Result<(TcpStream, Vec<StreamSetup>)> {
-    let mut ctl = sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout)
-        .map_err(|e| {
-            anyhow!(
-                "cannot reach an iperf3 server at {server} ({e}): check that `iperf3 -s` runs there and that port {}/tcp is open (--iperf3 uses iperf3's port 5201 unless -p gives another)",
-                addr.port()
-            )
+    let mut ctl =
+        sockets::connect_tcp(addr, &Default::default(), plan.connect_timeout).map_err(|e| {
+            let msg = crate::session::connect_error(
+                &format!("an iperf3 server at {server}"),
+                addr.port(),
+                "`iperf3 -s`",
+                &e,
+            );
+            anyhow!("{msg} (--iperf3 uses iperf3's port 5201 unless -p gives another)")
         })?;
     let _ = ctl.set_nodelay(true);
     let mut r = [0u8; iperf3::COOKIE_LEN - 1];
@@ -674,6 +677,7 @@ impl Default for ServerSum {
                 rx_calls: None,
                 tx_duration_ns: 0,
                 rx_duration_ns: 0,
+                tx_blocked_ns: None,
                 tx_packets: None,
                 rx_packets: None,
                 retransmits: None,

@@ -146,13 +146,14 @@ pub fn connect(t: &Target) -> anyhow::Result<Connection> {
     // A full conntrack table on this host drops the SYN and the connect times out while
     // the server is fine: its figures before and after name that in the error.
     let conntrack = crate::sys::conntrack::Snapshot::read();
-    let stream = sockets::connect_tcp(t.addr, &SockOpts::default(), t.connect_timeout)
-        .map_err(|e| {
+    let stream =
+        sockets::connect_tcp(t.addr, &SockOpts::default(), t.connect_timeout).map_err(|e| {
             let timed_out = e.kind() == std::io::ErrorKind::TimedOut;
-            let mut msg = format!(
-                "cannot reach a linerate server at {} ({e}): check that `linerate serve` runs there and that port {}/tcp is open",
-                t.server,
-                t.addr.port()
+            let mut msg = crate::session::connect_error(
+                &format!("a linerate server at {}", t.server),
+                t.addr.port(),
+                "`linerate serve`",
+                &e,
             );
             if let Some(ct) = timed_out
                 .then(|| crate::sys::conntrack::explain(conntrack.as_ref()))
