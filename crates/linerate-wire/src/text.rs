@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use crate::control::Message;
+use crate::fleet::{FleetReport, MAX_ERROR_LEN};
 
 /// Whether `c` must not reach a terminal or a log as it is: C0 and C1 controls, DEL, and the
 /// bidirectional formatting characters (embeddings, overrides, isolates, marks).
@@ -61,6 +62,12 @@ pub fn clip(s: &str, max: usize) -> String {
 /// characters, which is all of them from a well-behaved peer, are left as they are, and
 /// then so is the message.
 pub fn sanitize_message(m: Message) -> Message {
+    // A fleet report's record is JSON text of up to a frame's length: escaped as text,
+    // never as a tree (a tree of `[{"":0},...]` costs a hundred times its text).
+    let m = match m {
+        Message::FleetReport(r) => return Message::FleetReport(Box::new(sanitize_report(*r))),
+        m => m,
+    };
     // Through the frame's own writer and reader (crate::json), not serde_json's to_value and
     // from_value: a second writer or reader would compile every message type again.
     let Ok(mut v) = crate::json::to_value(&m) else {
@@ -70,6 +77,116 @@ pub fn sanitize_message(m: Message) -> Message {
         return m;
     }
     crate::json::from_value(&v).unwrap_or(m)
+}
+
+/// A fleet report with its strings escaped and cut to [`MAX_ERROR_LEN`] characters, its
+/// record's too ([`escape_json`]); a record whose text does not survive that is dropped,
+/// and the error says so.
+fn sanitize_report(mut r: FleetReport) -> FleetReport {
+    for s in [&mut r.id, &mut r.started_at, &mut r.ended_at] {
+        *s = clip(s, MAX_ERROR_LEN);
+    }
+    r.error = r.error.map(|e| clip(&e, MAX_ERROR_LEN));
+    if let Some(rec) = r.record.take() {
+        match serde_json::value::RawValue::from_string(escape_json(rec.get(), MAX_ERROR_LEN)) {
+            Ok(v) => r.record = Some(v),
+            Err(e) => {
+                r.error.get_or_insert(format!("the agent's record is not JSON: {e}"));
+            }
+        }
+    }
+    r
+}
+
+/// JSON text with every string in it (keys too) escaped as [`escape`] does and cut as
+/// [`clip`] cuts to `max` characters, read and written as text in one pass: what decoding
+/// it, sanitizing each string and encoding it again would give, in memory the size of the
+/// text. Text that is not JSON stays text that is not JSON.
+pub fn escape_json(json: &str, max: usize) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut it = json.char_indices().peekable();
+    while let Some((_, c)) = it.next() {
+        out.push(c);
+        if c != '"' {
+            continue;
+        }
+        // A string: its characters, decoded one at a time.
+        let mut count = 0usize;
+        loop {
+            let Some((at, c)) = it.next() else {
+                return out;
+            };
+            let decoded = match c {
+                '"' => break,
+                '\\' => match json_escape(json, at, &mut it) {
+                    Some(d) => d,
+                    None => {
+                        // Not an escape JSON knows: left as it is for the reader to refuse.
+                        out.push_str(&json[at..it.peek().map_or(json.len(), |p| p.0)]);
+                        continue;
+                    }
+                },
+                c => Decoded::Char(c),
+            };
+            count += 1;
+            if count > max {
+                continue;
+            }
+            match decoded {
+                Decoded::Char(c) if is_unsafe(c) => {
+                    out.push_str(&escape(c.encode_utf8(&mut [0; 4])).replace('\\', "\\\\"));
+                }
+                Decoded::Char(c) if c != '\\' && c != '"' => out.push(c),
+                // An escape that stays one (\\, \", \/, a surrogate pair, a safe \u).
+                _ => out.push_str(&json[at..it.peek().map_or(json.len(), |p| p.0)]),
+            }
+        }
+        if count > max {
+            let _ = write!(out, "... ({} more characters)", count - max);
+        }
+        out.push('"');
+    }
+    out
+}
+
+/// A string's character as JSON text gave it.
+enum Decoded {
+    /// A character.
+    Char(char),
+    /// An escape kept as it is (a surrogate pair).
+    Kept,
+}
+
+/// The character of the escape whose backslash is at `at` (its other characters are taken
+/// from `it`); `None` for one JSON does not know.
+fn json_escape(
+    json: &str,
+    at: usize,
+    it: &mut std::iter::Peekable<std::str::CharIndices<'_>>,
+) -> Option<Decoded> {
+    let (_, e) = it.next()?;
+    let c = match e {
+        '"' | '\\' | '/' => e,
+        'n' => '\n',
+        'r' => '\r',
+        't' => '\t',
+        'b' => '\u{8}',
+        'f' => '\u{c}',
+        'u' => {
+            let hex = json.get(at + 2..at + 6)?;
+            let unit = u32::from_str_radix(hex, 16).ok()?;
+            for _ in 0..4 {
+                it.next();
+            }
+            if (0xd800..0xe000).contains(&unit) {
+                // Half of a surrogate pair: an astral character, never an unsafe one.
+                return Some(Decoded::Kept);
+            }
+            char::from_u32(unit)?
+        }
+        _ => return None,
+    };
+    Some(Decoded::Char(c))
 }
 
 /// Escapes every string (keys too) in `v`; whether anything changed.

@@ -196,10 +196,10 @@ struct Stored {
 fn stored_pairs(db: &Path, name: &str) -> BTreeMap<(String, String), Stored> {
     let store = linerate::store::Store::open(db).expect("open the coordinator's database");
     let mut out = BTreeMap::new();
-    for r in store.fleet_runs(name).expect("the fleet run's pairs") {
-        let p = &r.point;
+    let mut each = |r: linerate::store::fleet::FleetRun<'_>| -> Result<(), linerate::store::StoreError> {
+        let p: serde_json::Value = serde_json::from_str(r.point).expect("a pair's point");
         if p["phase"].as_str() != Some("mesh") {
-            continue;
+            return Ok(());
         }
         let host = |k: &str| {
             let v = p[k].as_str().unwrap_or_else(|| panic!("no {k} in {p}"));
@@ -216,7 +216,11 @@ fn stored_pairs(db: &Path, name: &str) -> BTreeMap<(String, String), Stored> {
                 error,
             },
         );
-    }
+        Ok(())
+    };
+    store
+        .each_fleet_run(name, &mut each)
+        .expect("the fleet run's pairs");
     out
 }
 

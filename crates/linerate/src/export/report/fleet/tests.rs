@@ -86,11 +86,13 @@ fn fixture() -> FleetInput {
         record.pairs[0].source.clone(),
         record.pairs[0].destination.clone(),
     );
+    let alone = vec![(200, s, d)];
     FleetInput {
         source: "fleet rack7 in results.db".into(),
+        detailed: detailed_runs(&record, &alone),
         record,
         runs,
-        alone: vec![(200, s, d)],
+        alone,
     }
 }
 
