@@ -153,7 +153,7 @@ pub fn escape_json(json: &str, max: usize) -> String {
 enum Decoded {
     /// A character.
     Char(char),
-    /// An escape kept as it is (a surrogate pair).
+    /// An escape kept as it is (a surrogate pair, or half of one for the reader to refuse).
     Kept,
 }
 
@@ -178,8 +178,21 @@ fn json_escape(
             for _ in 0..4 {
                 it.next();
             }
-            if (0xd800..0xe000).contains(&unit) {
-                // Half of a surrogate pair: an astral character, never an unsafe one.
+            if (0xd800..0xdc00).contains(&unit) {
+                // A surrogate pair: an astral character, never an unsafe one; its two
+                // escapes are one character, kept or cut together.
+                let low = json
+                    .get(at + 6..at + 12)
+                    .and_then(|l| l.strip_prefix("\\u"))
+                    .and_then(|h| u32::from_str_radix(h, 16).ok());
+                if low.is_some_and(|l| (0xdc00..0xe000).contains(&l)) {
+                    for _ in 0..6 {
+                        it.next();
+                    }
+                }
+                return Some(Decoded::Kept);
+            }
+            if (0xdc00..0xe000).contains(&unit) {
                 return Some(Decoded::Kept);
             }
             char::from_u32(unit)?
@@ -255,5 +268,56 @@ mod tests {
             message: "retry later".into(),
         });
         assert_eq!(sanitize_message(clean.clone()), clean);
+    }
+
+    /// Every string of `v` (keys too) as `clip(s, max)` gives it.
+    fn clipped(v: &serde_json::Value, max: usize) -> serde_json::Value {
+        use serde_json::Value;
+        match v {
+            Value::String(s) => Value::String(clip(s, max)),
+            Value::Array(a) => Value::Array(a.iter().map(|x| clipped(x, max)).collect()),
+            Value::Object(o) => Value::Object(
+                o.iter()
+                    .map(|(k, x)| (clip(k, max), clipped(x, max)))
+                    .collect(),
+            ),
+            v => v.clone(),
+        }
+    }
+
+    #[test]
+    fn json_text_is_escaped_and_cut_as_its_decoded_strings_would_be() {
+        let text = r#"{"a\nb":["x\u001b[2Jy","\u202e","ok \"q\" \\ \/",
+            "😀 \ud83d\ude00","\t\b\f\r","long string here", 1.5e3, null, true],
+            "ünï": {"k": "\u0085"}}"#;
+        let v: serde_json::Value = serde_json::from_str(text).unwrap();
+        for max in [3, 8, 100] {
+            let out = escape_json(text, max);
+            let back: serde_json::Value = serde_json::from_str(&out).unwrap();
+            assert_eq!(back, clipped(&v, max), "{max}: {out}");
+        }
+        // Nothing to change: the same text.
+        let clean = r#"{"id":"r-1","n":[1,2,{"s":"plain"}]}"#;
+        assert_eq!(escape_json(clean, 100), clean);
+        // Not JSON stays not JSON.
+        assert!(serde_json::from_str::<serde_json::Value>(&escape_json("[\"\\x\"]", 9)).is_err());
+    }
+
+    #[test]
+    fn a_fleet_reports_strings_are_cut_to_the_agents_limit() {
+        let rec = format!("{{\"warnings\":[\"{}\"]}}", "w".repeat(MAX_ERROR_LEN + 5));
+        let m = Message::FleetReport(Box::new(FleetReport {
+            id: "a\nb".into(),
+            error: Some("e".repeat(3 * MAX_ERROR_LEN)),
+            record: Some(serde_json::value::RawValue::from_string(rec).unwrap()),
+            ..FleetReport::default()
+        }));
+        let Message::FleetReport(r) = sanitize_message(m) else {
+            panic!("still a fleet report")
+        };
+        assert_eq!(r.id, "a\\nb");
+        assert!(r.error.unwrap().ends_with(&format!("({} more characters)", 2 * MAX_ERROR_LEN)));
+        let v: serde_json::Value = serde_json::from_str(r.record.unwrap().get()).unwrap();
+        assert!(v["warnings"][0].as_str().unwrap().ends_with("(5 more characters)"));
     }
 }
