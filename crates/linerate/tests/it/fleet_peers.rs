@@ -10,8 +10,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use linerate::model::plan::{Credentials, Debug};
-use linerate::session::protocol::auth::{self, Key, Prover};
+use linerate::model::plan::{Credentials, Debug, Key};
+use linerate::session::protocol::auth::{self, Prover};
 use linerate::session::protocol::client::{self, Target};
 use linerate_wire::control::{
     AuthChallenge, AuthOk, Message, ProtocolVersion, ServerLimits, Welcome, MAX_CONTROL_FRAME,
@@ -116,7 +116,7 @@ fn real_record() -> serde_json::Value {
     let srv = TestServer::start();
     let mut spec = super::common::spec(
         linerate_wire::control::Transport::Tcp,
-        linerate_wire::control::Direction::Upload,
+        linerate_wire::control::Direction::Send,
     );
     spec.duration_ms = Some(300);
     let rec = super::common::run(&super::common::plan(srv.addr, spec));
@@ -200,7 +200,7 @@ fn hostile_reports_cost_the_coordinator_little_and_fail_only_their_pairs() {
     let real = real_record();
     let good = real.to_string();
     let mut beyond = real.clone();
-    beyond["summary"]["flows"][0]["receiver_bps"] = serde_json::json!(1.8e308);
+    beyond["summary"]["flows"][0]["receiver_bps"] = serde_json::json!(1.7e308);
     let beyond = beyond.to_string();
     let costly = costly_record();
     // 3 MiB of error with a terminal escape and a forged log line in it.
@@ -236,6 +236,7 @@ fn hostile_reports_cost_the_coordinator_little_and_fail_only_their_pairs() {
         peak_kib <= bound_kib,
         "coordinator peak {peak_kib} KiB, above {bound_kib} KiB (well-behaved run: {base_kib} KiB)"
     );
+    eprintln!("coordinator peak: {peak_kib} KiB hostile, {base_kib} KiB well-behaved");
     assert!(started.elapsed() < Duration::from_secs(60));
     let pairs = pairs(&out);
     assert_eq!(pairs.len(), 12);
@@ -382,7 +383,7 @@ fn an_agent_tests_only_its_fleet_or_what_its_operator_lists() {
 
 #[test]
 fn an_agents_serve_limits_bound_its_ordered_tests() {
-    let agent = RealAgent::start(&["--max-rate", "100M", "--max-write-size", "64K"]);
+    let agent = RealAgent::start(&["--max-rate", "100M", "--max-write-size", "256K"]);
     let other = RealAgent::start(&[]);
     let port = other.addr.port();
     for (test, what) in [
