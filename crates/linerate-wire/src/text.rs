@@ -91,7 +91,8 @@ fn sanitize_report(mut r: FleetReport) -> FleetReport {
         match serde_json::value::RawValue::from_string(escape_json(rec.get(), MAX_ERROR_LEN)) {
             Ok(v) => r.record = Some(v),
             Err(e) => {
-                r.error.get_or_insert(format!("the agent's record is not JSON: {e}"));
+                r.error
+                    .get_or_insert(format!("the agent's record is not JSON: {e}"));
             }
         }
     }
@@ -316,8 +317,14 @@ mod tests {
             panic!("still a fleet report")
         };
         assert_eq!(r.id, "a\\nb");
-        assert!(r.error.unwrap().ends_with(&format!("({} more characters)", 2 * MAX_ERROR_LEN)));
+        assert!(r
+            .error
+            .unwrap()
+            .ends_with(&format!("({} more characters)", 2 * MAX_ERROR_LEN)));
         let v: serde_json::Value = serde_json::from_str(r.record.unwrap().get()).unwrap();
-        assert!(v["warnings"][0].as_str().unwrap().ends_with("(5 more characters)"));
+        assert!(v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("(5 more characters)"));
     }
 }

@@ -126,7 +126,11 @@ impl OrderRunner for Runner {
         let Ok(c) = test.downcast::<Checked>() else {
             return (None, Some("the agent lost its checked test".into()));
         };
-        let Checked { mut plan, addr, listed } = *c;
+        let Checked {
+            mut plan,
+            addr,
+            listed,
+        } = *c;
         // Towards a host the operator did not list, the ordering user's key must be known
         // there: the session must authenticate both ways before anything else is said.
         plan.auth = auth.map(|a| Credentials {

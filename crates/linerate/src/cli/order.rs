@@ -55,7 +55,9 @@ impl AllowedNet {
         if width != host_width {
             return false;
         }
-        let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+        let mask = u128::MAX
+            .checked_shl(128 - u32::from(self.prefix))
+            .unwrap_or(0);
         net & mask == host & mask
     }
 }
@@ -124,7 +126,10 @@ pub fn check_test_words(words: &[String]) -> Result<(), UsageError> {
         i += 1;
         let (known, inline) = if let Some(long) = w.strip_prefix("--") {
             let name = long.split('=').next().unwrap_or_default();
-            (TEST_OPTIONS.iter().find(|o| o.0 == name), long.contains('='))
+            (
+                TEST_OPTIONS.iter().find(|o| o.0 == name),
+                long.contains('='),
+            )
         } else if let Some(short) = w.strip_prefix('-').filter(|s| !s.is_empty()) {
             let mut chars = short.chars();
             let letter = chars.next();

@@ -84,7 +84,12 @@ pub struct ServeArgs {
     pub fleet_agent: bool,
     /// With --fleet-agent: the users of --auth-users who may order tests (comma-separated);
     /// the others may only test against this server.
-    #[arg(long, value_name = "USER,...", value_delimiter = ',', requires = "fleet_agent")]
+    #[arg(
+        long,
+        value_name = "USER,...",
+        value_delimiter = ',',
+        requires = "fleet_agent"
+    )]
     pub fleet_coordinators: Vec<String>,
     /// With --fleet-agent: an address or network (CIDR) this agent may test besides the
     /// other agents of its fleet (servers that prove they know the ordering user's key);

@@ -176,13 +176,19 @@ impl PairFigures {
                     .is_none_or(|l| l.is_finite() && (0.0..=100.0).contains(&l)),
             ),
             // A transaction is at least a packet each way: no more of them than bits.
-            ("transactions per second", self.transactions_per_sec.is_none_or(rate)),
+            (
+                "transactions per second",
+                self.transactions_per_sec.is_none_or(rate),
+            ),
             (
                 "rr p99 latency",
                 self.rr_p99_ns
                     .is_none_or(|l| l.is_finite() && l >= 0.0 && l <= secs * 1e9),
             ),
-            ("per-interval samples", self.interval_samples.iter().all(|&v| rate(v))),
+            (
+                "per-interval samples",
+                self.interval_samples.iter().all(|&v| rate(v)),
+            ),
         ];
         let (what, _) = checks.iter().find(|c| !c.1)?;
         Some(format!(
@@ -425,7 +431,11 @@ impl FleetRecord {
         for s in stored {
             let p = &s.point;
             let key = (p.source.clone(), p.destination.clone());
-            let figures = s.run.as_ref().map(|r| r.figures.clone()).unwrap_or_default();
+            let figures = s
+                .run
+                .as_ref()
+                .map(|r| r.figures.clone())
+                .unwrap_or_default();
             if p.phase == "alone" {
                 if s.run.is_some() && p.error.is_none() {
                     alone.insert(key, (s.id, figures));

@@ -171,7 +171,12 @@ fn an_agent_that_does_not_ask_for_authentication_fails_its_pairs() {
     let names: Vec<String> = agents.iter().map(FakeAgent::name).collect();
     let c = Coordinator::new();
     let out = c.command(&names, "noauth").output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let pairs = pairs(&out);
     assert_eq!(pairs.len(), 2);
     for p in &pairs {
@@ -209,10 +214,17 @@ fn hostile_reports_cost_the_coordinator_little_and_fail_only_their_pairs() {
     // First the same fleet with well-behaved agents: the coordinator's own peak.
     let g = good.clone();
     let polite: Reply = Arc::new(move |o| report(o, Some(&g), None));
-    let base: Vec<FakeAgent> = (0..4).map(|_| FakeAgent::start(true, polite.clone())).collect();
+    let base: Vec<FakeAgent> = (0..4)
+        .map(|_| FakeAgent::start(true, polite.clone()))
+        .collect();
     let names: Vec<String> = base.iter().map(FakeAgent::name).collect();
     let (out, base_kib) = run_measuring_peak(c.command(&names, "polite"));
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let replies: [Reply; 4] = [
         Arc::new(move |o| report(o, Some(&costly), None)),
         Arc::new(move |o| report(o, Some(&beyond), None)),
@@ -242,7 +254,10 @@ fn hostile_reports_cost_the_coordinator_little_and_fail_only_their_pairs() {
     assert_eq!(pairs.len(), 12);
     for p in from(&pairs, &names[0]) {
         assert_eq!(p["status"], "failed", "{p}");
-        assert!(p["error"].as_str().unwrap().contains("objects and arrays"), "{p}");
+        assert!(
+            p["error"].as_str().unwrap().contains("objects and arrays"),
+            "{p}"
+        );
     }
     for p in from(&pairs, &names[1]) {
         assert_eq!(p["status"], "failed", "{p}");
@@ -260,11 +275,17 @@ fn hostile_reports_cost_the_coordinator_little_and_fail_only_their_pairs() {
     }
     for p in from(&pairs, &names[3]) {
         assert_eq!(p["status"], "ok", "{p}");
-        let stored = real["summary"]["flows"][0]["receiver_bps"].as_f64().unwrap();
+        let stored = real["summary"]["flows"][0]["receiver_bps"]
+            .as_f64()
+            .unwrap();
         assert_eq!(p["throughput_bps"].as_f64(), Some(stored), "{p}");
     }
     // What the coordinator printed was clipped too: no line of megabytes.
-    assert!(stderr.lines().all(|l| l.len() < 4096), "a line of {} bytes", stderr.lines().map(str::len).max().unwrap_or(0));
+    assert!(
+        stderr.lines().all(|l| l.len() < 4096),
+        "a line of {} bytes",
+        stderr.lines().map(str::len).max().unwrap_or(0)
+    );
 }
 
 /// A real agent with `extra` serve options; its users are `coord` (a coordinator) and
@@ -303,7 +324,13 @@ impl RealAgent {
     }
 
     /// Orders `test` towards `port` on 127.0.0.1 as `user`: the report, or the refusal.
-    fn order(&self, user: &str, secret: &str, test: &[&str], port: u16) -> Result<linerate_wire::fleet::FleetReport, String> {
+    fn order(
+        &self,
+        user: &str,
+        secret: &str,
+        test: &[&str],
+        port: u16,
+    ) -> Result<linerate_wire::fleet::FleetReport, String> {
         let target = Target {
             addr: self.addr,
             server: self.addr.to_string(),
@@ -367,16 +394,23 @@ fn an_agent_tests_only_its_fleet_or_what_its_operator_lists() {
         assert!(r.record.is_none(), "{r:?}");
         let e = r.error.unwrap();
         assert!(e.contains("--fleet-allow"), "{e}");
-        assert!(!e.contains("SSH") && !e.contains("0x53") && !e.contains("refused"), "{e}");
+        assert!(
+            !e.contains("SSH") && !e.contains("0x53") && !e.contains("refused"),
+            "{e}"
+        );
         answers.push(e.replace(&port.to_string(), "PORT"));
     }
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
     // Listed by the operator: the plain server is tested.
     let listing = RealAgent::start(&["--fleet-allow", "127.0.0.1/32"]);
-    let r = listing.order(USER, SECRET, &test, plain.addr.port()).unwrap();
+    let r = listing
+        .order(USER, SECRET, &test, plain.addr.port())
+        .unwrap();
     assert!(r.error.is_none() && r.record.is_some(), "{r:?}");
     // bob may test against the agent, not order it.
-    let e = agent.order("bob", "bob-secret", &test, other.addr.port()).unwrap_err();
+    let e = agent
+        .order("bob", "bob-secret", &test, other.addr.port())
+        .unwrap_err();
     assert!(e.contains("--fleet-coordinators"), "{e}");
     assert!(!agent.log.lock().unwrap().contains("by=bob"));
 }
@@ -389,7 +423,10 @@ fn an_agents_serve_limits_bound_its_ordered_tests() {
     for (test, what) in [
         (&["tcp", "-b", "10G", "-t", "0.3"][..], "--max-rate"),
         (&["tcp", "-t", "0.3"][..], "not paced"),
-        (&["tcp", "-b", "50M", "-l", "1M", "-t", "0.3"][..], "--max-write-size"),
+        (
+            &["tcp", "-b", "50M", "-l", "1M", "-t", "0.3"][..],
+            "--max-write-size",
+        ),
     ] {
         let e = agent.order(USER, SECRET, test, port).unwrap_err();
         assert!(e.contains(what), "{test:?}: {e}");
@@ -429,6 +466,8 @@ fn an_order_naming_a_file_is_refused_at_once_and_never_opens_it() {
         assert!(started.elapsed() < Duration::from_secs(3), "{words:?}");
     }
     // The agent's one order slot is free: the next order runs.
-    let r = agent.order(USER, SECRET, &["tcp", "-t", "0.3"], port).unwrap();
+    let r = agent
+        .order(USER, SECRET, &["tcp", "-t", "0.3"], port)
+        .unwrap();
     assert!(r.error.is_none(), "{r:?}");
 }

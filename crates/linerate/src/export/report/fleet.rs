@@ -55,7 +55,11 @@ pub struct FleetInput {
 /// re-runs') when they are at most [`MAX_DETAILED_RUNS`], else the worst pairs' and the
 /// interference check's.
 pub fn detailed_runs(rec: &FleetRecord, alone: &[(i64, String, String)]) -> BTreeSet<i64> {
-    let all = rec.pairs.iter().map(|p| p.run_id).chain(alone.iter().map(|a| a.0));
+    let all = rec
+        .pairs
+        .iter()
+        .map(|p| p.run_id)
+        .chain(alone.iter().map(|a| a.0));
     if rec.pairs.len() + alone.len() <= MAX_DETAILED_RUNS {
         return all.collect();
     }
@@ -457,7 +461,11 @@ fn run_sections(page: &mut Page, input: &FleetInput) {
             ),
         );
     }
-    for p in rec.pairs.iter().filter(|p| input.detailed.contains(&p.run_id)) {
+    for p in rec
+        .pairs
+        .iter()
+        .filter(|p| input.detailed.contains(&p.run_id))
+    {
         let _ = writeln!(
             page.html,
             "<h2 id=\"run-{}\">{}</h2>",

@@ -66,7 +66,10 @@ fn fit_record(
     } else {
         return (Some(rec), error);
     };
-    (None, Some(error.map_or(why.clone(), |e| format!("{e}; {why}"))))
+    (
+        None,
+        Some(error.map_or(why.clone(), |e| format!("{e}; {why}"))),
+    )
 }
 
 /// The agent: its runner, who may order, and the one ordered test it may run at a time.
@@ -307,11 +310,17 @@ mod tests {
     fn a_record_too_large_to_send_fails_the_test_with_the_reason() {
         let raw = |s: String| Some(RawValue::from_string(s).unwrap());
         // Just under the room: sent as it is.
-        let fits = format!("\"{}\"", "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 2));
+        let fits = format!(
+            "\"{}\"",
+            "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 2)
+        );
         let (rec, err) = fit_record(raw(fits), None);
         assert!(rec.is_some() && err.is_none());
         // One byte more: no record, and the error says why.
-        let over = format!("\"{}\"", "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 1));
+        let over = format!(
+            "\"{}\"",
+            "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 1)
+        );
         let (rec, err) = fit_record(raw(over), Some("cut short".into()));
         let err = err.unwrap();
         assert!(rec.is_none());
