@@ -83,7 +83,7 @@ fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let mut store = Store::open(&db)?;
-    let known = !store.fleet_runs(&name)?.is_empty();
+    let known = store.has_fleet_run(&name)?;
     match (&a.resume, known) {
         (Some(_), false) => {
             return Err(UsageError(format!(

@@ -185,14 +185,24 @@ fn fleet_input(a: &ReportArgs, name: &str) -> anyhow::Result<Input> {
         ))
         .into());
     };
+    let alone: Vec<(i64, String, String)> = stored
+        .iter()
+        .filter(|s| s.point.phase == "alone")
+        .map(|s| (s.id, s.point.source.clone(), s.point.destination.clone()))
+        .collect();
+    drop(stored);
+    // Only the runs the page has a section for are read back, one at a time.
+    let detailed = crate::export::report::fleet::detailed_runs(&record, &alone);
     let mut runs = std::collections::BTreeMap::new();
-    let mut alone = Vec::new();
-    for s in stored {
-        if s.point.phase == "alone" {
-            alone.push((s.id, s.point.source.clone(), s.point.destination.clone()));
-        }
-        if let Some(r) = s.record {
-            runs.insert(s.id, r);
+    for &id in &detailed {
+        if let Some(("run", text)) = store
+            .record_text(id)?
+            .as_ref()
+            .map(|(k, t)| (k.as_str(), t.as_str()))
+        {
+            if let Ok(r) = serde_json::from_str::<crate::model::RunRecord>(text) {
+                runs.insert(id, r);
+            }
         }
     }
     Ok(Input::Fleet(Box::new(
@@ -201,6 +211,7 @@ fn fleet_input(a: &ReportArgs, name: &str) -> anyhow::Result<Input> {
             record,
             runs,
             alone,
+            detailed,
         },
     )))
 }

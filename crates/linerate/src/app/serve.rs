@@ -15,12 +15,25 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, interrupt.clone())?;
         }
+        if let Some(missing) = a
+            .fleet_coordinators
+            .iter()
+            .find(|u| cfg.users.as_ref().is_some_and(|f| f.key(u).is_none()))
+        {
+            return Err(crate::cli::UsageError(format!(
+                "--fleet-coordinators: {} is not a user of the --auth-users file: name users of that file",
+                linerate_wire::text::clip(missing, 64)
+            ))
+            .into());
+        }
         let runner = super::order::Runner {
             limits: cfg.limits.clone(),
             interrupt,
+            allow: a.fleet_allow.clone(),
         };
         cfg.fleet_agent = Some(Arc::new(crate::session::server::order::Agent::new(
             Arc::new(runner),
+            a.fleet_coordinators.clone(),
         )));
     }
     let metrics = a

@@ -135,7 +135,7 @@ pub enum Command {
     /// other; results in the database, the mesh as a matrix (`fleet run`). `fleet
     /// manifests` writes an engine's objects (Docker Swarm, Kubernetes).
     #[command(
-        after_help = "Examples:\n  linerate fleet run --agents 198.18.0.1,198.18.0.2,198.18.0.3 -- tcp -t 10\n  linerate fleet run --agents-dns tasks.agents --expect 6 --wait 60s -- udp -b 40M\n  linerate fleet run --agents-file hosts.txt --name rack7 -- rr\n  linerate fleet run --resume rack7 --agents-file hosts.txt -- rr   # what is missing or failed\n  linerate fleet manifests --engine kubernetes --out k8s/\n\nAgents: linerate serve --auth-users USERS --fleet-agent (the coordinator authenticates with\n--auth-user and --auth-secret-file or LINERATE_AUTH_SECRET)."
+        after_help = "Examples:\n  linerate fleet run --agents 198.18.0.1,198.18.0.2,198.18.0.3 -- tcp -t 10\n  linerate fleet run --agents-dns tasks.agents --expect 6 --wait 60s -- udp -b 40M\n  linerate fleet run --agents-file hosts.txt --name rack7 -- rr\n  linerate fleet run --resume rack7 --agents-file hosts.txt -- rr   # what is missing or failed\n  linerate fleet manifests --engine kubernetes --out k8s/\n\nAgents: linerate serve --auth-users USERS --fleet-agent --fleet-coordinators USER (the coordinator authenticates with\n--auth-user and --auth-secret-file or LINERATE_AUTH_SECRET)."
     )]
     Fleet(fleet::FleetArgs),
     #[cfg(feature = "schema")]

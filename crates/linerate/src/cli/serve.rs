@@ -77,12 +77,26 @@ pub struct ServeArgs {
     /// with iperf3's "test authorization failed".
     #[arg(long, requires = "auth_users")]
     pub allow_iperf3_unauthenticated: bool,
-    /// Be a fleet agent: take third-party test orders (`linerate fleet run`) from users of
-    /// --auth-users: run the ordered tcp, udp or rr test towards another agent (as the same
-    /// user, with this file's key) and return its record. One ordered test at a time; each
-    /// is logged as `fleet: test ID start ...` and `fleet: test ID end ...`.
-    #[arg(long, requires = "auth_users")]
+    /// Be a fleet agent: take third-party test orders (`linerate fleet run`) from the users
+    /// of --fleet-coordinators: run the ordered tcp, udp or rr test towards another agent
+    /// (as the same user, with this file's key) and return its record. One ordered test at a
+    /// time; each is logged as `fleet: test ID start ...` and `fleet: test ID end ...`.
+    #[arg(long, requires_all = ["auth_users", "fleet_coordinators"])]
     pub fleet_agent: bool,
+    /// With --fleet-agent: the users of --auth-users who may order tests (comma-separated);
+    /// the others may only test against this server.
+    #[arg(
+        long,
+        value_name = "USER,...",
+        value_delimiter = ',',
+        requires = "fleet_agent"
+    )]
+    pub fleet_coordinators: Vec<String>,
+    /// With --fleet-agent: an address or network (CIDR) this agent may test besides the
+    /// other agents of its fleet (servers that prove they know the ordering user's key);
+    /// repeat it for more. Towards any other host an ordered test does not start.
+    #[arg(long, value_name = "ADDR|CIDR", value_parser = crate::cli::order::AllowedNet::parse, requires = "fleet_agent")]
+    pub fleet_allow: Vec<crate::cli::order::AllowedNet>,
     /// Capture a test's packets here too when its client asks (linerate tcp|udp|rr
     /// --capture) and return them with the results (at most 1 MiB; needs CAP_NET_RAW).
     #[arg(long)]

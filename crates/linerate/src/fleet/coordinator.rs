@@ -18,7 +18,7 @@ use linerate_wire::fleet::FleetOrder;
 use serde_json::json;
 
 use super::plan::{rounds, Pair};
-use super::record::{FleetRecord, PairPoint, StoredPair};
+use super::record::{FleetRecord, PairPoint, PairRun, StoredPair};
 use crate::model::plan::{Credentials, Debug};
 use crate::model::RunRecord;
 use crate::session::protocol::client::{self, Target};
@@ -129,13 +129,19 @@ fn order_pair(cfg: &FleetConfig, pair: Pair, id: String) -> (Option<RunRecord>, 
             auth: cfg.auth.clone(),
         };
         let conn = client::connect(&target)?;
+        if conn.welcome().is_some_and(|w| w.auth.is_none()) {
+            anyhow::bail!(
+                "the agent at {} does not ask for authentication, as every fleet agent (`serve --auth-users FILE --fleet-agent`) does: whatever answers there is not that agent, and nothing it says is taken",
+                src.name()
+            );
+        }
         if !conn.features().has(Feature::FleetOrders) {
             let software = conn
                 .welcome()
                 .map(|w| linerate_wire::text::clip(&w.software, 64))
                 .unwrap_or_default();
             anyhow::bail!(
-                "the agent at {} ({software}) takes no fleet orders: it is older than the fleet_orders feature; run a newer linerate there with `serve --auth-users FILE --fleet-agent`",
+                "the agent at {} ({software}) takes no fleet orders: it is older than the fleet_orders feature; run a newer linerate there with `serve --auth-users FILE --fleet-agent --fleet-coordinators USER`",
                 src.name()
             );
         }
@@ -148,14 +154,10 @@ fn order_pair(cfg: &FleetConfig, pair: Pair, id: String) -> (Option<RunRecord>, 
         // The test's length, its connects and handshakes, and the results' time-outs.
         let wait = cfg.test_len + Duration::from_secs(45);
         let report = conn.order(order, wait)?;
-        let record = match report.record {
-            Some(v) => Some(
-                linerate_wire::json::from_value::<RunRecord>(&v).map_err(|e| {
-                    anyhow::anyhow!(
-                        "the agent at {} sent a record that does not parse: {e}",
-                        src.name()
-                    )
-                })?,
+        let record = match &report.record {
+            Some(raw) => Some(
+                agent_record(raw.get(), wait)
+                    .map_err(|e| anyhow::anyhow!("the agent at {} {e}", src.name()))?,
             ),
             None => None,
         };
@@ -171,6 +173,30 @@ fn order_pair(cfg: &FleetConfig, pair: Pair, id: String) -> (Option<RunRecord>, 
         }
         Err(e) => (None, Some(format!("{e:#}"))),
     }
+}
+
+/// An agent's record (JSON text, its strings already escaped and cut by the connection),
+/// decoded straight into its type once its containers are counted, and refused when its
+/// figures cannot be true of a test that ran at most `seen`; the error completes "the
+/// agent at HOST:PORT ...".
+pub fn agent_record(text: &str, seen: Duration) -> Result<RunRecord, String> {
+    use linerate_wire::fleet::{containers, MAX_RECORD_CONTAINERS};
+    let n = containers(text);
+    if n > MAX_RECORD_CONTAINERS {
+        return Err(format!(
+            "sent a record of {n} objects and arrays, more than a test's record holds ({MAX_RECORD_CONTAINERS}): it is refused"
+        ));
+    }
+    let rec: RunRecord = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "sent a record that does not parse: {}",
+            linerate_wire::text::clip(&e.to_string(), 200)
+        )
+    })?;
+    if let Some(why) = super::record::PairFigures::of(&rec).implausible(seen) {
+        return Err(format!("sent figures that are refused: {why}"));
+    }
+    Ok(rec)
 }
 
 /// Stores one pair at once (its own transaction); the run's id.
@@ -194,7 +220,7 @@ fn keep(store: &mut Store, cfg: &FleetConfig, o: &Outcome) -> anyhow::Result<i64
         exit_code: Some(if o.error.is_some() { 2 } else { 0 }),
     };
     let mut run = match &o.record {
-        Some(rec) => entry::run(rec, &ctx),
+        Some(rec) => entry::run_meta(rec, &ctx),
         None => NewRun {
             command: ctx.command.clone(),
             kind: "fleet_failed".into(),
@@ -219,25 +245,34 @@ fn keep(store: &mut Store, cfg: &FleetConfig, o: &Outcome) -> anyhow::Result<i64
         ));
     }
     run.point = Some(linerate_wire::json::to_value(&point)?);
-    Ok(store.insert(&run)?)
+    // A record's text goes to the database as it is written, never as a tree.
+    match &o.record {
+        Some(rec) => Ok(store.insert_with_record(&run, &serde_json::to_string(rec)?)?),
+        None => Ok(store.insert(&run)?),
+    }
 }
 
-/// The stored pairs of the fleet run `name`.
+/// The stored pairs of the fleet run `name`, each with what its record gives
+/// ([`PairRun`]): the rows are read one at a time and each record is dropped once read, so
+/// what this holds is a few hundred bytes a pair, whatever the records' size.
 pub fn stored_pairs(store: &Store, name: &str) -> anyhow::Result<Vec<StoredPair>> {
     let mut out = Vec::new();
-    for r in store.fleet_runs(name)? {
-        let point: PairPoint = linerate_wire::json::from_value(&r.point)?;
-        let record = if r.kind == "run" {
-            linerate_wire::json::from_value::<RunRecord>(&r.record).ok()
+    store.each_fleet_run(name, &mut |r| -> anyhow::Result<()> {
+        let point: PairPoint = serde_json::from_str(r.point)?;
+        let run = if r.kind == "run" {
+            serde_json::from_str::<RunRecord>(r.record)
+                .ok()
+                .map(|rec| PairRun::of(&rec))
         } else {
             None
         };
         out.push(StoredPair {
             id: r.id,
             point,
-            record,
+            run,
         });
-    }
+        Ok(())
+    })?;
     Ok(out)
 }
 

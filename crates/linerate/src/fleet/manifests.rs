@@ -287,6 +287,8 @@ fn agent_command(a: &ManifestsArgs, users_file: &str) -> Vec<String> {
         "--fleet-agent",
         "--auth-users",
         users_file,
+        "--fleet-coordinators",
+        &a.auth_user,
         "--port",
         &port,
     ]
@@ -878,6 +880,7 @@ mod tests {
             "/run/secrets/linerate-auth-users"
         );
         assert_eq!(after(&cmd, "--port"), "5301");
+        assert_eq!(after(&cmd, "--fleet-coordinators"), "fleet");
         assert_eq!(
             agent["secrets"][0]["source"].as_str(),
             Some("linerate-auth-users")

@@ -155,6 +155,73 @@ impl PairFigures {
     pub fn primary(&self) -> Option<f64> {
         self.throughput_bps.or(self.transactions_per_sec)
     }
+
+    /// Why these figures of a test that ran at most `seen` cannot be true (a rate or a
+    /// count beyond what any link moves in that time, a negative or not finite figure, a
+    /// loss above 100 %, a latency longer than the test), or `None`.
+    pub fn implausible(&self, seen: std::time::Duration) -> Option<String> {
+        use crate::session::protocol::plausible::MAX_RATE_BPS;
+        let secs = seen.as_secs_f64();
+        let rate = |v: f64| v.is_finite() && (0.0..=MAX_RATE_BPS).contains(&v);
+        let checks: [(&str, bool); 6] = [
+            ("throughput", self.throughput_bps.is_none_or(rate)),
+            (
+                "received bytes",
+                self.received_bytes
+                    .is_none_or(|b| b as f64 * 8.0 <= MAX_RATE_BPS * secs),
+            ),
+            (
+                "loss",
+                self.loss_percent
+                    .is_none_or(|l| l.is_finite() && (0.0..=100.0).contains(&l)),
+            ),
+            // A transaction is at least a packet each way: no more of them than bits.
+            (
+                "transactions per second",
+                self.transactions_per_sec.is_none_or(rate),
+            ),
+            (
+                "rr p99 latency",
+                self.rr_p99_ns
+                    .is_none_or(|l| l.is_finite() && l >= 0.0 && l <= secs * 1e9),
+            ),
+            (
+                "per-interval samples",
+                self.interval_samples.iter().all(|&v| rate(v)),
+            ),
+        ];
+        let (what, _) = checks.iter().find(|c| !c.1)?;
+        Some(format!(
+            "its {what} cannot be true of a test of {secs:.0} s (rates 0 to {} Tbit/s, loss 0 to 100 %, finite figures)",
+            MAX_RATE_BPS / 1e12
+        ))
+    }
+}
+
+/// What the fleet's record and report keep of a pair's stored run: its figures, its start
+/// and both ends' host names; the run itself stays in the store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PairRun {
+    /// The figures the matrices show.
+    pub figures: PairFigures,
+    /// When the test started (the record's).
+    pub started_at: String,
+    /// The source's host name, as its own report gave it.
+    pub source_host: Option<String>,
+    /// The destination's.
+    pub destination_host: Option<String>,
+}
+
+impl PairRun {
+    /// What a stored pair keeps of its record.
+    pub fn of(rec: &RunRecord) -> PairRun {
+        PairRun {
+            figures: PairFigures::of(rec),
+            started_at: rec.started_at.clone(),
+            source_host: rec.client.host.hostname.clone(),
+            destination_host: rec.server.as_ref().and_then(|s| s.host.hostname.clone()),
+        }
+    }
 }
 
 /// One pair of the interference check.
@@ -294,15 +361,15 @@ pub struct PairPoint {
     pub error: Option<String>,
 }
 
-/// A stored pair: its id, its facts and its record, if it ran.
+/// A stored pair: its id, its facts and what its record gave, if it ran.
 #[derive(Debug, Clone)]
 pub struct StoredPair {
     /// The run's id.
     pub id: i64,
     /// Its facts.
     pub point: PairPoint,
-    /// Its record, if the test ran.
-    pub record: Option<RunRecord>,
+    /// What its record gave, if the test ran.
+    pub run: Option<PairRun>,
 }
 
 /// Each agent's summary: its host name (from the records), its pairs that ran and failed,
@@ -315,16 +382,14 @@ fn host_summaries(
     let hostnames: BTreeMap<&str, String> = stored
         .iter()
         .filter_map(|s| {
-            let r = s.record.as_ref()?;
+            let r = s.run.as_ref()?;
             Some([
-                (s.point.source.as_str(), r.client.host.hostname.clone()?),
-                (
-                    s.point.destination.as_str(),
-                    r.server.as_ref()?.host.hostname.clone()?,
-                ),
+                (s.point.source.as_str(), r.source_host.clone()),
+                (s.point.destination.as_str(), r.destination_host.clone()),
             ])
         })
         .flatten()
+        .filter_map(|(a, h)| Some((a, h?)))
         .collect();
     agents
         .iter()
@@ -366,14 +431,18 @@ impl FleetRecord {
         for s in stored {
             let p = &s.point;
             let key = (p.source.clone(), p.destination.clone());
-            let figures = s.record.as_ref().map(PairFigures::of).unwrap_or_default();
+            let figures = s
+                .run
+                .as_ref()
+                .map(|r| r.figures.clone())
+                .unwrap_or_default();
             if p.phase == "alone" {
-                if s.record.is_some() && p.error.is_none() {
+                if s.run.is_some() && p.error.is_none() {
                     alone.insert(key, (s.id, figures));
                 }
                 continue;
             }
-            let ok = s.record.is_some() && p.error.is_none();
+            let ok = s.run.is_some() && p.error.is_none();
             mesh.insert(
                 key,
                 PairResult {
@@ -388,7 +457,7 @@ impl FleetRecord {
                     },
                     error: p.error.clone(),
                     run_id: s.id,
-                    started_at: s.record.as_ref().map(|r| r.started_at.clone()),
+                    started_at: s.run.as_ref().map(|r| r.started_at.clone()),
                     figures,
                 },
             );
@@ -407,7 +476,7 @@ impl FleetRecord {
         let hosts = host_summaries(agents, &pairs, stored);
         let times: Vec<&str> = stored
             .iter()
-            .filter_map(|s| s.record.as_ref().map(|r| r.started_at.as_str()))
+            .filter_map(|s| s.run.as_ref().map(|r| r.started_at.as_str()))
             .collect();
         FleetRecord {
             schema_version: SCHEMA_VERSION,

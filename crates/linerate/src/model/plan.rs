@@ -97,6 +97,10 @@ pub struct Credentials {
     pub user: String,
     /// The user's key.
     pub key: Key,
+    /// The server must ask for authentication and prove it knows the same key: one that
+    /// does not is refused before anything else is said (a fleet agent's test towards
+    /// another agent, `session::server::order`).
+    pub required: bool,
 }
 
 /// A user's 32-byte key. Never printed.

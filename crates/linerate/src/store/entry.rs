@@ -100,6 +100,15 @@ fn headline_of(rec: &RunRecord) -> (Option<String>, Option<String>, Option<f64>)
 
 /// A single test (tcp, udp, rr).
 pub fn run(rec: &RunRecord, ctx: &Context) -> NewRun {
+    NewRun {
+        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
+        ..run_meta(rec, ctx)
+    }
+}
+
+/// [`run`] without the record (`Value::Null`): for a caller that stores the record's text
+/// itself ([`crate::store::Store::insert_with_record`]).
+pub fn run_meta(rec: &RunRecord, ctx: &Context) -> NewRun {
     let (headline, metric, value) = headline_of(rec);
     NewRun {
         command: ctx.command.clone(),
@@ -116,7 +125,7 @@ pub fn run(rec: &RunRecord, ctx: &Context) -> NewRun {
         primary_metric: metric,
         primary_value: value,
         exit_code: ctx.exit_code,
-        record: linerate_wire::json::to_value(rec).unwrap_or(Value::Null),
+        record: Value::Null,
         tags: ctx.tags.clone(),
         sweep_id: None,
         point: None,

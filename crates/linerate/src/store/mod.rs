@@ -314,6 +314,12 @@ impl Store {
 
     /// Stores a run in one transaction; returns its id.
     pub fn insert(&mut self, run: &NewRun) -> Result<i64, StoreError> {
+        self.insert_with_record(run, &run.record.to_string())
+    }
+
+    /// [`Store::insert`] with the record given as its JSON text (`run.record` is not
+    /// used): a large record goes to the database without being built as a tree.
+    pub fn insert_with_record(&mut self, run: &NewRun, record: &str) -> Result<i64, StoreError> {
         let path = self.path.clone();
         let sql = |source| StoreError::Sql {
             path: path.clone(),
@@ -347,7 +353,7 @@ impl Store {
                 run.primary_metric,
                 run.primary_value.filter(|v| v.is_finite()),
                 run.exit_code,
-                run.record.to_string(),
+                record,
                 run.sweep_id,
                 run.point.as_ref().map(|p| p.to_string()),
             ],
@@ -477,18 +483,22 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.sql(e))
     }
 
-    /// A stored run's kind and full record; `None` when there is no run `id`.
-    pub fn record(&self, id: i64) -> Result<Option<(String, serde_json::Value)>, StoreError> {
-        let row: Option<(String, String)> = self
-            .conn
+    /// A stored run's kind and full record as its JSON text; `None` when there is no run
+    /// `id`.
+    pub fn record_text(&self, id: i64) -> Result<Option<(String, String)>, StoreError> {
+        self.conn
             .query_row(
                 "SELECT kind, record FROM runs WHERE id = ?1",
                 params![id],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()
-            .map_err(|e| self.sql(e))?;
-        let Some((kind, text)) = row else {
+            .map_err(|e| self.sql(e))
+    }
+
+    /// A stored run's kind and full record; `None` when there is no run `id`.
+    pub fn record(&self, id: i64) -> Result<Option<(String, serde_json::Value)>, StoreError> {
+        let Some((kind, text)) = self.record_text(id)? else {
             return Ok(None);
         };
         let v = serde_json::from_str(&text).map_err(|source| StoreError::Record {

@@ -472,3 +472,35 @@ pub fn collect(mut stderr: impl Read + Send + 'static) -> std::sync::Arc<std::sy
     });
     log
 }
+
+/// Peak resident memory of a child, KiB: the largest VmHWM read while it ran.
+pub fn run_measuring_peak(mut cmd: Command) -> (std::process::Output, u64) {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (p2, d2) = (peak.clone(), done.clone());
+    let poller = std::thread::spawn(move || {
+        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
+            if let Ok(s) = std::fs::read_to_string(&status) {
+                if let Some(kb) = s
+                    .lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .and_then(|l| l.split_whitespace().nth(1))
+                    .and_then(|v| v.parse::<u64>().ok())
+                {
+                    p2.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    });
+    let out = child.wait_with_output().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    poller.join().unwrap();
+    (out, peak.load(std::sync::atomic::Ordering::Relaxed))
+}

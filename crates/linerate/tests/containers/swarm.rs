@@ -196,27 +196,32 @@ struct Stored {
 fn stored_pairs(db: &Path, name: &str) -> BTreeMap<(String, String), Stored> {
     let store = linerate::store::Store::open(db).expect("open the coordinator's database");
     let mut out = BTreeMap::new();
-    for r in store.fleet_runs(name).expect("the fleet run's pairs") {
-        let p = &r.point;
-        if p["phase"].as_str() != Some("mesh") {
-            continue;
-        }
-        let host = |k: &str| {
-            let v = p[k].as_str().unwrap_or_else(|| panic!("no {k} in {p}"));
-            v.rsplit_once(':')
-                .map(|(h, _)| h.trim_matches(['[', ']']).to_string())
-                .unwrap_or_else(|| panic!("{k} {v} is not HOST:PORT"))
+    let mut each =
+        |r: linerate::store::fleet::FleetRun<'_>| -> Result<(), linerate::store::StoreError> {
+            let p: serde_json::Value = serde_json::from_str(r.point).expect("a pair's point");
+            if p["phase"].as_str() != Some("mesh") {
+                return Ok(());
+            }
+            let host = |k: &str| {
+                let v = p[k].as_str().unwrap_or_else(|| panic!("no {k} in {p}"));
+                v.rsplit_once(':')
+                    .map(|(h, _)| h.trim_matches(['[', ']']).to_string())
+                    .unwrap_or_else(|| panic!("{k} {v} is not HOST:PORT"))
+            };
+            let error = p["error"].as_str().map(str::to_string);
+            out.insert(
+                (host("source"), host("destination")),
+                Stored {
+                    round: p["round"].as_u64().expect("round"),
+                    ok: error.is_none() && r.kind == "run",
+                    error,
+                },
+            );
+            Ok(())
         };
-        let error = p["error"].as_str().map(str::to_string);
-        out.insert(
-            (host("source"), host("destination")),
-            Stored {
-                round: p["round"].as_u64().expect("round"),
-                ok: error.is_none() && r.kind == "run",
-                error,
-            },
-        );
-    }
+    store
+        .each_fleet_run(name, &mut each)
+        .expect("the fleet run's pairs");
     out
 }
 

@@ -426,38 +426,6 @@ fn analyze_decodes_ppp_pppoe_mpls_fddi_nflog_and_fcs_flagged_link_types() {
     assert_eq!(rec["packets_other"], 1, "{rec}");
 }
 
-/// Peak resident memory of a child, KiB: the largest VmHWM read while it ran.
-fn run_measuring_peak(mut cmd: Command) -> (std::process::Output, u64) {
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let status = format!("/proc/{}/status", child.id());
-    let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (p2, d2) = (peak.clone(), done.clone());
-    let poller = std::thread::spawn(move || {
-        while !d2.load(std::sync::atomic::Ordering::Relaxed) {
-            if let Ok(s) = std::fs::read_to_string(&status) {
-                if let Some(kb) = s
-                    .lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1))
-                    .and_then(|v| v.parse::<u64>().ok())
-                {
-                    p2.fetch_max(kb, std::sync::atomic::Ordering::Relaxed);
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-    });
-    let out = child.wait_with_output().unwrap();
-    done.store(true, std::sync::atomic::Ordering::Relaxed);
-    poller.join().unwrap();
-    (out, peak.load(std::sync::atomic::Ordering::Relaxed))
-}
-
 #[test]
 fn analyze_a_capture_of_200000_single_syns_stays_within_its_per_flow_memory_budget() {
     const FLOWS: u32 = 200_000;
@@ -494,7 +462,7 @@ fn analyze_a_capture_of_200000_single_syns_stays_within_its_per_flow_memory_budg
         .arg(&file)
         .args(["--json", "--top", &TOP.to_string(), "--graph"])
         .arg(&graphs);
-    let (out, peak_kib) = run_measuring_peak(cmd);
+    let (out, peak_kib) = super::common::run_measuring_peak(cmd);
     assert!(
         out.status.success(),
         "{}",

@@ -101,7 +101,16 @@ impl Fleet {
     }
 
     fn agent(&self) -> Agent {
-        Agent::start(&["--auth-users", &self.users(), "--fleet-agent"], 0)
+        Agent::start(
+            &[
+                "--auth-users",
+                &self.users(),
+                "--fleet-agent",
+                "--fleet-coordinators",
+                "coord",
+            ],
+            0,
+        )
     }
 
     /// Runs `fleet run` with the coordinator's credentials and this fleet's database.
@@ -422,7 +431,16 @@ fn a_dead_agent_fails_only_its_pairs_and_resume_runs_them() {
     // a->b, b->a, and a's and b's orders towards the dead one (which fail at the agent).
     assert_eq!(a.ordered().len() + b.ordered().len(), 2 + 2);
     // The dead agent comes back on its port; --resume runs only its 4 pairs.
-    let c = Agent::start(&["--auth-users", &f.users(), "--fleet-agent"], dead_port);
+    let c = Agent::start(
+        &[
+            "--auth-users",
+            &f.users(),
+            "--fleet-agent",
+            "--fleet-coordinators",
+            "coord",
+        ],
+        dead_port,
+    );
     let mut args = vec![
         "--agents",
         &list,

@@ -20,6 +20,8 @@ mod fake;
 mod figures;
 #[cfg(feature = "fleet")]
 mod fleet;
+#[cfg(feature = "fleet")]
+mod fleet_peers;
 mod hardening;
 mod iperf3;
 mod iperf3_client;

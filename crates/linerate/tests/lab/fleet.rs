@@ -154,7 +154,7 @@ impl Agent {
             .args(["serve", "--bind", &Bridge::addr(i), "-p", &port.to_string()])
             .arg("--auth-users")
             .arg(users)
-            .arg("--fleet-agent")
+            .args(["--fleet-agent", "--fleet-coordinators", "coord"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

@@ -1,15 +1,19 @@
 //! The report of a fleet run (`linerate report --fleet NAME`): the mesh as heat maps
 //! (source x destination; throughput or transactions/s, and retransmits, loss and rr p99
 //! when the test gave them), the worst pairs, the failures with their reasons, the
-//! interference check, and one section per stored pair (`id="run-ID"`) that every cell
-//! links to.
+//! interference check, and a section per stored pair (`id="run-ID"`) that its cells link
+//! to: every pair's in a fleet of up to [`MAX_DETAILED_RUNS`] runs, else the worst pairs'
+//! and the interference check's only, and every other cell names its run (`linerate report
+//! ID` shows it). So the page is bounded whatever the fleet's size: a few hundred bytes a
+//! pair for the maps and lists (a 200-agent fleet, 39,800 pairs: under 20 MB), and at most
+//! [`MAX_DETAILED_RUNS`] run sections.
 //!
 //! A map's colours span the run's own lowest and highest value of that figure (a legend in
 //! the figure's units says which is which); the darkest cell is the worst one. A pair that
 //! failed shows its reason, a pair that never ran says so: neither is a 0. Every string
 //! (agent names, host names, error texts: they come from the network and DNS) is escaped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use super::{run_details, Page};
@@ -20,6 +24,11 @@ use crate::model::RunRecord;
 
 /// How many of the worst pairs the page lists.
 pub const WORST_LISTED: usize = 5;
+/// Most run sections a page holds: a fleet with more runs gets sections for its worst
+/// pairs and its interference check only.
+pub const MAX_DETAILED_RUNS: usize = 64;
+/// Most failed pairs the page lists with their reasons (the maps show every one).
+pub const MAX_FAILED_LISTED: usize = 200;
 
 /// The heat maps' styles, added to the page's.
 pub const CSS: &str = "table.heat td{text-align:right;white-space:nowrap}table.heat td a{color:inherit}\
@@ -33,10 +42,44 @@ pub struct FleetInput {
     pub source: String,
     /// The run's record (`FleetRecord::from_runs` of the stored pairs).
     pub record: FleetRecord,
-    /// The pairs' stored records by run id (mesh and alone runs that ran).
+    /// The stored records of the runs in [`FleetInput::detailed`] that ran, by run id.
     pub runs: BTreeMap<i64, RunRecord>,
     /// The interference check's alone runs: run id, source, destination.
     pub alone: Vec<(i64, String, String)>,
+    /// The runs the page has a section for ([`detailed_runs`]); the others' cells name
+    /// their run.
+    pub detailed: BTreeSet<i64>,
+}
+
+/// The runs a page of `rec` has a section for: all of them (its pairs' and the `alone`
+/// re-runs') when they are at most [`MAX_DETAILED_RUNS`], else the worst pairs' and the
+/// interference check's.
+pub fn detailed_runs(rec: &FleetRecord, alone: &[(i64, String, String)]) -> BTreeSet<i64> {
+    let all = rec
+        .pairs
+        .iter()
+        .map(|p| p.run_id)
+        .chain(alone.iter().map(|a| a.0));
+    if rec.pairs.len() + alone.len() <= MAX_DETAILED_RUNS {
+        return all.collect();
+    }
+    let mesh_of = |s: &str, d: &str| {
+        rec.pairs
+            .iter()
+            .find(|p| p.source == s && p.destination == d)
+            .map(|p| p.run_id)
+    };
+    rec.worst(WORST_LISTED)
+        .iter()
+        .map(|p| p.run_id)
+        .chain(
+            rec.interference
+                .iter()
+                .flat_map(|c| [mesh_of(&c.source, &c.destination), c.alone_run_id])
+                .flatten(),
+        )
+        .take(MAX_DETAILED_RUNS)
+        .collect()
 }
 
 /// One heat map: a figure of each pair.
@@ -158,23 +201,40 @@ fn agent_label(rec: &FleetRecord, i: usize) -> String {
     }
 }
 
-fn pair_link(p: &PairResult, text: &str) -> String {
-    format!("<a href=\"#run-{}\">{}</a>", p.run_id, esc(text))
+/// `text` linked to the pair's run section when the page has one, else with the run's id
+/// in its title.
+fn pair_link(p: &PairResult, text: &str, detailed: &BTreeSet<i64>) -> String {
+    if detailed.contains(&p.run_id) {
+        format!("<a href=\"#run-{}\">{}</a>", p.run_id, esc(text))
+    } else {
+        format!("<span title=\"run {}\">{}</span>", p.run_id, esc(text))
+    }
 }
 
-/// One cell of a heat map: empty on the diagonal, the failure's reason, or the pair's
-/// figure coloured by its place in the run's range `(lo, hi)`, linked to its run.
-fn heat_cell(h: &mut String, pair: Option<&PairResult>, own: bool, m: &Map, (lo, hi): (f64, f64)) {
+/// One cell of a heat map: empty on the diagonal, the failure's reason (the primary map;
+/// the others say only `failed`), or the pair's figure coloured by its place in the run's
+/// range `(lo, hi)`, linked to its run.
+fn heat_cell(
+    h: &mut String,
+    pair: Option<&PairResult>,
+    (own, primary): (bool, bool),
+    m: &Map,
+    (lo, hi): (f64, f64),
+    detailed: &BTreeSet<i64>,
+) {
     match pair {
         _ if own => h.push_str("<td class=\"self\"></td>"),
         None => h.push_str("<td class=\"none\">not run</td>"),
+        Some(p) if p.status == PairStatus::Failed && !primary => {
+            h.push_str("<td class=\"failed\">failed</td>")
+        }
         Some(p) if p.status == PairStatus::Failed => {
             let why = p.error.as_deref().unwrap_or("failed");
             let _ = write!(
                 h,
                 "<td class=\"failed\" title=\"{}\">{}</td>",
-                esc(why),
-                pair_link(p, &format!("failed: {}", clip(why, 120)))
+                esc(&clip(why, 200)),
+                pair_link(p, &format!("failed: {}", clip(why, 60)), detailed)
             );
         }
         Some(p) => match (m.get)(p).filter(|v| v.is_finite()) {
@@ -182,15 +242,15 @@ fn heat_cell(h: &mut String, pair: Option<&PairResult>, own: bool, m: &Map, (lo,
                 let (bg, fg) = colour(position(v, lo, hi, m.higher_is_better));
                 let _ = write!(
                     h,
-                    "<td class=\"v\" style=\"background:{bg};color:{fg}\">{}</td>",
-                    pair_link(p, &value_text(m.metric, v))
+                    "<td style=\"background:{bg};color:{fg}\">{}</td>",
+                    pair_link(p, &value_text(m.metric, v), detailed)
                 );
             }
             None => {
                 let _ = write!(
                     h,
                     "<td class=\"none\">{}</td>",
-                    pair_link(p, "not measured")
+                    pair_link(p, "not measured", detailed)
                 );
             }
         },
@@ -231,7 +291,7 @@ fn legend(page: &mut Page, m: &Map, lo: f64, hi: f64) {
     page.html.push_str("</p>\n");
 }
 
-fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
+fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool, detailed: &BTreeSet<i64>) {
     let values: Vec<f64> = rec
         .pairs
         .iter()
@@ -261,14 +321,17 @@ fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
         );
     }
     h.push_str("</tr></thead><tbody>\n");
+    // Each pair found at once, not by a walk of every pair for every cell.
+    let index: HashMap<(&str, &str), &PairResult> = rec
+        .pairs
+        .iter()
+        .map(|p| ((p.source.as_str(), p.destination.as_str()), p))
+        .collect();
     for (i, s) in rec.agents.iter().enumerate() {
         let _ = write!(h, "<tr><th>{}</th>", esc(&agent_label(rec, i)));
         for d in &rec.agents {
-            let pair = rec
-                .pairs
-                .iter()
-                .find(|p| &p.source == s && &p.destination == d);
-            heat_cell(h, pair, s == d, m, (lo, hi));
+            let pair = index.get(&(s.as_str(), d.as_str())).copied();
+            heat_cell(h, pair, (s == d, always), m, (lo, hi), detailed);
         }
         h.push_str("</tr>\n");
     }
@@ -281,7 +344,7 @@ fn heat_map(page: &mut Page, rec: &FleetRecord, m: &Map, always: bool) {
 }
 
 /// The worst pairs of the run, each linked to its run.
-fn worst_pairs(page: &mut Page, rec: &FleetRecord) {
+fn worst_pairs(page: &mut Page, rec: &FleetRecord, detailed: &BTreeSet<i64>) {
     let worst = rec.worst(WORST_LISTED);
     if !worst.is_empty() {
         page.h2("Worst pairs");
@@ -303,7 +366,8 @@ fn worst_pairs(page: &mut Page, rec: &FleetRecord) {
                         p.source,
                         p.destination,
                         value_text(metric, v)
-                    )
+                    ),
+                    detailed
                 ),
                 p.round,
                 p.beside
@@ -313,22 +377,30 @@ fn worst_pairs(page: &mut Page, rec: &FleetRecord) {
     }
 }
 
-/// The failed pairs with their reasons.
-fn failed_pairs(page: &mut Page, rec: &FleetRecord) {
+/// The failed pairs with their reasons, the first [`MAX_FAILED_LISTED`] of them.
+fn failed_pairs(page: &mut Page, rec: &FleetRecord, detailed: &BTreeSet<i64>) {
     page.h2("Failed pairs");
     page.html.push_str("<ul class=\"warn\">\n");
-    for p in rec.failed() {
+    for p in rec.failed().take(MAX_FAILED_LISTED) {
         let _ = writeln!(
             page.html,
             "<li>{}: {}</li>",
             pair_link(
                 p,
-                &format!("{} -> {} (round {})", p.source, p.destination, p.round)
+                &format!("{} -> {} (round {})", p.source, p.destination, p.round),
+                detailed
             ),
-            esc(p.error.as_deref().unwrap_or("failed"))
+            esc(&clip(p.error.as_deref().unwrap_or("failed"), 300))
         );
     }
     page.html.push_str("</ul>\n");
+    let more = rec.failed().count().saturating_sub(MAX_FAILED_LISTED);
+    if more > 0 {
+        page.p(
+            "warn",
+            &format!("{more} more failed pairs: the map shows each one's reason in its cell's title, and `linerate history --tag fleet:{}` lists them", rec.name),
+        );
+    }
 }
 
 /// The interference check's table: each pair run again alone, and its verdict.
@@ -376,10 +448,24 @@ fn interference(page: &mut Page, rec: &FleetRecord, rr: bool) {
     );
 }
 
-/// A section per pair's stored run and per alone re-run, which the cells link to.
+/// A section per detailed pair's stored run and alone re-run, which the cells link to.
 fn run_sections(page: &mut Page, input: &FleetInput) {
     let rec = &input.record;
-    for p in &rec.pairs {
+    let shown = rec.pairs.len() + input.alone.len();
+    if input.detailed.len() < shown {
+        page.p(
+            "",
+            &format!(
+                "This page has a section for {} of the fleet's {shown} runs (the worst pairs and the interference check's); every other cell names its run in its title, and `linerate report ID` shows it.",
+                input.detailed.len()
+            ),
+        );
+    }
+    for p in rec
+        .pairs
+        .iter()
+        .filter(|p| input.detailed.contains(&p.run_id))
+    {
         let _ = writeln!(
             page.html,
             "<h2 id=\"run-{}\">{}</h2>",
@@ -399,7 +485,7 @@ fn run_sections(page: &mut Page, input: &FleetInput) {
         }
     }
     for (id, s, d) in &input.alone {
-        let Some(r) = input.runs.get(id) else {
+        let Some(r) = input.runs.get(id).filter(|_| input.detailed.contains(id)) else {
             continue;
         };
         let _ = writeln!(
@@ -446,11 +532,11 @@ pub(super) fn page(page: &mut Page, input: &FleetInput) -> (String, String) {
         if i < 2 && !primary {
             continue;
         }
-        heat_map(page, rec, m, primary);
+        heat_map(page, rec, m, primary, &input.detailed);
     }
-    worst_pairs(page, rec);
+    worst_pairs(page, rec, &input.detailed);
     if failed > 0 {
-        failed_pairs(page, rec);
+        failed_pairs(page, rec, &input.detailed);
     }
     if !rec.interference.is_empty() {
         interference(page, rec, rr);

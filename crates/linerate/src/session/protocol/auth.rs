@@ -132,6 +132,7 @@ impl Credentials {
         Ok(Credentials {
             user: user.to_string(),
             key: Key::derive(user, secret),
+            required: false,
         })
     }
 

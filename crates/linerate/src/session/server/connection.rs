@@ -346,7 +346,7 @@ impl Session<'_> {
                         .map(Box::new),
                     None => Err((
                         linerate_wire::control::ErrorCode::BadRequest,
-                        "this server takes no fleet orders: start it with `linerate serve --auth-users FILE --fleet-agent`".into(),
+                        "this server takes no fleet orders: start it with `linerate serve --auth-users FILE --fleet-agent --fleet-coordinators USER`".into(),
                     )),
                 };
                 self.feed(Input::OrderRan(r));

@@ -15,30 +15,68 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use linerate_wire::control::ErrorCode;
-use linerate_wire::fleet::{FleetOrder, FleetReport, MAX_ERROR_LEN};
+use linerate_wire::control::{ErrorCode, MAX_CONTROL_FRAME};
+use linerate_wire::fleet::{FleetOrder, FleetReport, MAX_ERROR_LEN, MAX_RECORD_CONTAINERS};
+use serde_json::value::RawValue;
 
 use crate::model::plan::Credentials;
 use crate::session::protocol::auth::Users;
 
+/// An order's test as [`OrderRunner::check`] parsed it, handed back to
+/// [`OrderRunner::run`]: the words are parsed once.
+pub type CheckedTest = Box<dyn std::any::Any + Send>;
+
 /// What runs an ordered test: parses its words, checks them against the agent's caps and
 /// runs it as a client of `order.target`.
 pub trait OrderRunner: Send + Sync {
-    /// Whether the agent takes this test (its words parse, its duration, streams and
-    /// options are within the agent's caps); the error says which cap or word.
-    fn check(&self, order: &FleetOrder) -> Result<(), String>;
-    /// Runs the test towards the target; the record (RunRecord as JSON) if the test ran far
-    /// enough to have one, and the error if it failed.
+    /// Whether the agent takes this test (its words are test options it allows, its
+    /// duration, streams, rate and target within the agent's caps), parsed; the error says
+    /// which cap or word, in one line.
+    fn check(&self, order: &FleetOrder) -> Result<CheckedTest, String>;
+    /// Runs the checked test towards the target; the record (RunRecord as JSON text) if
+    /// the test ran far enough to have one, and the error if it failed.
     fn run(
         &self,
+        test: CheckedTest,
         order: &FleetOrder,
         auth: Option<Credentials>,
-    ) -> (Option<serde_json::Value>, Option<String>);
+    ) -> (Option<Box<RawValue>>, Option<String>);
 }
 
-/// The agent: its runner and the one ordered test it may run at a time.
+/// Room a `fleet_report` frame needs besides its record: its id, times and error (each at
+/// most [`MAX_ERROR_LEN`] characters, up to 12 bytes each escaped) and the envelope.
+const REPORT_ROOM: usize = 4 * 12 * MAX_ERROR_LEN + 1024;
+
+/// The record and error to report: a record too large for a `fleet_report` frame, or with
+/// more containers than a coordinator takes, is left out and the test fails with that
+/// reason (the coordinator stores the pair as failed, and the agent logs it so).
+fn fit_record(
+    record: Option<Box<RawValue>>,
+    error: Option<String>,
+) -> (Option<Box<RawValue>>, Option<String>) {
+    let Some(rec) = record else {
+        return (None, error);
+    };
+    let room = MAX_CONTROL_FRAME as usize - REPORT_ROOM;
+    let len = rec.get().len();
+    let why = if len > room {
+        format!("the test's record is {len} bytes, more than a fleet_report carries ({room}): a shorter -t or a longer -i keeps it smaller")
+    } else if linerate_wire::fleet::containers(rec.get()) > MAX_RECORD_CONTAINERS {
+        format!("the test's record holds more than the {MAX_RECORD_CONTAINERS} objects and arrays a coordinator takes: a shorter -t or a longer -i keeps it smaller")
+    } else {
+        return (Some(rec), error);
+    };
+    (
+        None,
+        Some(error.map_or(why.clone(), |e| format!("{e}; {why}"))),
+    )
+}
+
+/// The agent: its runner, who may order, and the one ordered test it may run at a time.
 pub struct Agent {
     runner: Arc<dyn OrderRunner>,
+    /// The users who may order (`serve --fleet-coordinators`).
+    coordinators: Vec<String>,
     /// The id of the ordered test running, if any.
     running: Mutex<Option<String>>,
 }
@@ -65,10 +103,11 @@ pub fn now_rfc3339() -> String {
 }
 
 impl Agent {
-    /// An agent that runs orders with `runner`.
-    pub fn new(runner: Arc<dyn OrderRunner>) -> Agent {
+    /// An agent that runs orders from the users `coordinators` with `runner`.
+    pub fn new(runner: Arc<dyn OrderRunner>, coordinators: Vec<String>) -> Agent {
         Agent {
             runner,
+            coordinators,
             running: Mutex::new(None),
         }
     }
@@ -88,10 +127,20 @@ impl Agent {
                 "fleet orders are taken only from an authenticated user: start the agent with --auth-users FILE and the coordinator with --auth-user".into(),
             ));
         };
+        if !self.coordinators.iter().any(|c| c == user) {
+            return Err((
+                ErrorCode::BadRequest,
+                format!(
+                    "fleet orders are taken only from this agent's coordinators (serve --fleet-coordinators), and {} is not one",
+                    linerate_wire::text::clip(user, 64)
+                ),
+            ));
+        }
         order
             .check_sizes()
             .map_err(|e| (ErrorCode::BadRequest, format!("fleet order refused: {e}")))?;
-        self.runner
+        let checked = self
+            .runner
             .check(order)
             .map_err(|e| (ErrorCode::BadRequest, format!("fleet order refused: {e}")))?;
         let _slot = {
@@ -113,6 +162,7 @@ impl Agent {
         let auth = users.and_then(|u| u.key(user)).map(|k| Credentials {
             user: user.to_string(),
             key: k.clone(),
+            required: false,
         });
         let target = linerate_wire::text::escape(&order.target).into_owned();
         let test = linerate_wire::text::clip(&order.test.join(" "), 200);
@@ -124,7 +174,8 @@ impl Agent {
             linerate_wire::text::escape(user),
             peer.ip(),
         );
-        let (record, error) = self.runner.run(order, auth);
+        let (record, error) = self.runner.run(checked, order, auth);
+        let (record, error) = fit_record(record, error);
         let error = error.map(|e| linerate_wire::text::clip(&e, MAX_ERROR_LEN));
         let ended_at = now_rfc3339();
         let status = match &error {
@@ -158,24 +209,25 @@ mod tests {
         ran: AtomicUsize,
     }
     impl OrderRunner for Waiting {
-        fn check(&self, o: &FleetOrder) -> Result<(), String> {
+        fn check(&self, o: &FleetOrder) -> Result<CheckedTest, String> {
             if o.test[0] == "bad" {
                 return Err("not a test".into());
             }
-            Ok(())
+            Ok(Box::new(o.test.len()))
         }
         fn run(
             &self,
+            test: CheckedTest,
             _: &FleetOrder,
             auth: Option<Credentials>,
-        ) -> (Option<serde_json::Value>, Option<String>) {
+        ) -> (Option<Box<RawValue>>, Option<String>) {
+            // What check parsed comes back: the words are not parsed again.
+            assert_eq!(test.downcast_ref::<usize>(), Some(&3));
             self.ran.fetch_add(1, Ordering::SeqCst);
             self.inside.wait();
             self.leave.wait();
-            (
-                Some(serde_json::json!({"user": auth.map(|c| c.user)})),
-                None,
-            )
+            let rec = serde_json::json!({"user": auth.map(|c| c.user)});
+            (serde_json::value::to_raw_value(&rec).ok(), None)
         }
     }
 
@@ -195,14 +247,20 @@ mod tests {
             leave: Barrier::new(2),
             ran: AtomicUsize::new(0),
         });
-        let agent = Arc::new(Agent::new(runner.clone()));
-        let users = Users::parse("coord:secret-of-coord\n").unwrap();
+        let agent = Arc::new(Agent::new(runner.clone(), vec!["coord".into()]));
+        let users = Users::parse("coord:secret-of-coord\nother:secret-of-other\n").unwrap();
         let peer: SocketAddr = "198.18.0.9:40000".parse().unwrap();
         // Unauthenticated: refused before anything runs.
         let e = agent
             .take(&order("a"), None, Some(&users), peer)
             .unwrap_err();
         assert_eq!(e.0, ErrorCode::AuthRequired);
+        // Authenticated, but not one of the agent's coordinators: refused, nothing runs.
+        let e = agent
+            .take(&order("a"), Some("other"), Some(&users), peer)
+            .unwrap_err();
+        assert_eq!(e.0, ErrorCode::BadRequest);
+        assert!(e.1.contains("--fleet-coordinators"), "{}", e.1);
         // A test the runner refuses: bad_request, nothing runs.
         let mut bad = order("b");
         bad.test[0] = "bad".into();
@@ -236,7 +294,8 @@ mod tests {
         let report = first.join().unwrap().unwrap();
         assert_eq!(report.id, "d");
         // The runner got the ordering user's credentials from the agent's users file.
-        assert_eq!(report.record.unwrap()["user"], "coord");
+        let rec: serde_json::Value = serde_json::from_str(report.record.unwrap().get()).unwrap();
+        assert_eq!(rec["user"], "coord");
         // The slot is free again.
         let (a3, u3) = (agent.clone(), users.clone());
         let third =
@@ -245,5 +304,31 @@ mod tests {
         runner.leave.wait();
         assert!(third.join().unwrap().is_ok());
         assert_eq!(runner.ran.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_record_too_large_to_send_fails_the_test_with_the_reason() {
+        let raw = |s: String| Some(RawValue::from_string(s).unwrap());
+        // Just under the room: sent as it is.
+        let fits = format!(
+            "\"{}\"",
+            "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 2)
+        );
+        let (rec, err) = fit_record(raw(fits), None);
+        assert!(rec.is_some() && err.is_none());
+        // One byte more: no record, and the error says why.
+        let over = format!(
+            "\"{}\"",
+            "x".repeat(MAX_CONTROL_FRAME as usize - REPORT_ROOM - 1)
+        );
+        let (rec, err) = fit_record(raw(over), Some("cut short".into()));
+        let err = err.unwrap();
+        assert!(rec.is_none());
+        assert!(err.starts_with("cut short; the test's record is "), "{err}");
+        assert!(err.contains("-i"), "{err}");
+        // Small but made of more containers than a coordinator takes.
+        let many = format!("[{}]", vec!["[]"; MAX_RECORD_CONTAINERS].join(","));
+        let (rec, err) = fit_record(raw(many), None);
+        assert!(rec.is_none() && err.unwrap().contains("objects and arrays"));
     }
 }

@@ -86,11 +86,13 @@ pub(crate) fn fixture() -> FleetInput {
         record.pairs[0].source.clone(),
         record.pairs[0].destination.clone(),
     );
+    let alone = vec![(200, s, d)];
     FleetInput {
         source: "fleet rack7 in results.db".into(),
+        detailed: detailed_runs(&record, &alone),
         record,
         runs,
-        alone: vec![(200, s, d)],
+        alone,
     }
 }
 
@@ -244,4 +246,86 @@ fn an_rr_mesh_maps_transactions_and_p99() {
     assert!(html.contains("id=\"map-p99\""));
     assert!(!html.contains("id=\"map-throughput\""));
     assert!(!html.contains("id=\"map-retransmits\""));
+}
+
+#[test]
+fn a_200_agent_fleet_page_is_bounded_and_links_its_detail() {
+    // 200 agents, 39,800 pairs: every 7th failed with a reason as long as an agent may
+    // send (1,024 characters), the rest with throughput and retransmits.
+    const N: usize = 200;
+    let agents: Vec<String> = (0..N)
+        .map(|i| format!("198.18.{}.{}:5301", i / 250, i % 250 + 1))
+        .collect();
+    let long = format!("cannot reach the agent: {}", "x".repeat(1000));
+    let mut pairs = Vec::new();
+    for (r, round) in crate::fleet::plan::rounds(N).iter().enumerate() {
+        for p in round {
+            let n = pairs.len();
+            let failed = n % 7 == 3;
+            pairs.push(PairResult {
+                source: agents[p.source].clone(),
+                destination: agents[p.destination].clone(),
+                round: r + 1,
+                beside: round.len() - 1,
+                status: if failed {
+                    PairStatus::Failed
+                } else {
+                    PairStatus::Ok
+                },
+                error: failed.then(|| long.clone()),
+                run_id: 1000 + n as i64,
+                started_at: None,
+                figures: if failed {
+                    PairFigures::default()
+                } else {
+                    PairFigures {
+                        throughput_bps: Some(9.4e9 - n as f64 * 1e4),
+                        retransmits: Some(n as u64 % 97),
+                        ..PairFigures::default()
+                    }
+                },
+            });
+        }
+    }
+    assert_eq!(pairs.len(), N * (N - 1));
+    let mut input = fixture();
+    input.record.agents = agents;
+    input.record.pairs = pairs;
+    input.record.hosts.clear();
+    input.record.interference.clear();
+    input.alone.clear();
+    input.detailed = detailed_runs(&input.record, &input.alone);
+    assert!(input.detailed.len() <= MAX_DETAILED_RUNS);
+    input.runs = input
+        .detailed
+        .iter()
+        .map(|&id| (id, fixtures::tcp_send()))
+        .collect();
+    let started = std::time::Instant::now();
+    let html = build(&Input::Fleet(Box::new(input.clone()))).html;
+    let took = started.elapsed();
+    assert!(html.len() < 20 << 20, "{} bytes", html.len());
+    // A section for each detailed run only, and every link lands on one of them.
+    assert_eq!(html.matches("<h2 id=\"run-").count(), input.detailed.len());
+    for href in html.split("href=\"#run-").skip(1) {
+        let id: i64 = href[..href.find('"').unwrap()].parse().unwrap();
+        assert!(
+            input.detailed.contains(&id),
+            "a link to run {id}, which has no section"
+        );
+    }
+    // The others name their run, and the page says how to see it.
+    assert!(html.contains("<span title=\"run 1001\">"));
+    assert!(html.contains("`linerate report ID` shows it"));
+    // The failed list is cut, and says how many more there are.
+    let failed = input.record.failed().count();
+    assert!(html.contains(&format!("{} more failed pairs", failed - MAX_FAILED_LISTED)));
+    // No walk of every pair for every cell (1.6e9 comparisons a map, minutes): the page's
+    // bound in docs/ARCHITECTURE.md is 10 s, a debug build's own.
+    eprintln!(
+        "{} pairs: a page of {} bytes in {took:?}",
+        input.record.pairs.len(),
+        html.len()
+    );
+    assert!(took < std::time::Duration::from_secs(10), "{took:?}");
 }

@@ -684,6 +684,11 @@ impl ClientMachine {
         self.welcome = Some(w);
         let server = self.cfg.server.clone();
         let Some(ch) = challenge else {
+            if self.cfg.credentials.as_ref().is_some_and(|c| c.required) {
+                return self.failed(format!(
+                    "the server at {server} does not ask for authentication: it is not a server that shares this user's key"
+                ));
+            }
             if self.cfg.credentials.is_some() {
                 self.warnings.push(format!(
                     "the server at {server} does not ask for authentication: --auth-user was not used"

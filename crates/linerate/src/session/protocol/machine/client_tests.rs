@@ -168,6 +168,22 @@ fn welcome_opens_the_session_and_unused_credentials_are_named() {
 }
 
 #[test]
+fn required_credentials_refuse_a_server_that_does_not_ask_for_them() {
+    let t0 = Instant::now();
+    let creds = Credentials {
+        required: true,
+        ..alice()
+    };
+    let mut m = ClientMachine::new(cfg(Some(creds)), t0);
+    drain(&mut m);
+    let f = Features::from_names(&["tcp_stream"]);
+    m.handle(t0, msg(Message::Welcome(welcome(f))));
+    let e = m.error().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("does not ask for authentication"), "{e}");
+    assert_ne!(*m.phase(), Phase::Connected);
+}
+
+#[test]
 fn no_welcome_in_time_is_a_failure_and_early_calls_do_nothing() {
     let t0 = Instant::now();
     let mut m = ClientMachine::new(cfg(None), t0);
