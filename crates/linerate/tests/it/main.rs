@@ -19,6 +19,8 @@ mod diagnose;
 mod fake;
 #[cfg(feature = "fleet")]
 mod fleet;
+#[cfg(feature = "generate")]
+mod generate;
 mod hardening;
 mod iperf3;
 mod iperf3_client;
