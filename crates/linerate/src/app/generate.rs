@@ -95,18 +95,22 @@ mod tests {
                     .collect();
                 names.extend(arg.get_short().map(|s| format!("-{s}")));
                 if names.is_empty() {
-                    names.push(arg.get_id().as_str().to_uppercase());
+                    // A positional argument: its value name, as --help shows it.
+                    let value = arg.get_value_names().and_then(|v| v.first());
+                    names.push(
+                        value.map_or_else(
+                            || arg.get_id().as_str().to_uppercase(),
+                            |v| v.to_string(),
+                        ),
+                    );
                 }
                 for n in names {
                     assert!(text.contains(&n), "{name}'s page lacks {n}");
                 }
             }
             for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-                assert!(
-                    text.contains(sub.get_name()),
-                    "{name}'s page lacks {}",
-                    sub.get_name()
-                );
+                let page = format!("{}(1)", sub.get_display_name().unwrap_or(sub.get_name()));
+                assert!(text.contains(&page), "{name}'s page lacks {page}");
             }
         }
     }
