@@ -69,6 +69,8 @@ while IFS= read -r f; do
 done <<<"$files"
 [ -d /usr/share/linerate ] && left+=(/usr/share/linerate)
 [ -e /etc/default/linerate ] && left+=(/etc/default/linerate)
+# Nor a trace of the unit's state that deb-systemd-helper keeps (enabled, masked).
+while IFS= read -r f; do left+=("$f"); done < <(find /var/lib/systemd /etc/systemd -name 'linerate*' 2>/dev/null)
 ((${#left[@]} == 0)) || fail "dpkg -P left ${left[*]}"
 if dpkg -s linerate >/dev/null 2>&1; then fail "dpkg still knows linerate after -P"; fi
 echo "scripts/package-check.sh: $deb installed $(grep -c . <<<"$files") paths, its unit verified, and it was removed and purged leaving nothing"
