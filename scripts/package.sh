@@ -9,20 +9,24 @@
 #
 # Usage: bash scripts/package.sh              # builds the static release binary, then the .deb
 #        bash scripts/package.sh --no-build   # packages the static binary already built
+#        bash scripts/package.sh --no-build --fast   # and compresses it faster, larger (CI)
 # Prints the path of the .deb.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CARGO_DEB_VERSION=3.8.0
 TARGET=x86_64-unknown-linux-musl
 build=1
-case "${1:-}" in
---no-build) build=0 ;;
-"") ;;
-*)
-    echo "scripts/package.sh: unknown argument '$1': use no argument or --no-build" >&2
-    exit 2
-    ;;
-esac
+deb_args=()
+for a in "$@"; do
+    case "$a" in
+    --no-build) build=0 ;;
+    --fast) deb_args+=(--fast) ;;
+    *)
+        echo "scripts/package.sh: unknown argument '$a': use --no-build, --fast or neither" >&2
+        exit 2
+        ;;
+    esac
+done
 if ! cargo deb --version 2>/dev/null | grep -qF "$CARGO_DEB_VERSION"; then
     cargo install cargo-deb --locked --version "$CARGO_DEB_VERSION" >&2
 fi
@@ -46,5 +50,5 @@ gzip -9n "$stage"/man/*.1
 "$bin" generate completions zsh >"$stage/completions/_linerate"
 "$bin" generate completions fish >"$stage/completions/linerate.fish"
 # The release profile strips symbols already.
-deb=$(cargo deb -p linerate --no-build --no-strip --target "$TARGET" --output "${CARGO_TARGET_DIR:-target}/debian/" | tail -n 1)
+deb=$(cargo deb -p linerate --no-build --no-strip "${deb_args[@]}" --target "$TARGET" --output "${CARGO_TARGET_DIR:-target}/debian/" | tail -n 1)
 echo "$deb"

@@ -258,10 +258,10 @@ rm -f "$port_file"
 echo "scripts/test.sh: the static build ($static) served the usual build's tests and ran its demo"
 
 # The Debian package of that static build (scripts/package.sh --no-build: cargo-deb, pinned,
-# installed into ~/.cargo/bin the first time), installed, checked, removed and purged with
+# installed into ~/.cargo/bin the first time; --fast: its quicker compression), installed, checked, removed and purged with
 # dpkg, its unit verified and rated by systemd-analyze offline (scripts/package-check.sh).
 stage "debian package"
-deb=$(bash scripts/package.sh --no-build)
+deb=$(bash scripts/package.sh --no-build --fast)
 bash scripts/package-check.sh "$deb"
 
 # The Kubernetes objects of `linerate fleet manifests` (both agent variants, with and without
