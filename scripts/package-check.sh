@@ -17,6 +17,13 @@ fail() {
 if dpkg -s linerate >/dev/null 2>&1; then
     fail "linerate is installed already: remove it first (dpkg -P linerate)"
 fi
+pages_dir=$(mktemp -d)
+# On any failure, the package is purged too: the next run starts from a clean machine.
+cleanup() {
+    rm -rf "$pages_dir"
+    if dpkg -s linerate >/dev/null 2>&1; then dpkg -P linerate >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
 dpkg -i "$deb" >/dev/null
 files=$(dpkg -L linerate)
 unit=/usr/lib/systemd/system/linerate.service
@@ -29,8 +36,6 @@ for f in /usr/bin/linerate /usr/share/man/man1/linerate.1.gz /usr/share/man/man1
     [ -f "$f" ] || fail "the package did not install $f"
 done
 # One page per visible command: as many as the binary writes.
-pages_dir=$(mktemp -d)
-trap 'rm -rf "$pages_dir"' EXIT
 /usr/bin/linerate generate man "$pages_dir" 2>/dev/null
 want=$(find "$pages_dir" -name '*.1' | wc -l)
 have=$(find /usr/share/man/man1 -name 'linerate*.1.gz' | wc -l)
