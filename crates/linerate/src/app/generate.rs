@@ -39,7 +39,10 @@ pub fn man_pages(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut pages = Vec::new();
     for cmd in visible_commands(&command_tree()) {
-        let man = clap_mangen::Man::new(cmd.clone());
+        // Every page's footer names linerate and its version (a subcommand has no version
+        // of its own).
+        let man = clap_mangen::Man::new(cmd.clone())
+            .source(format!("linerate {}", env!("CARGO_PKG_VERSION")));
         let path = man
             .generate_to(dir)
             .with_context(|| format!("cannot write a man page in {}", dir.display()))?;
@@ -124,6 +127,9 @@ mod tests {
             .filter_map(|p| p.file_name()?.to_str().map(str::to_string))
             .collect();
         assert!(names.contains(&"linerate.1".to_string()), "{names:?}");
+        let tcp = std::fs::read_to_string(dir.path().join("linerate-tcp.1")).expect("page");
+        let version = format!("linerate {}", env!("CARGO_PKG_VERSION"));
+        assert!(tcp.contains(&version), "{tcp}");
         assert!(names.contains(&"linerate-tcp.1".to_string()), "{names:?}");
         assert!(
             !names
