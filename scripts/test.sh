@@ -3,8 +3,8 @@
 # (network namespaces, packet capture) that need root and are #[ignore]d in a plain
 # `cargo test`. Run as root on Debian: the lab tests create and remove their own
 # namespaces. Installs the system tools it needs (iproute2, nftables, procps,
-# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, linux-perf, strace, chromium) when
-# they are missing.
+# fonts-dejavu-core, tshark, tcptrace, tcpdump, iperf3, linux-perf, strace, systemd, man-db,
+# chromium) when they are missing, and cargo-deb (scripts/package.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -64,6 +64,11 @@ command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 # The witness of the copy-free system calls (tests/it/copy_modes.rs: --zerocopy,
 # --sendfile, --no-rx-copy as the kernel's tracer decodes them).
 command -v strace >/dev/null 2>&1 || need+=(strace)
+# The Debian package's checks: systemd-analyze (verify, security; offline, no running systemd
+# needed) and man, which renders the man pages in tests/it/generate.rs and lets `verify` find
+# the unit's Documentation= page.
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+command -v man >/dev/null 2>&1 || need+=(man-db)
 # bench/report.py's doctests (the statistics of the benchmark's targets table).
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The virtual environment that holds Apache Otava for the change-point cross-check.
@@ -265,6 +270,13 @@ kill "$static_pid"
 "$static" demo >/dev/null
 rm -f "$port_file"
 echo "scripts/test.sh: the static build ($static) served the usual build's tests and ran its demo"
+
+# The Debian package of that static build (scripts/package.sh --no-build: cargo-deb, pinned,
+# installed into ~/.cargo/bin the first time; --fast: its quicker compression), installed, checked, removed and purged with
+# dpkg, its unit verified and rated by systemd-analyze offline (scripts/package-check.sh).
+stage "debian package"
+deb=$(bash scripts/package.sh --no-build --fast)
+bash scripts/package-check.sh "$deb"
 
 # The Kubernetes objects of `linerate fleet manifests` (both agent variants, with and without
 # a namespace) checked against Kubernetes' own schemas, offline, by kubernetes-validate

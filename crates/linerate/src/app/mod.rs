@@ -23,6 +23,8 @@ mod demo;
 pub mod doctor;
 #[cfg(feature = "fleet")]
 mod fleet;
+#[cfg(feature = "generate")]
+mod generate;
 #[cfg(feature = "store")]
 mod history;
 mod keep;
@@ -71,6 +73,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Report(a) => report::command(&a),
         #[cfg(feature = "fleet")]
         Command::Fleet(a) => fleet::command(&a),
+        #[cfg(feature = "generate")]
+        Command::Generate(a) => generate::command(&a),
     }
 }
 

@@ -8,6 +8,8 @@ use clap::{Parser, Subcommand};
 use super::analyze;
 #[cfg(feature = "fleet")]
 use super::fleet;
+#[cfg(feature = "generate")]
+use super::generate;
 #[cfg(feature = "lab")]
 use super::lab;
 #[cfg(feature = "report")]
@@ -142,6 +144,10 @@ pub enum Command {
     /// Print the JSON Schema of a record.
     #[command(hide = true)]
     Schema(schema::SchemaArgs),
+    #[cfg(feature = "generate")]
+    /// Write the man pages or a shell's completions (for packages: scripts/package.sh).
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
 }
 
 #[cfg(test)]

@@ -14,6 +14,8 @@ pub mod demo;
 pub mod doctor;
 #[cfg(feature = "fleet")]
 pub mod fleet;
+#[cfg(feature = "generate")]
+pub mod generate;
 #[cfg(feature = "store")]
 pub mod history;
 #[cfg(feature = "lab")]

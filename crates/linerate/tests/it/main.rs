@@ -22,6 +22,8 @@ mod figures;
 mod fleet;
 #[cfg(feature = "fleet")]
 mod fleet_peers;
+#[cfg(feature = "generate")]
+mod generate;
 mod hardening;
 mod iperf3;
 mod iperf3_client;
