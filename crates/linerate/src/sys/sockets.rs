@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
+use super::net::errno;
+
 use linerate_wire::control::{TestSpec, Transport};
 
 /// Options for one end's data sockets.
@@ -121,7 +123,7 @@ pub fn connect_tcp_with(
     }
     if let Err(e) = sock.connect(&addr.into()) {
         return Err(match e.raw_os_error() {
-            Some(libc::EINPROGRESS) | Some(libc::EAGAIN) => io::Error::new(
+            Some(errno::EINPROGRESS) | Some(errno::EAGAIN) => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("connecting to {addr} timed out after {timeout:?}"),
             ),

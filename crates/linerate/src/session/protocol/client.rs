@@ -5,7 +5,7 @@
 //! interval or deadline, and feeds it; the protocol's decisions are the machine's.
 
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
+use crate::sys::net::AsSock;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -204,7 +204,7 @@ impl Connection {
 
     /// The control connection's smoothed RTT from TCP_INFO, microseconds.
     pub fn rtt_us(&self) -> Option<u32> {
-        crate::sys::tcp_info::read_tcp_info(self.stream.as_fd())
+        crate::sys::tcp_info::read_tcp_info(self.stream.as_sock())
             .ok()
             .map(|i| i.rtt_us)
             .filter(|&r| r > 0)
