@@ -741,8 +741,8 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                 sndbuf,
                 rcvbuf,
                 tcp_info,
-                mss: s.mss().ok(),
-                congestion: s.tcp_congestion().ok().and_then(|c| {
+                mss: sys::net::opt::mss(&s).ok(),
+                congestion: sys::net::opt::congestion(&s).ok().and_then(|c| {
                     sys::sockets::congestion_name(&c)
                         .map_err(|w| {
                             if !warnings.contains(&w) {

@@ -4,11 +4,11 @@
 //! and return a [`StreamOutcome`] when they end. Every blocking call is bounded by a socket
 //! time-out so that a loop notices its stop flag within [`POLL`].
 
+use crate::sys::net::{self, errno, AsSock};
+use crate::sys::process;
 use portable_atomic::AtomicU64;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, UdpSocket};
-use crate::sys::net::{self, errno, AsSock};
-use crate::sys::process;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,10 +19,10 @@ use linerate_wire::report::{ProcessCpu, UdpRxReport};
 use linerate_wire::stream_hello;
 
 use super::meter::ThreadCpu;
-use crate::sys::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
 use super::rawgen::RawSender;
 use crate::sys;
+use crate::sys::mmsg::{self, RecvBatch};
 use linerate_wire::control::{RecvMode, SendMode};
 use linerate_wire::report::{TxPath, ZerocopyReport};
 
@@ -891,8 +891,7 @@ const RX_COALESCE: Duration = Duration::from_micros(50);
 fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>) -> io::Result<()> {
     sock.set_read_timeout(Some(POLL))?;
     let l = ctx.write_size.max(probe::LEN);
-    let gro = ctx.udp_offload
-        && net::enable_udp_gro(sock);
+    let gro = ctx.udp_offload && net::enable_udp_gro(sock);
     let mut batch = if gro {
         RecvBatch::new(8, 65_536)
     } else {

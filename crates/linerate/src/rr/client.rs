@@ -19,10 +19,10 @@
 //! ([`Schedule`]); latency is measured from it, and from the actual write into a second
 //! histogram. Without one, the two are the same and only one histogram is kept.
 
+use crate::sys::net::AsSock;
 use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{TcpStream, UdpSocket};
-use crate::sys::net::AsSock;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,9 @@
 //! loop ([`super::client`]) or a responder ([`super::server`]), the meter both engines share
 //! ([`crate::engine::meter`]) over the streams' [`RrCounters`], and the end's report.
 
+use crate::sys::net::AsSock;
 use portable_atomic::AtomicU64;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use crate::sys::net::AsSock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
@@ -659,7 +659,7 @@ fn stream_report(
 
 fn tcp_facts(t: &TcpStream) -> (Option<u32>, Option<linerate_wire::report::TcpInfoReport>) {
     (
-        socket2::SockRef::from(t).mss().ok(),
+        sys::net::opt::mss(&socket2::SockRef::from(t)).ok(),
         sys::tcp_info::read_tcp_info(t.as_sock()).ok(),
     )
 }

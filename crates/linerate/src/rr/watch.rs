@@ -15,8 +15,8 @@
 //! watchdog's last look at the stop flag sees the flag itself ([`Watch::hold`] checks it
 //! after publishing).
 
-use std::io;
 use crate::sys::net::{self, AsSock, RawSock};
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;

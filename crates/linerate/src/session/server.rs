@@ -495,7 +495,7 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     if addr.is_ipv6() {
         s.set_only_v6(false)?;
     }
-    s.set_reuse_port(true)?;
+    crate::sys::net::opt::set_reuse_port(&s, true)?;
     s.bind(&addr.into())?;
     Ok(s.into())
 }

@@ -55,6 +55,7 @@ pub mod kallsyms;
 pub mod listen;
 pub mod neigh;
 pub mod netdev;
+pub mod nic;
 pub mod qdisc;
 pub mod resolve;
 pub mod rusage;

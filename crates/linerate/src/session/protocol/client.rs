@@ -4,8 +4,8 @@
 //! work: it performs the machine's actions, waits for the next control message, engine
 //! interval or deadline, and feeds it; the protocol's decisions are the machine's.
 
-use std::net::{SocketAddr, TcpStream, UdpSocket};
 use crate::sys::net::AsSock;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;

@@ -164,3 +164,35 @@ pub fn if_index(name: &str) -> Result<u32, String> {
 /// inherit the listener's non-blocking mode).
 #[inline]
 pub fn after_accept(_stream: &std::net::TcpStream) {}
+
+/// The TCP socket options socket2 offers on Linux only: the MSS (TCP_MAXSEG), the
+/// congestion control (TCP_CONGESTION), the IPv6 traffic class and SO_REUSEPORT.
+pub mod opt {
+    use socket2::{SockRef, Socket};
+    use std::io;
+
+    /// TCP_MAXSEG.
+    pub fn mss(s: &SockRef<'_>) -> io::Result<u32> {
+        s.mss()
+    }
+    /// Sets TCP_MAXSEG.
+    pub fn set_mss(s: &SockRef<'_>, mss: u32) -> io::Result<()> {
+        s.set_mss(mss)
+    }
+    /// TCP_CONGESTION (the kernel's 16-byte buffer).
+    pub fn congestion(s: &SockRef<'_>) -> io::Result<Vec<u8>> {
+        s.tcp_congestion()
+    }
+    /// Sets TCP_CONGESTION.
+    pub fn set_congestion(s: &SockRef<'_>, name: &[u8]) -> io::Result<()> {
+        s.set_tcp_congestion(name)
+    }
+    /// Sets IPV6_TCLASS.
+    pub fn set_tclass_v6(s: &SockRef<'_>, tclass: u32) -> io::Result<()> {
+        s.set_tclass_v6(tclass)
+    }
+    /// Sets SO_REUSEPORT.
+    pub fn set_reuse_port(s: &Socket, on: bool) -> io::Result<()> {
+        s.set_reuse_port(on)
+    }
+}

@@ -11,7 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-pub use super::samples::{RawSample, RawSamples, SamplerConfig, MAX_CHAIN, MAX_CHAIN_FRAMES, MAX_SAMPLES};
+pub use super::samples::{
+    RawSample, RawSamples, SamplerConfig, MAX_CHAIN, MAX_CHAIN_FRAMES, MAX_SAMPLES,
+};
 
 /// A running sampler.
 pub struct Sampler {

@@ -7,11 +7,11 @@
 
 use std::io;
 
-// The portable modules the backend's files reach as `super::x`.
-use super::{iface, samples};
-
+// Audited unsafe: SetThreadAffinityMask; every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
 pub mod affinity;
 mod linux_only;
+pub mod mmsg;
 // Audited unsafe: the Winsock calls (WSAPoll, recv, send, shutdown, ioctlsocket); every
 // block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
@@ -28,9 +28,9 @@ pub mod system;
 #[allow(unsafe_code)]
 pub mod tcp_info;
 
-pub use linux_only::{afpacket, capture, ethtool, mmsg, perf, rseq, zerocopy};
 #[cfg(any(test, panic = "abort"))]
 pub use linux_only::supervise;
+pub use linux_only::{afpacket, capture, ethtool, perf, rseq, zerocopy};
 
 /// The error of what only Linux can do: `what` "needs Linux".
 pub(crate) fn needs_linux(what: &str) -> io::Error {

@@ -103,7 +103,11 @@ pub enum Recv {
 fn ready_now(s: Sock<'_>, write: bool) -> io::Result<()> {
     let mut fd = ws::WSAPOLLFD {
         fd: s.as_raw_socket() as ws::SOCKET,
-        events: if write { ws::POLLWRNORM } else { ws::POLLRDNORM },
+        events: if write {
+            ws::POLLWRNORM
+        } else {
+            ws::POLLRDNORM
+        },
         revents: 0,
     };
     // SAFETY: one initialised entry of an open socket, borrowed for the call.
@@ -127,7 +131,14 @@ pub fn recv(s: Sock<'_>, buf: &mut [u8], how: Recv) -> io::Result<usize> {
     }
     let len = i32::try_from(buf.len()).unwrap_or(i32::MAX);
     // SAFETY: `buf` is writable for `len` bytes; the socket is open for the call.
-    let n = unsafe { ws::recv(s.as_raw_socket() as ws::SOCKET, buf.as_mut_ptr(), len, flags) };
+    let n = unsafe {
+        ws::recv(
+            s.as_raw_socket() as ws::SOCKET,
+            buf.as_mut_ptr(),
+            len,
+            flags,
+        )
+    };
     match usize::try_from(n) {
         Ok(n) => Ok(n),
         Err(_) => {
@@ -198,4 +209,40 @@ pub fn if_index(name: &str) -> Result<u32, String> {
 /// listener's non-blocking mode, Linux's do not.
 pub fn after_accept(stream: &TcpStream) {
     let _ = stream.set_nonblocking(false);
+}
+
+/// The TCP socket options that are Linux's: the MSS, the congestion control (its
+/// algorithm is the system's on Windows), the IPv6 traffic class and SO_REUSEPORT.
+pub mod opt {
+    use socket2::{SockRef, Socket};
+    use std::io;
+
+    fn linux<T>(what: &str) -> io::Result<T> {
+        Err(super::super::needs_linux(what))
+    }
+
+    /// TCP_MAXSEG is not read here.
+    pub fn mss(_s: &SockRef<'_>) -> io::Result<u32> {
+        linux("reading TCP_MAXSEG")
+    }
+    /// Refused.
+    pub fn set_mss(_s: &SockRef<'_>, _mss: u32) -> io::Result<()> {
+        linux("--mss (TCP_MAXSEG)")
+    }
+    /// Refused.
+    pub fn congestion(_s: &SockRef<'_>) -> io::Result<Vec<u8>> {
+        linux("TCP_CONGESTION")
+    }
+    /// Refused.
+    pub fn set_congestion(_s: &SockRef<'_>, _name: &[u8]) -> io::Result<()> {
+        linux("--congestion (TCP_CONGESTION)")
+    }
+    /// Refused.
+    pub fn set_tclass_v6(_s: &SockRef<'_>, _tclass: u32) -> io::Result<()> {
+        linux("--tos over IPv6 (IPV6_TCLASS)")
+    }
+    /// SO_REUSEPORT is Linux's; Windows binds the port alone. Nothing to do.
+    pub fn set_reuse_port(_s: &Socket, _on: bool) -> io::Result<()> {
+        Ok(())
+    }
 }

@@ -9,15 +9,17 @@ use linerate_wire::report::ProcessCpu;
 use windows_sys::Win32::Foundation::FILETIME;
 use windows_sys::Win32::System::Performance::{QueryPerformanceCounter, QueryPerformanceFrequency};
 use windows_sys::Win32::System::Threading::{
-    GetActiveProcessorCount, GetCurrentProcess, GetCurrentThread, GetProcessTimes,
-    GetThreadTimes, ALL_PROCESSOR_GROUPS,
+    GetActiveProcessorCount, GetCurrentProcess, GetCurrentThread, GetProcessTimes, GetThreadTimes,
+    ALL_PROCESSOR_GROUPS,
 };
 
 /// The performance counter in nanoseconds (monotonic, one per boot); `None` if unreadable.
 pub fn monotonic_ns() -> Option<u64> {
     let (mut count, mut freq) = (0i64, 0i64);
     // SAFETY: both calls write one i64 each into the locals.
-    let ok = unsafe { QueryPerformanceCounter(&mut count) != 0 && QueryPerformanceFrequency(&mut freq) != 0 };
+    let ok = unsafe {
+        QueryPerformanceCounter(&mut count) != 0 && QueryPerformanceFrequency(&mut freq) != 0
+    };
     let (count, freq) = (u128::try_from(count).ok()?, u128::try_from(freq).ok()?);
     if !ok || freq == 0 {
         return None;
