@@ -79,3 +79,13 @@ mod tests {
         assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
     }
 }
+
+/// The CPU ticks when the OS has no /proc/stat: Linux has it, so none here (sys::cpu reads
+/// the file).
+#[inline]
+pub fn cpu_ticks() -> Option<(
+    linerate_wire::device::CpuTick,
+    Vec<(u32, linerate_wire::device::CpuTick)>,
+)> {
+    None
+}

@@ -90,3 +90,90 @@ pub fn adapter_addresses() -> io::Result<Vec<(String, IpAddr)>> {
 pub fn adapter_index(_name: &str) -> Option<u32> {
     None
 }
+
+/// `SYSTEM_PROCESSOR_PERFORMANCE_INFORMATION` (winternl.h), times in 100 ns.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct ProcessorTimes {
+    idle: i64,
+    /// Kernel time, idle included.
+    kernel: i64,
+    user: i64,
+    dpc: i64,
+    interrupt: i64,
+    interrupt_count: u32,
+}
+
+#[link(name = "ntdll")]
+extern "system" {
+    fn NtQuerySystemInformation(
+        class: u32,
+        info: *mut core::ffi::c_void,
+        len: u32,
+        ret: *mut u32,
+    ) -> i32;
+}
+
+/// SystemProcessorPerformanceInformation.
+const PROCESSOR_PERFORMANCE: u32 = 8;
+
+/// 100 ns units to USER_HZ ticks (1/100 s), /proc/stat's unit.
+fn ticks(t: i64) -> u64 {
+    u64::try_from(t).unwrap_or(0) / 100_000
+}
+
+/// Each processor's times (NtQuerySystemInformation) as /proc/stat's ticks: user, kernel
+/// (less idle, DPC and interrupt time), idle, interrupts as `irq` and DPCs (Windows's
+/// deferred interrupt work) as `softirq`. Windows has no nice, iowait or steal time: they
+/// stay 0. `None` if the call fails.
+pub fn cpu_ticks() -> Option<(
+    linerate_wire::device::CpuTick,
+    Vec<(u32, linerate_wire::device::CpuTick)>,
+)> {
+    use linerate_wire::device::CpuTick;
+    let n = usize::try_from(online_cpu_count()?).ok()?;
+    let mut buf = vec![ProcessorTimes::default(); n];
+    let len = u32::try_from(std::mem::size_of_val(buf.as_slice())).ok()?;
+    let mut got = 0u32;
+    // SAFETY: `buf` is writable for `len` bytes; the call writes whole entries.
+    let status = unsafe {
+        NtQuerySystemInformation(
+            PROCESSOR_PERFORMANCE,
+            buf.as_mut_ptr().cast(),
+            len,
+            &mut got,
+        )
+    };
+    if status < 0 {
+        return None;
+    }
+    let entries = (got as usize / std::mem::size_of::<ProcessorTimes>()).min(n);
+    let mut total = CpuTick::default();
+    let mut per_cpu = Vec::with_capacity(entries);
+    for (i, p) in buf.iter().take(entries).enumerate() {
+        let busy_kernel = p
+            .kernel
+            .saturating_sub(p.idle)
+            .saturating_sub(p.dpc)
+            .saturating_sub(p.interrupt);
+        let t = CpuTick {
+            user: ticks(p.user),
+            system: ticks(busy_kernel),
+            idle: ticks(p.idle),
+            irq: ticks(p.interrupt),
+            softirq: ticks(p.dpc),
+            ..CpuTick::default()
+        };
+        for (sum, v) in [
+            (&mut total.user, t.user),
+            (&mut total.system, t.system),
+            (&mut total.idle, t.idle),
+            (&mut total.irq, t.irq),
+            (&mut total.softirq, t.softirq),
+        ] {
+            *sum = sum.saturating_add(v);
+        }
+        per_cpu.push((u32::try_from(i).ok()?, t));
+    }
+    (!per_cpu.is_empty()).then_some((total, per_cpu))
+}
