@@ -12,6 +12,7 @@ use crate::cli::UsageError;
 
 /// Runs a `linerate lab` subcommand.
 pub fn command(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::linux_only("linerate lab (network namespaces)")?;
     match &a.command {
         LabCommand::Up(u) => up(u),
         LabCommand::Down { name } => down(name),

@@ -68,6 +68,22 @@ pub fn process_cpu() -> Option<ProcessCpu> {
     usage(UsageWho::RUSAGE_SELF)
 }
 
+/// The CPU ticks when the OS has no /proc/stat: Linux has it, so none here (sys::cpu reads
+/// the file).
+#[inline]
+pub fn cpu_ticks() -> Option<(
+    linerate_wire::device::CpuTick,
+    Vec<(u32, linerate_wire::device::CpuTick)>,
+)> {
+    None
+}
+
+/// Why `what` cannot run on this OS: never on Linux.
+#[inline]
+pub fn needs_linux(_what: &str) -> Option<String> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,14 +94,4 @@ mod tests {
         assert_eq!(timeval_ns(TimeVal::new(2, 500)), Some(2_000_500_000));
         assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
     }
-}
-
-/// The CPU ticks when the OS has no /proc/stat: Linux has it, so none here (sys::cpu reads
-/// the file).
-#[inline]
-pub fn cpu_ticks() -> Option<(
-    linerate_wire::device::CpuTick,
-    Vec<(u32, linerate_wire::device::CpuTick)>,
-)> {
-    None
 }

@@ -241,8 +241,9 @@ pub mod opt {
     pub fn set_tclass_v6(_s: &SockRef<'_>, _tclass: u32) -> io::Result<()> {
         linux("--tos over IPv6 (IPV6_TCLASS)")
     }
-    /// SO_REUSEPORT is Linux's; Windows binds the port alone. Nothing to do.
-    pub fn set_reuse_port(_s: &Socket, _on: bool) -> io::Result<()> {
-        Ok(())
+    /// SO_REUSEPORT is Linux's: Windows's SO_REUSEADDR lets sockets share a UDP port
+    /// the same way (the server's test sockets and its iperf3 port).
+    pub fn set_reuse_port(s: &Socket, on: bool) -> io::Result<()> {
+        s.set_reuse_address(on)
     }
 }

@@ -177,3 +177,10 @@ pub fn cpu_ticks() -> Option<(
     }
     (!per_cpu.is_empty()).then_some((total, per_cpu))
 }
+
+/// Why `what` cannot run here: it is Linux's.
+pub fn needs_linux(what: &str) -> Option<String> {
+    Some(format!(
+        "{what} needs Linux: this is the Windows build (README.md, \"On Windows\")"
+    ))
+}
