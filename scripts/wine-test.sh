@@ -53,7 +53,8 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {
     for _ in $(seq 1 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        # A listening socket, not a connection: `iperf3 -s -1` would take it for its test.
+        ss -Hltn "sport = :$1" | grep -q . && return 0
         sleep 0.1
     done
     echo "wine-test: nothing listens on port $1" >&2
@@ -77,16 +78,16 @@ lport=$(free_port)
 "$lin" serve --bind 127.0.0.1 -p "$lport" >"$out/lserve.log" 2>&1 &
 pids+=($!)
 wait_port "$lport"
-"$WINE" "$exe" tcp 127.0.0.1 -p "$lport" -t 1 --format json >"$out/wclient-tcp.json"
-"$WINE" "$exe" udp 127.0.0.1 -p "$lport" -t 1 -b 10M --format json >"$out/wclient-udp.json"
-"$WINE" "$exe" rr 127.0.0.1 -p "$lport" -t 1 --format json >"$out/wclient-rr.json"
+"$WINE" "$exe" tcp 127.0.0.1 -p "$lport" -t 1 --no-store --format json >"$out/wclient-tcp.json"
+"$WINE" "$exe" udp 127.0.0.1 -p "$lport" -t 1 -b 10M --no-store --format json >"$out/wclient-udp.json"
+"$WINE" "$exe" rr 127.0.0.1 -p "$lport" -t 1 --no-store --format json >"$out/wclient-rr.json"
 
 # iperf3 server, Windows client.
 iport=$(free_port)
 iperf3 -s -1 -B 127.0.0.1 -p "$iport" >"$out/iperf3s.log" 2>&1 &
 pids+=($!)
 wait_port "$iport"
-"$WINE" "$exe" tcp 127.0.0.1 --iperf3 -p "$iport" -t 1 --format json >"$out/wclient-iperf3.json"
+"$WINE" "$exe" tcp 127.0.0.1 --iperf3 -p "$iport" -t 1 --no-store --format json >"$out/wclient-iperf3.json"
 
 python3 scripts/wine/check.py "$out" docs/json-schema/run-v1.json
 echo "wine-test: passed in $((SECONDS - start)) s" >&2
