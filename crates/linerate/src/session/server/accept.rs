@@ -101,6 +101,7 @@ impl Server {
         };
         let ip = sockets::canonical(peer.ip());
         // Descriptors are the lowest free: a number this high means nearly all are open.
+        #[allow(clippy::unnecessary_cast)] // an i32 descriptor on Linux, a u64 SOCKET on Windows
         let fd = stream.raw_sock() as u64;
         let keep = FD_RESERVE + MAX_BUSY_ANSWERS as u64;
         if fd >= self.ctx.open_files.saturating_sub(keep) {

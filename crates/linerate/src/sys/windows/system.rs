@@ -41,7 +41,7 @@ pub fn uname() -> (Option<String>, Option<String>) {
 /// Active processors in all processor groups; `None` if it does not say.
 pub fn online_cpu_count() -> Option<u32> {
     // SAFETY: no arguments but a constant; returns a count.
-    let n = unsafe { GetActiveProcessorCount(ALL_PROCESSOR_GROUPS as u16) };
+    let n = unsafe { GetActiveProcessorCount(ALL_PROCESSOR_GROUPS) };
     (n > 0).then_some(n)
 }
 
