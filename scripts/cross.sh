@@ -33,6 +33,10 @@
 #   powerpc-unknown-linux-gnu       powerpc-linux-gnu-gcc, glibc, static (not PIE)
 #   powerpc64-unknown-linux-gnu     powerpc64-linux-gnu-gcc, glibc, static (not PIE)
 #   riscv64gc-unknown-linux-gnu     riscv64-linux-gnu-gcc, glibc, static (not PIE)
+#   x86_64-pc-windows-gnu           x86_64-w64-mingw32-gcc (Debian's mingw-w64): linerate.exe,
+#                                   its C runtime and libgcc linked in, so that it imports only
+#                                   Windows's own DLLs (checked with objdump); at most 8 MB.
+#                                   Linux-only options are refused there (README, "On Windows").
 # Only the x86_64 targets come out static-pie: the others are plain static executables at
 # a fixed address (no address-space randomisation of the executable; it runs the same).
 # Static-pie with glibc needs its rcrt1.o, which Debian 12 builds only for amd64 and arm64,
@@ -53,7 +57,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    echo "usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor] [--env]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu)" >&2
+    echo "usage: bash scripts/cross.sh TARGET [--board] [--check] [--floor] [--env]  (TARGET: x86_64-unknown-linux-gnu, x86_64-unknown-linux-musl, aarch64-unknown-linux-gnu, aarch64-unknown-linux-musl, armv7-unknown-linux-gnueabihf, powerpc-unknown-linux-gnu, powerpc64-unknown-linux-gnu, riscv64gc-unknown-linux-gnu, x86_64-pc-windows-gnu)" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -81,6 +85,7 @@ armv7-unknown-linux-gnueabihf) gcc_triple=arm-linux-gnueabihf libc_arch=armhf pi
 powerpc-unknown-linux-gnu) gcc_triple=powerpc-linux-gnu libc_arch=powerpc pie=0 ;;
 powerpc64-unknown-linux-gnu) gcc_triple=powerpc64-linux-gnu libc_arch=ppc64 pie=0 ;;
 riscv64gc-unknown-linux-gnu) gcc_triple=riscv64-linux-gnu libc_arch=riscv64 pie=0 ;;
+x86_64-pc-windows-gnu) gcc_triple=x86_64-w64-mingw32 pie=0 ;;
 *) usage ;;
 esac
 
@@ -106,7 +111,11 @@ fi
 upper=$(echo "$TARGET" | tr 'a-z-' 'A-Z_')
 lower=$(echo "$TARGET" | tr '-' '_')
 flags="-C target-feature=+crt-static"
-if [ -n "$gcc_triple" ]; then
+if [ "$TARGET" = x86_64-pc-windows-gnu ]; then
+    command -v "$gcc_triple-gcc" >/dev/null 2>&1 || apt_install gcc-mingw-w64-x86-64 binutils-mingw-w64-x86-64
+    export "CARGO_TARGET_${upper}_LINKER=$gcc_triple-gcc"
+    export "CC_${lower}=$gcc_triple-gcc" "AR_${lower}=$gcc_triple-ar"
+elif [ -n "$gcc_triple" ]; then
     if ! command -v "$gcc_triple-gcc" >/dev/null 2>&1 || [ ! -e "/usr/$gcc_triple/lib/libc.a" ]; then
         apt_install "gcc-$gcc_triple" "libc6-dev-$libc_arch-cross"
     fi
@@ -156,6 +165,25 @@ fi
 # Absolute, so the path still names the file from another directory (cargo runs each
 # test from its package's directory, not from the workspace root).
 bin=$(realpath "${CARGO_TARGET_DIR:-target}/$TARGET/$profile/linerate")
+
+if [ "$TARGET" = x86_64-pc-windows-gnu ]; then
+    bin=$bin.exe
+    # Only Windows's own DLLs (no libgcc_s, libwinpthread or libstdc++ of mingw's).
+    dlls=$("$gcc_triple-objdump" -p "$bin" | awk '/DLL Name:/ {print $3}' | sort -u)
+    foreign=$(echo "$dlls" | grep -viE '^(kernel32|kernelbase|advapi32|ws2_32|iphlpapi|ntdll|bcrypt|bcryptprimitives|userenv|msvcrt|ucrtbase|user32|shell32|ole32|oleaut32|secur32|crypt32|api-ms-win-.*)\.dll$' || true)
+    if [ -n "$foreign" ]; then
+        echo "scripts/cross.sh: $bin imports DLLs that are not Windows's own: $(echo $foreign)" >&2
+        exit 1
+    fi
+    size=$(stat -c %s "$bin")
+    if [ "$size" -gt 8388608 ]; then
+        echo "scripts/cross.sh: $bin is $size bytes, more than 8 MB" >&2
+        exit 1
+    fi
+    echo "scripts/cross.sh: $TARGET: $size bytes, imports $(echo $dlls)" >&2
+    echo "$bin"
+    exit 0
+fi
 
 # A static executable has no program interpreter (ld.so) to load it.
 if readelf -l "$bin" | grep -q 'Requesting program interpreter'; then

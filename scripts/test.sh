@@ -230,6 +230,15 @@ done
 cargo check --locked -p linerate --no-default-features --features board "${target_args[@]}"
 bash scripts/cross.sh armv7-unknown-linux-gnueabihf --check
 
+# Windows (README.md, "On Windows"): clippy of the Win32 build (sys/windows/), then the
+# Windows build under Wine: the portable crates' unit tests, linerate.exe serving the Linux
+# client and iperf3, and its client against a Linux serve and iperf3 -s (scripts/wine-test.sh).
+stage "windows: clippy"
+eval "$(bash scripts/cross.sh x86_64-pc-windows-gnu --env)"
+cargo clippy --locked --target x86_64-pc-windows-gnu -p linerate -- -D warnings
+stage "windows: under wine"
+bash scripts/wine-test.sh
+
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.

@@ -49,9 +49,8 @@ pub fn tool_path(tool: &str) -> Result<PathBuf> {
 }
 
 fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
     path.metadata()
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .map(|m| crate::os::executable(&m))
         .unwrap_or(false)
 }
 
@@ -177,7 +176,7 @@ pub fn require_privileges() -> Result<()> {
         .and_then(parse_cap_eff)
     {
         Some(mask) => caps_sufficient(mask),
-        None => nix::unistd::geteuid().is_root(),
+        None => crate::os::is_root(),
     };
     if ok {
         Ok(())

@@ -79,7 +79,7 @@ pub enum LabError {
         ns: String,
         /// The underlying error.
         #[source]
-        source: nix::Error,
+        source: std::io::Error,
     },
 
     /// Output of a command could not be understood.

@@ -46,6 +46,7 @@ pub mod cmd;
 mod error;
 pub mod lab;
 pub mod netns;
+mod os;
 pub mod shape;
 pub mod topology;
 

@@ -10,13 +10,10 @@
 //!   rest of the process stay in their namespace. Threads and sockets that the
 //!   closure creates belong to the target namespace (sockets keep it for life,
 //!   so a listener created in `run_in` can be used from any thread later).
-//! * No `unsafe`: `setns(2)` goes through `nix::sched::setns` with a borrowed fd.
+//! * No `unsafe`: `setns(2)` goes through `nix::sched::setns` with a borrowed fd (src/os.rs).
 
 use std::fs::File;
-use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-
-use nix::sched::{setns, CloneFlags};
 
 use crate::cmd;
 use crate::error::{LabError, Result};
@@ -54,7 +51,9 @@ pub fn exists(ns: &str) -> bool {
 
 /// Inode of named namespace `ns`, or `None` if it does not exist.
 pub fn inode(ns: &str) -> Option<u64> {
-    std::fs::metadata(ns_path(ns)).ok().map(|m| m.ino())
+    std::fs::metadata(ns_path(ns))
+        .ok()
+        .and_then(|m| crate::os::inode(&m))
 }
 
 /// `ip netns add ns`.
@@ -90,7 +89,7 @@ where
         .map_err(|e| LabError::io(format!("opening network namespace {}", path.display()), e))?;
     std::thread::scope(|scope| {
         let handle = scope.spawn(move || -> Result<R> {
-            setns(&file, CloneFlags::CLONE_NEWNET).map_err(|source| LabError::Setns {
+            crate::os::enter_netns(&file).map_err(|source| LabError::Setns {
                 ns: ns_name.to_string(),
                 source,
             })?;

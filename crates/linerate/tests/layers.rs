@@ -1046,3 +1046,114 @@ fn the_function_length_check_counts_from_fn_to_its_brace() {
         .collect();
     assert!(in_tests.is_empty(), "{in_tests:?}");
 }
+
+/// The `cfg(...)` and `cfg!(...)` of `text` (line comments skipped) that name one of `words`:
+/// (line, the cfg).
+fn os_cfgs(text: &str, words: &[&str]) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("");
+        for (at, _) in code.match_indices("cfg") {
+            let rest = code[at + 3..].trim_start_matches('!');
+            let Some(inner) = rest.strip_prefix('(') else {
+                continue;
+            };
+            let mut depth = 1;
+            let end = inner
+                .char_indices()
+                .find(|&(_, c)| {
+                    depth += match c {
+                        '(' => 1,
+                        ')' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
+                .map_or(inner.len(), |(k, _)| k);
+            let inner = &inner[..end];
+            let named = inner
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| words.contains(&w));
+            if named {
+                out.push((n + 1, format!("cfg({inner})")));
+            }
+        }
+    }
+    out
+}
+
+/// The OS switches outside `sys/` (and main.rs's console handling): (file, line, what).
+/// A switch is a `cfg` naming the operating system (`unix`, `windows`, `target_os`,
+/// `target_family`), anywhere; or, outside test code, a path into an OS's own API (`nix::`,
+/// `libc::`, `signal_hook::`, `windows_sys::`, `std::os::`).
+fn os_switches() -> Vec<(String, usize, String)> {
+    const OS_CFG: &[&str] = &["unix", "windows", "target_os", "target_family"];
+    const OS_CRATES: &[&str] = &["nix", "libc", "signal_hook", "windows_sys"];
+    let src = src_dir();
+    let mut files = Vec::new();
+    rs_files(&src, &mut files);
+    let tests = test_files(&files);
+    let mut out = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).expect("under src");
+        if rel.starts_with("sys") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("read source");
+        for (n, what) in os_cfgs(&text, OS_CFG) {
+            out.push((rel.display().to_string(), n, what));
+        }
+        let toks = tokens(&text);
+        let ident = |i: usize| match toks.get(i) {
+            Some((Tok::Ident(x), _)) => Some(x.as_str()),
+            _ => None,
+        };
+        let sep = |i: usize| matches!(toks.get(i), Some((Tok::PathSep, _)));
+        // A `#[cfg(test)]` item: `pending` from the attribute to its `{` (or `;`), then
+        // `test_until` holds the depth of its braces.
+        let (mut test_until, mut pending, mut depth) = (None::<usize>, false, 0usize);
+        for i in 0..toks.len() {
+            match toks[i].0 {
+                Tok::Open => {
+                    depth += 1;
+                    if pending {
+                        (test_until, pending) = (Some(depth), false);
+                    }
+                }
+                Tok::Close => depth = depth.saturating_sub(1),
+                Tok::Semi if test_until.is_none() => pending = false,
+                _ => {}
+            }
+            if test_until.is_some_and(|d| depth < d) {
+                test_until = None;
+            }
+            if test_until.is_none() && is_cfg_test(&toks, i) {
+                pending = true;
+            }
+            let line = toks[i].1;
+            let mut hit = |what: String| out.push((rel.display().to_string(), line, what));
+            let in_tests = tests.contains(f) || pending || test_until.is_some();
+            if !in_tests && sep(i + 1) && i.checked_sub(1).is_none_or(|p| !sep(p)) {
+                match ident(i) {
+                    Some(c) if OS_CRATES.contains(&c) => hit(format!("{c}::")),
+                    Some("std") if ident(i + 2) == Some("os") => hit("std::os::".into()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_os_switch_stands_outside_sys() {
+    let found: Vec<String> = os_switches()
+        .iter()
+        .map(|(f, line, what)| format!("{f}:{line} {what}"))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the operating system's own calls belong in src/sys/ (its backends, chosen by cfg in sys/mod.rs): reach them through sys::net, sys::process, sys::system...:\n{}",
+        found.join("\n")
+    );
+}

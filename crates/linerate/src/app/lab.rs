@@ -12,6 +12,7 @@ use crate::cli::UsageError;
 
 /// Runs a `linerate lab` subcommand.
 pub fn command(a: &LabArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::linux_only("linerate lab (network namespaces)")?;
     match &a.command {
         LabCommand::Up(u) => up(u),
         LabCommand::Down { name } => down(name),
@@ -186,8 +187,7 @@ fn down(name: &str) -> anyhow::Result<ExitCode> {
 /// links and their qdiscs alive. SIGTERM, then SIGKILL after a second. Returns how many there
 /// were.
 fn stop_processes(name: &str, hosts: &[String]) -> usize {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
+    use crate::sys::process::{alive, signal, Signal};
     let mut pids = Vec::new();
     for h in hosts {
         let ns = topology::ns_name_for(name, h);
@@ -196,20 +196,19 @@ fn stop_processes(name: &str, hosts: &[String]) -> usize {
                 String::from_utf8_lossy(&out.stdout)
                     .split_whitespace()
                     .filter_map(|p| p.parse::<i32>().ok())
-                    .filter(|p| *p > 1 && *p != std::process::id() as i32)
-                    .map(Pid::from_raw),
+                    .filter(|p| *p > 1 && *p != std::process::id() as i32),
             );
         }
     }
     for p in &pids {
-        let _ = kill(*p, Signal::SIGTERM);
+        let _ = signal(*p, Signal::Term);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-    while std::time::Instant::now() < deadline && pids.iter().any(|p| kill(*p, None).is_ok()) {
+    while std::time::Instant::now() < deadline && pids.iter().any(|p| alive(*p)) {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     for p in &pids {
-        let _ = kill(*p, Signal::SIGKILL);
+        let _ = signal(*p, Signal::Kill);
     }
     pids.len()
 }
@@ -275,11 +274,9 @@ fn exec(name: &str, host: &str, command: &[String]) -> anyhow::Result<ExitCode> 
     let ip = linerate_lab::cmd::tool_path("ip")?;
     // Replace this process with `ip netns exec NS COMMAND...`: the command's exit status and
     // the signals sent to it need no passing on.
-    use std::os::unix::process::CommandExt;
-    let err = std::process::Command::new(ip)
-        .args(["netns", "exec", &ns])
-        .args(command)
-        .exec();
+    let mut cmd = std::process::Command::new(ip);
+    cmd.args(["netns", "exec", &ns]).args(command);
+    let err = crate::sys::process::exec(&mut cmd);
     Err(anyhow::anyhow!("cannot run `ip netns exec {ns}`: {err}"))
 }
 

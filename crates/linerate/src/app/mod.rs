@@ -84,12 +84,8 @@ pub(crate) fn write_out(s: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// Installs SIGINT/SIGTERM handlers that set `flag`; a second signal exits at once.
+/// Installs SIGINT/SIGTERM handlers (Ctrl-C and Ctrl-Break on Windows) that set `flag`; a
+/// second signal exits at once.
 pub(crate) fn signal_flag(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    for sig in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone())?;
-        signal_hook::flag::register(sig, flag.clone())?;
-    }
-    Ok(())
+    Ok(crate::sys::process::on_interrupt(flag, true)?)
 }

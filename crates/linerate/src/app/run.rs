@@ -448,6 +448,7 @@ fn with_capture(
     let Some(path) = &cap.capture else {
         return test(plan);
     };
+    crate::cli::linux_only("--capture (AF_PACKET)")?;
     // Ask the server to capture its side too (it returns it if it allows captures).
     let mut asked = plan.clone();
     asked.spec.capture_snaplen = Some(cap.snaplen);

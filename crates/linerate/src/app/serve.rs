@@ -12,9 +12,7 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = server_config(a)?;
     if a.fleet_agent {
         let interrupt = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            signal_hook::flag::register(sig, interrupt.clone())?;
-        }
+        crate::sys::process::on_interrupt(&interrupt, false)?;
         if let Some(missing) = a
             .fleet_coordinators
             .iter()

@@ -133,6 +133,7 @@ impl ProfileArgs {
         if !self.profile {
             return Ok(None);
         }
+        super::linux_only("--profile (perf events)")?;
         if cfg!(not(feature = "chart")) && self.profile_out.is_some() {
             return Err(super::not_in_this_build("--profile-out", "chart"));
         }

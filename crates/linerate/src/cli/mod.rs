@@ -48,6 +48,15 @@ pub fn not_in_this_build(flag: &str, feature: &str) -> UsageError {
     ))
 }
 
+/// The refusal of what is Linux by nature (`--capture`, `--profile`, `lab`...) on another
+/// OS: one line that names it, exit code 2, before any traffic. `Ok` on Linux.
+pub fn linux_only(what: &str) -> Result<(), UsageError> {
+    match crate::sys::system::needs_linux(what) {
+        Some(why) => Err(UsageError(why)),
+        None => Ok(()),
+    }
+}
+
 /// A command-line error from the parser as one line (without the `linerate: error:`
 /// prefix the binary adds): clap's message, the lines that continue it (missing arguments,
 /// tips) joined in, and where to look (`linerate CMD --help`).

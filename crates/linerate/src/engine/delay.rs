@@ -17,13 +17,7 @@ const MAX_TRACKED_NS: u64 = 60_000_000_000;
 
 /// `CLOCK_MONOTONIC` in nanoseconds (0 if the clock cannot be read, which Linux never does).
 pub fn mono_ns() -> u64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .ok()
-        .and_then(|t| {
-            let ns = i128::from(t.tv_sec()) * 1_000_000_000 + i128::from(t.tv_nsec());
-            u64::try_from(ns).ok()
-        })
-        .unwrap_or(0)
+    crate::sys::system::monotonic_ns().unwrap_or(0)
 }
 
 /// Accumulates the delays of one receiving stream.

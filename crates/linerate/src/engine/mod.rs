@@ -14,15 +14,12 @@ pub mod buf;
 pub mod delay;
 pub mod frame;
 pub mod meter;
-// Audited unsafe: sendmmsg/recvmmsg; every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod mmsg;
 pub mod pacing;
 pub mod profile;
 pub mod rawgen;
 pub mod stream;
 
-use std::os::fd::AsFd;
+use crate::sys::net::AsSock;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -145,7 +142,7 @@ impl Shared {
     /// warning when TCP_INFO cannot tell.
     fn control_segments_now(&self) -> Option<(u32, u32)> {
         let c = self.control.as_ref()?;
-        match sys::tcp_info::read_tcp_segments(c.as_fd()) {
+        match sys::tcp_info::read_tcp_segments(c.as_sock()) {
             Ok(v) => Some(v),
             Err(e) => {
                 self.warn(format!(
@@ -175,7 +172,7 @@ impl SampleSource for Shared {
             s.reordered.push(c.reordered.load(Relaxed));
             s.blocked.push(c.blocked_ns.load(Relaxed));
             s.retrans.push(match (&setup.socket, setup.role) {
-                (DataSocket::Tcp(t), StreamRole::Tx) => sys::tcp_info::read_tcp_info(t.as_fd())
+                (DataSocket::Tcp(t), StreamRole::Tx) => sys::tcp_info::read_tcp_info(t.as_sock())
                     .ok()
                     .map(|i| i.total_retrans),
                 _ => None,
@@ -763,7 +760,7 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
     match &setup.socket {
         DataSocket::Tcp(t) => {
             let s = socket2::SockRef::from(t.as_ref());
-            let tcp_info = match sys::tcp_info::read_tcp_info(t.as_fd()) {
+            let tcp_info = match sys::tcp_info::read_tcp_info(t.as_sock()) {
                 Ok(i) => Some(i),
                 Err(e) => {
                     let w = format!("TCP_INFO not readable: {e}");
@@ -778,8 +775,8 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                 sndbuf,
                 rcvbuf,
                 tcp_info,
-                mss: s.mss().ok(),
-                congestion: s.tcp_congestion().ok().and_then(|c| {
+                mss: sys::net::opt::mss(&s).ok(),
+                congestion: sys::net::opt::congestion(&s).ok().and_then(|c| {
                     sys::sockets::congestion_name(&c)
                         .map_err(|w| {
                             if !warnings.contains(&w) {
@@ -822,7 +819,7 @@ fn interval_report(sh: &Shared, a: &Snapshot, b: &Snapshot) -> IntervalReport {
                 *retrans.get_or_insert(0u64) += u64::from(x.saturating_sub(y));
             }
             if let DataSocket::Tcp(t) = &setup.socket {
-                if let Ok(info) = sys::tcp_info::read_tcp_info(t.as_fd()) {
+                if let Ok(info) = sys::tcp_info::read_tcp_info(t.as_sock()) {
                     rtt_sum += u64::from(info.rtt_us);
                     rtt_n += 1;
                     *cwnd.get_or_insert(0u64) += u64::from(info.snd_cwnd) * u64::from(info.snd_mss);

@@ -19,9 +19,7 @@ pub struct Profiling {
 }
 
 fn monotonic_ns() -> u64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| (t.tv_sec() as u64).saturating_mul(1_000_000_000) + t.tv_nsec() as u64)
-        .unwrap_or(0)
+    crate::sys::system::monotonic_ns().unwrap_or(0)
 }
 
 impl Profiling {

@@ -78,7 +78,7 @@ impl RawSender {
         let bypass = crate::sys::qdisc::read_root_qdisc(&hop.dev)
             .is_some_and(|q| NON_SHAPING_QDISCS.contains(&q.kind.as_str()));
         let mut ring = TxRing::open(hop.ifindex, template.len(), bypass).map_err(|e| {
-            if e.raw_os_error() == Some(libc::EPERM) {
+            if e.raw_os_error() == Some(crate::sys::net::errno::EPERM) {
                 "no CAP_NET_RAW (run as root, or `setcap cap_net_raw+ep` the binary)".to_string()
             } else {
                 format!("AF_PACKET transmit ring on {}: {e}", hop.dev)

@@ -4,10 +4,11 @@
 //! and return a [`StreamOutcome`] when they end. Every blocking call is bounded by a socket
 //! time-out so that a loop notices its stop flag within [`POLL`].
 
+use crate::sys::net::{self, errno, AsSock};
+use crate::sys::process;
 use portable_atomic::AtomicU64;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,10 +19,10 @@ use linerate_wire::report::{ProcessCpu, UdpRxReport};
 use linerate_wire::stream_hello;
 
 use super::meter::ThreadCpu;
-use super::mmsg::{self, RecvBatch};
 use super::pacing::{self, Pacer};
 use super::rawgen::RawSender;
 use crate::sys;
+use crate::sys::mmsg::{self, RecvBatch};
 use linerate_wire::control::{RecvMode, SendMode};
 use linerate_wire::report::{TxPath, ZerocopyReport};
 
@@ -223,7 +224,7 @@ const ACK_WAIT: Duration = Duration::from_secs(10);
 fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
     let t0 = Instant::now();
     loop {
-        match sys::tcp_info::all_acked_after_shutdown(sock.as_fd()) {
+        match sys::tcp_info::all_acked_after_shutdown(sock.as_sock()) {
             Ok(true) => return None,
             Ok(false) => {}
             Err(e) => {
@@ -335,7 +336,7 @@ fn tcp_send_sendfile(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
             continue;
         }
         let t0 = ctx.now_ns();
-        match sys::zerocopy::sendfile(sock.as_fd(), file.as_fd(), n) {
+        match sys::zerocopy::sendfile(sock.as_sock(), file.as_sock(), n) {
             Ok(0) => break,
             Ok(n) => {
                 sent += n as u64;
@@ -429,12 +430,7 @@ impl ZcPool {
     /// With every buffer in flight: reads the completions queued now and, if none freed a
     /// buffer, waits up to `poll_ms` for more. A wait that saw none counts as blocked:
     /// nothing was acknowledged in it.
-    fn await_free(
-        &mut self,
-        ctx: &StreamCtx,
-        fd: std::os::fd::BorrowedFd<'_>,
-        poll_ms: i32,
-    ) -> io::Result<()> {
+    fn await_free(&mut self, ctx: &StreamCtx, fd: net::Sock<'_>, poll_ms: i32) -> io::Result<()> {
         let t0 = ctx.now_ns();
         self.reap(fd)?;
         if self.free.is_empty() && !sys::zerocopy::wait(fd, false, poll_ms)? {
@@ -444,7 +440,7 @@ impl ZcPool {
     }
 
     /// Reads the completions queued now.
-    fn reap(&mut self, fd: std::os::fd::BorrowedFd<'_>) -> io::Result<()> {
+    fn reap(&mut self, fd: net::Sock<'_>) -> io::Result<()> {
         let mut comps = std::mem::take(&mut self.scratch);
         comps.clear();
         self.report.notifications += sys::zerocopy::read_completions(fd, &mut comps)?;
@@ -463,7 +459,7 @@ fn tcp_send_zerocopy(
     report: &mut Option<ZerocopyReport>,
 ) -> io::Result<()> {
     sock.set_write_timeout(Some(POLL))?;
-    let fd = sock.as_fd();
+    let fd = sock.as_sock();
     sys::zerocopy::enable(fd).map_err(|e| {
         io::Error::new(
             e.kind(),
@@ -514,7 +510,7 @@ fn tcp_send_zerocopy(
                 pool.free.push(b);
                 ctx.blocked_since(t0);
             }
-            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+            Err(e) if e.raw_os_error() == Some(errno::ENOBUFS) => {
                 // The notifications filled the socket's option memory: read them first.
                 pool.free.push(b);
                 pool.report.enobufs += 1;
@@ -575,12 +571,12 @@ fn tcp_recv_trunc(ctx: &StreamCtx, sock: &TcpStream, max: usize) -> io::Result<(
     let mut base = false;
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
-        match sys::zerocopy::recv_trunc(sock.as_fd(), max) {
+        match sys::zerocopy::recv_trunc(sock.as_sock(), max) {
             Ok(0) => break,
             Ok(n) => ctx.record(n as u64, 1, 0),
             Err(e) if is_timeout(&e) => continue,
             Err(e) if e.kind() == io::ErrorKind::ConnectionReset => break,
-            Err(e) if e.raw_os_error() == Some(libc::EFAULT) => {
+            Err(e) if e.raw_os_error() == Some(errno::EFAULT) => {
                 return Err(io::Error::other(
                     "--no-rx-copy: this kernel does not discard TCP data with recv(MSG_TRUNC); drop --no-rx-copy",
                 ))
@@ -670,7 +666,7 @@ fn udp_send_loop(
             sock.send(&buf[..batch * l]).map(|n| n / l)
         } else {
             let slices: Vec<&[u8]> = buf.chunks(l).take(batch).collect();
-            mmsg::send_batch(sock.as_fd(), &slices)
+            mmsg::send_batch(sock.as_sock(), &slices)
         };
         match res {
             Ok(n) => {
@@ -683,23 +679,19 @@ fn udp_send_loop(
             Err(e) if is_timeout(&e) => continue,
             // A full queue or a port-unreachable from a receiver not yet listening: retry.
             Err(e)
-                if e.raw_os_error() == Some(libc::ENOBUFS)
+                if e.raw_os_error() == Some(errno::ENOBUFS)
                     || e.kind() == io::ErrorKind::ConnectionRefused =>
             {
                 std::thread::yield_now();
                 continue;
             }
-            Err(e) if gso && matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL)) => {
+            Err(e) if gso && matches!(e.raw_os_error(), Some(errno::EIO | errno::EINVAL)) => {
                 warnings.push(format!(
                     "UDP GSO refused by the kernel or driver ({e}); fell back to sendmmsg"
                 ));
                 gso = false;
                 *tx_path = Some(TxPath::Sendmmsg);
-                let _ = nix::sys::socket::setsockopt(
-                    sock,
-                    nix::sys::socket::sockopt::UdpGsoSegment,
-                    &0,
-                );
+                let _ = net::set_udp_gso(sock, 0);
             }
             Err(e) => return Err(e),
         }
@@ -756,7 +748,7 @@ fn udp_send_raw(
         }
         match res {
             Ok(c) => account(c, &mut refused),
-            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {
+            Err(e) if is_timeout(&e) || e.raw_os_error() == Some(errno::ENOBUFS) => {
                 std::thread::yield_now();
             }
             Err(e) => return Err(e),
@@ -795,7 +787,7 @@ fn start_pacer(ctx: &StreamCtx, l: usize) -> Option<Pacer> {
         }
     });
     if pacer.is_some() {
-        let _ = nix::sys::prctl::set_timerslack(1);
+        process::fine_timer_slack();
     }
     pacer
 }
@@ -805,11 +797,7 @@ fn start_pacer(ctx: &StreamCtx, l: usize) -> Option<Pacer> {
 fn start_gso(ctx: &StreamCtx, sock: &UdpSocket, l: usize, warnings: &mut Vec<String>) -> bool {
     let gso = ctx.udp_offload && !ctx.raw_frames && l * 2 <= GSO_MAX_BYTES;
     if gso {
-        if let Err(e) = nix::sys::socket::setsockopt(
-            sock,
-            nix::sys::socket::sockopt::UdpGsoSegment,
-            &(l as i32),
-        ) {
+        if let Err(e) = net::set_udp_gso(sock, l) {
             warnings.push(format!(
                 "UDP GSO unavailable ({e}); sending with sendmmsg instead"
             ));
@@ -872,7 +860,7 @@ fn drain_raw(
         if raw.unsent() > 0 {
             match raw.flush() {
                 Ok(c) => account(c),
-                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(libc::ENOBUFS) => {}
+                Err(e) if is_timeout(&e) || e.raw_os_error() == Some(errno::ENOBUFS) => {}
                 Err(e) => return Err(e),
             }
         } else {
@@ -926,9 +914,7 @@ const RX_COALESCE: Duration = Duration::from_micros(50);
 fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>) -> io::Result<()> {
     sock.set_read_timeout(Some(POLL))?;
     let l = ctx.write_size.max(probe::LEN);
-    let gro = ctx.udp_offload
-        && nix::sys::socket::setsockopt(sock, nix::sys::socket::sockopt::UdpGroSegment, &true)
-            .is_ok();
+    let gro = ctx.udp_offload && net::enable_udp_gro(sock);
     let mut batch = if gro {
         RecvBatch::new(8, 65_536)
     } else {
@@ -951,11 +937,11 @@ fn udp_recv(ctx: &StreamCtx, sock: &UdpSocket, report: &mut Option<UdpRxReport>)
     // one-way delay is measured: the delay is taken when the receive call returns.
     let coalesce = !gro && delay.is_none();
     if coalesce {
-        let _ = nix::sys::prctl::set_timerslack(1);
+        process::fine_timer_slack();
     }
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
-        let n = match batch.recv(sock.as_fd()) {
+        let n = match batch.recv(sock.as_sock()) {
             Ok(n) => n,
             Err(e) if is_timeout(&e) => continue,
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => continue,

@@ -19,10 +19,10 @@
 //! ([`Schedule`]); latency is measured from it, and from the actual write into a second
 //! histogram. Without one, the two are the same and only one histogram is kept.
 
+use crate::sys::net::AsSock;
 use std::collections::VecDeque;
 use std::io::{self, Read};
 use std::net::{TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -64,16 +64,8 @@ impl Recorder {
 }
 
 /// Waits up to `ns` for `fd` to become readable; true if it did.
-fn readable(fd: &impl AsFd, ns: u64) -> io::Result<bool> {
-    use nix::poll::{ppoll, PollFd, PollFlags};
-    use nix::sys::time::TimeSpec;
-    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
-    let ts = TimeSpec::from_duration(Duration::from_nanos(ns).min(POLL));
-    match ppoll(&mut fds, Some(ts), None) {
-        Ok(n) => Ok(n > 0),
-        Err(nix::errno::Errno::EINTR) => Ok(false),
-        Err(e) => Err(io::Error::from(e)),
-    }
+fn readable(fd: &impl AsSock, ns: u64) -> io::Result<bool> {
+    crate::sys::net::wait_readable(fd.as_sock(), Duration::from_nanos(ns).min(POLL))
 }
 
 /// Runs the client loop for `socket` on the calling thread.
@@ -371,7 +363,7 @@ fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {
                 // never left, so it is neither sent nor lost; retry on the next turn.
                 Err(e)
                     if is_timeout(&e)
-                        || e.raw_os_error() == Some(libc::ENOBUFS)
+                        || e.raw_os_error() == Some(crate::sys::net::errno::ENOBUFS)
                         || e.kind() == io::ErrorKind::ConnectionRefused =>
                 {
                     break

@@ -2,9 +2,9 @@
 //! loop ([`super::client`]) or a responder ([`super::server`]), the meter both engines share
 //! ([`crate::engine::meter`]) over the streams' [`RrCounters`], and the end's report.
 
+use crate::sys::net::AsSock;
 use portable_atomic::AtomicU64;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::Arc;
@@ -453,10 +453,7 @@ impl RrEngine {
         // Server TCP_CRR responders block in accept on the test's listener: shutting it
         // down ends those calls (EINVAL).
         if let Some(l) = &self.listener {
-            let _ = nix::sys::socket::shutdown(
-                std::os::fd::AsRawFd::as_raw_fd(&l.listener),
-                nix::sys::socket::Shutdown::Read,
-            );
+            let _ = sys::net::shutdown(l.listener.as_sock(), std::net::Shutdown::Read);
         }
     }
 
@@ -663,8 +660,8 @@ fn stream_report(
 
 fn tcp_facts(t: &TcpStream) -> (Option<u32>, Option<linerate_wire::report::TcpInfoReport>) {
     (
-        socket2::SockRef::from(t).mss().ok(),
-        sys::tcp_info::read_tcp_info(t.as_fd()).ok(),
+        sys::net::opt::mss(&socket2::SockRef::from(t)).ok(),
+        sys::tcp_info::read_tcp_info(t.as_sock()).ok(),
     )
 }
 
@@ -685,7 +682,7 @@ fn run_stream(
     if ctx.rate_tps.is_some() {
         // Paced sends sleep until their slot; the default 50 µs timer slack would make every
         // one of them late by that much, which the latency from the intended send would show.
-        let _ = nix::sys::prctl::set_timerslack(1);
+        sys::process::fine_timer_slack();
     }
     // Each transaction switches this thread out and back in; without rseq the kernel has
     // no area to update on each return (see sys::rseq). Failing that, it only costs speed.

@@ -57,16 +57,11 @@ pub fn write_all_now_first(ctx: &LoopCtx, s: &TcpStream, buf: &[u8]) -> io::Resu
 /// Writes what of `buf` fits the socket's send buffer now, without waiting: the number of
 /// bytes written, 0 when none fit.
 fn send_now(s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
-    use nix::sys::socket::{send, MsgFlags};
-    use std::os::fd::AsRawFd;
-    match send(
-        s.as_raw_fd(),
-        buf,
-        MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL,
-    ) {
+    use crate::sys::net::{self, AsSock};
+    match net::send_now(s.as_sock(), buf) {
         Ok(k) => Ok(k),
-        Err(nix::errno::Errno::EAGAIN) => Ok(0),
-        Err(e) => Err(e.into()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+        Err(e) => Err(e),
     }
 }
 

@@ -121,7 +121,7 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
             // The listener's time-out: look at the stop flag, wait again.
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
             // Shut down by the engine (EINVAL): the test is over.
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(crate::sys::net::errno::EINVAL) => return Ok(()),
             Err(_) => {
                 // Out of descriptors or memory, or a connection reset before it was
                 // accepted: count it and go on after a moment.
@@ -179,21 +179,20 @@ fn crr_serve(
     rbuf: &mut [u8],
     mut got: usize,
 ) -> io::Result<()> {
-    use nix::sys::socket::{recv, MsgFlags};
-    use std::os::fd::AsRawFd;
+    use crate::sys::net::{self, AsSock, Recv};
     // The request nearly always arrived with the stream hello and the response fits the
     // empty send buffer of a new connection: both are tried without waiting first, so that
     // a transaction needs no time-outs (each a system call per transaction).
     if got < req {
         let first = (req - got).min(rbuf.len());
-        match recv(s.as_raw_fd(), &mut rbuf[..first], MsgFlags::MSG_DONTWAIT) {
+        match net::recv(s.as_sock(), &mut rbuf[..first], Recv::Now) {
             Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed early")),
             Ok(k) => {
                 ctx.read(k);
                 got += k;
             }
-            Err(nix::errno::Errno::EAGAIN) => {}
-            Err(e) => return Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
         }
     }
     if got < req {
@@ -243,7 +242,7 @@ pub fn udp(ctx: &LoopCtx, u: &UdpSocket) -> io::Result<()> {
             }
             Err(e)
                 if is_timeout(&e)
-                    || e.raw_os_error() == Some(libc::ENOBUFS)
+                    || e.raw_os_error() == Some(crate::sys::net::errno::ENOBUFS)
                     || e.kind() == io::ErrorKind::ConnectionRefused => {}
             Err(e) => return Err(e),
         }
@@ -311,11 +310,8 @@ mod tests {
         assert_eq!((&silent).read(&mut [0u8; 4]).unwrap(), 0);
         // The engine's stop: the flag, then the listener shut down.
         stop.store(true, Relaxed);
-        nix::sys::socket::shutdown(
-            std::os::fd::AsRawFd::as_raw_fd(&l.listener),
-            nix::sys::socket::Shutdown::Read,
-        )
-        .unwrap();
+        use crate::sys::net::AsSock;
+        crate::sys::net::shutdown(l.listener.as_sock(), std::net::Shutdown::Read).unwrap();
         responder.join().unwrap().unwrap();
         dog.join();
         let c = &counters;

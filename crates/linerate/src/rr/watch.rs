@@ -15,8 +15,8 @@
 //! watchdog's last look at the stop flag sees the flag itself ([`Watch::hold`] checks it
 //! after publishing).
 
+use crate::sys::net::{self, AsSock, RawSock};
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -34,7 +34,7 @@ pub struct Watch {
 #[derive(Debug, Default)]
 struct Slot {
     /// The published connection and its deadline.
-    held: Option<(RawFd, Option<Instant>)>,
+    held: Option<(RawSock, Option<Instant>)>,
     /// The watchdog shut the published connection down at its deadline.
     cut: bool,
 }
@@ -48,14 +48,14 @@ impl Watch {
     /// Publishes `s` as the connection this loop waits on, to be shut down at `deadline`
     /// (if any) or at the test's stop. `None` if the test is stopping: then the caller must
     /// not wait on `s`.
-    pub fn hold<'a, S: AsRawFd>(
+    pub fn hold<'a, S: AsSock>(
         &'a self,
         s: &'a S,
         deadline: Option<Instant>,
         stop: &AtomicBool,
     ) -> Option<Held<'a>> {
         *self.lock() = Slot {
-            held: Some((s.as_raw_fd(), deadline)),
+            held: Some((s.raw_sock(), deadline)),
             cut: false,
         };
         let held = Held { watch: self };
@@ -74,7 +74,7 @@ impl Watch {
             if stopping || late {
                 // The descriptor is open: its loop withdraws it under this lock before
                 // closing it. A failure (the peer already gone) changes nothing.
-                let _ = nix::sys::socket::shutdown(fd, nix::sys::socket::Shutdown::Both);
+                let _ = net::shutdown_raw(fd, std::net::Shutdown::Both);
                 slot.cut |= late && !stopping;
                 slot.held = None;
             }

@@ -61,14 +61,14 @@ mod tests {
     #[test]
     fn connect_errors_get_advice_that_fits_their_cause() {
         let l = "`linerate serve`";
-        let refused = connect_error("s", 5301, l, &Error::from_raw_os_error(libc::ECONNREFUSED));
+        let refused = connect_error("s", 5301, l, &Error::from(ErrorKind::ConnectionRefused));
         assert!(
             refused.contains("nothing listens on port 5301/tcp"),
             "{refused}"
         );
         assert!(refused.contains("`linerate serve` runs there"), "{refused}");
-        for errno in [libc::ENETUNREACH, libc::EHOSTUNREACH] {
-            let m = connect_error("s", 5301, l, &Error::from_raw_os_error(errno));
+        for kind in [ErrorKind::NetworkUnreachable, ErrorKind::HostUnreachable] {
+            let m = connect_error("s", 5301, l, &Error::from(kind));
             assert!(m.contains("no route to it"), "{m}");
             assert!(m.contains("links on the way are up"), "{m}");
             assert!(!m.contains("runs there"), "{m}");

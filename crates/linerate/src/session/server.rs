@@ -399,26 +399,6 @@ pub struct Server {
     limits_note: Option<String>,
 }
 
-/// Raises this process's soft limit of open files to its hard limit (an unlimited hard
-/// limit: to the kernel's `fs.nr_open`); returns the soft limit now in force (`u64::MAX`
-/// if unknown).
-#[allow(clippy::unnecessary_cast)] // rlim_t is u64 here, u32 on 32-bit targets
-fn raise_open_files() -> u64 {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
-        return u64::MAX;
-    };
-    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
-        .ok()
-        .and_then(|t| t.trim().parse::<libc::rlim_t>().ok()) // 32 bits on 32-bit targets
-        .unwrap_or(libc::rlim_t::MAX);
-    let want = hard.min(nr_open);
-    if soft < want && setrlimit(Resource::RLIMIT_NOFILE, want, hard).is_ok() {
-        return want as u64;
-    }
-    soft as u64
-}
-
 /// Fits the connection caps and the streams of all tests to `open_files` descriptors:
 /// connections (at most [`MAX_CONNECTIONS`]), the data sockets of running tests (the
 /// budget's streams), [`MAX_BUSY_ANSWERS`] and [`FD_RESERVE`] must all fit, and one address
@@ -477,7 +457,7 @@ impl Server {
     /// Binds the TCP listener and the UDP port. `[::]` listens on IPv4 too (dual stack); if
     /// IPv6 is unavailable it falls back to `0.0.0.0`.
     pub fn bind(mut cfg: ServerConfig) -> anyhow::Result<Server> {
-        let open_files = raise_open_files();
+        let open_files = crate::sys::process::raise_open_files();
         let (max_connections, limits_note) = fit_open_files(open_files, &mut cfg);
         let listener = bind_tcp(cfg.listen)
             .or_else(|e| {
@@ -563,7 +543,7 @@ fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     if addr.is_ipv6() {
         s.set_only_v6(false)?;
     }
-    s.set_reuse_port(true)?;
+    crate::sys::net::opt::set_reuse_port(&s, true)?;
     s.bind(&addr.into())?;
     Ok(s.into())
 }

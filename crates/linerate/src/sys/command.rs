@@ -61,11 +61,11 @@ pub fn run(argv: &[String], timeout: Duration) -> Outcome {
     let Some((prog, args)) = argv.split_first() else {
         return failed("an empty command".into());
     };
-    use std::os::unix::process::CommandExt;
-    let mut child = match Command::new(prog)
-        .args(args)
-        // Its own process group, so a time-out ends whatever it started too.
-        .process_group(0)
+    let mut cmd = Command::new(prog);
+    cmd.args(args);
+    // Its own process group, so a time-out ends whatever it started too.
+    super::process::own_group(&mut cmd);
+    let mut child = match cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -82,12 +82,7 @@ pub fn run(argv: &[String], timeout: Duration) -> Outcome {
             Ok(Some(s)) => break Some(s),
             Ok(None) if start.elapsed() >= timeout => {
                 timed_out = true;
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
+                super::process::kill_group(&child);
                 let _ = child.kill();
                 break child.wait().ok();
             }

@@ -111,8 +111,12 @@ pub fn parse_proc_stat(text: &str) -> Result<CpuTimes, SysParseError> {
     Ok(CpuTimes { total, per_cpu })
 }
 
-/// Reads and parses `/proc/stat`.
+/// Reads and parses `/proc/stat` (on Windows: the same ticks from the system's
+/// per-processor times, the backend's `system::cpu_ticks`).
 pub fn read_proc_stat() -> Result<CpuTimes, SysError> {
+    if let Some((total, per_cpu)) = super::system::cpu_ticks() {
+        return Ok(CpuTimes { total, per_cpu });
+    }
     read_proc_stat_from(Path::new(PROC_STAT))
 }
 

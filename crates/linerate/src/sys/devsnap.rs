@@ -25,12 +25,7 @@ use super::softirqs::{read_proc_softirqs, ProcSoftirqs};
 /// Reads every source now. What could not be read is absent, with a warning in the
 /// snapshot.
 pub fn take() -> DeviceSnapshot {
-    let monotonic_ns = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| {
-            u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000
-                + u64::try_from(t.tv_nsec()).unwrap_or(0)
-        })
-        .unwrap_or(0);
+    let monotonic_ns = super::system::monotonic_ns().unwrap_or(0);
     let mut w = Vec::new();
     let stat = ok(read_proc_stat(), &mut w);
     let ints = ok(read_proc_interrupts(), &mut w);
@@ -41,11 +36,7 @@ pub fn take() -> DeviceSnapshot {
         let text = std::fs::read_to_string(dir.join("statistics/rx_missed_errors")).ok()?;
         text.trim().parse().ok()
     };
-    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .and_then(|t| u64::try_from(t).ok())
-        .filter(|&t| t > 0);
+    let ticks = super::system::ticks_per_s();
     let mut s = build(
         monotonic_ns,
         stat.as_ref(),

@@ -5,8 +5,6 @@
 //! without waiting for a writer) instead of hanging the command.
 
 use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 /// Why a file could not be read.
@@ -45,19 +43,8 @@ pub fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, String> {
 
 /// [`read_text`], with the reason alone as its error.
 pub fn read_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
-    // O_NONBLOCK: opening a FIFO for reading waits for a writer otherwise.
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(ReadError::Io)?;
-    // Back to blocking reads, so that a pipe whose writer is slow is waited for; one
-    // without a writer reads as its end.
-    nix::fcntl::fcntl(
-        file.as_raw_fd(),
-        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
-    )
-    .map_err(|e| ReadError::Io(e.into()))?;
+    // A FIFO without a writer reads as its end instead of blocking the open.
+    let file = super::system::open_for_reading(path).map_err(ReadError::Io)?;
     let mut out = Vec::new();
     file.take(cap.saturating_add(1))
         .read_to_end(&mut out)

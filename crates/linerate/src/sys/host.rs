@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use linerate_wire::report::HostInfo;
-use nix::unistd::{sysconf, SysconfVar};
 
-use super::{cpu, read_text, SysError, SysParseError};
+use super::{cpu, read_text, system, SysError, SysParseError};
 
 /// Where sysctl values live.
 pub const PROC_SYS: &str = "/proc/sys";
@@ -13,13 +12,7 @@ pub const PROC_SYS: &str = "/proc/sys";
 /// Host name and kernel release from uname(2), online CPUs from [`cpu_count`], and the
 /// given `software` string ("linerate x.y.z"). Fields uname cannot supply are absent.
 pub fn host_info(software: &str) -> HostInfo {
-    let (hostname, kernel) = match nix::sys::utsname::uname() {
-        Ok(u) => (
-            Some(u.nodename().to_string_lossy().into_owned()).filter(|s| !s.is_empty()),
-            Some(u.release().to_string_lossy().into_owned()).filter(|s| !s.is_empty()),
-        ),
-        Err(_) => (None, None),
-    };
+    let (hostname, kernel) = system::uname();
     HostInfo {
         hostname,
         kernel,
@@ -61,12 +54,8 @@ pub fn parse_mem_total(text: &str) -> Option<u64> {
 /// lines in `/proc/stat`; `available_parallelism`; finally 1 (this code is running on at
 /// least one CPU).
 pub fn cpu_count() -> u32 {
-    if let Ok(Some(n)) = sysconf(SysconfVar::_NPROCESSORS_ONLN) {
-        if let Ok(n) = u32::try_from(n) {
-            if n > 0 {
-                return n;
-            }
-        }
+    if let Some(n) = system::online_cpu_count() {
+        return n;
     }
     if let Ok(t) = cpu::read_proc_stat() {
         if let Ok(n) = u32::try_from(t.per_cpu.len()) {

@@ -19,15 +19,20 @@ use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 
+use super::net;
+
 /// Where network interfaces appear in sysfs.
 pub const SYS_CLASS_NET: &str = "/sys/class/net";
+
+/// The kernel's limit of an interface name, its NUL included (`IFNAMSIZ`).
+const IFNAMSIZ: usize = 16;
 
 /// Checks an interface name as the kernel's `dev_valid_name` does: 1 to 15 bytes, not "."
 /// or "..", no '/', ':', NUL or whitespace. Names are used in paths and ioctls only after
 /// this check.
 pub fn validate_ifname(name: &str) -> Result<(), String> {
     let ok = !name.is_empty()
-        && name.len() < libc::IFNAMSIZ
+        && name.len() < IFNAMSIZ
         && name != "."
         && name != ".."
         && !name
@@ -56,23 +61,6 @@ pub fn interface_for(addrs: &[(String, IpAddr)], local: IpAddr, peer: IpAddr) ->
         .map(|(n, _)| n.clone())
 }
 
-/// This thread's namespace's interface addresses (name, address), from `getifaddrs`.
-pub fn interface_addresses() -> io::Result<Vec<(String, IpAddr)>> {
-    let mut out = Vec::new();
-    for ifa in nix::ifaddrs::getifaddrs().map_err(io::Error::from)? {
-        let Some(addr) = ifa.address else { continue };
-        let ip = if let Some(v4) = addr.as_sockaddr_in() {
-            IpAddr::V4(v4.ip())
-        } else if let Some(v6) = addr.as_sockaddr_in6() {
-            IpAddr::V6(v6.ip())
-        } else {
-            continue;
-        };
-        out.push((ifa.interface_name, ip));
-    }
-    Ok(out)
-}
-
 /// The interface that carries traffic from this host to `peer` (see the module docs).
 pub fn route_interface(peer: IpAddr) -> io::Result<String> {
     let bind = match peer {
@@ -84,7 +72,7 @@ pub fn route_interface(peer: IpAddr) -> io::Result<String> {
     sock.connect(SocketAddr::new(peer, 9))
         .map_err(|e| io::Error::new(e.kind(), format!("no route to {peer}: {e}")))?;
     let local = sock.local_addr()?.ip();
-    let addrs = interface_addresses()?;
+    let addrs = net::interface_addresses()?;
     interface_for(&addrs, local, peer).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::NotFound,
@@ -97,10 +85,16 @@ pub fn route_interface(peer: IpAddr) -> io::Result<String> {
 /// namespace (same ifindex), else `None`.
 pub fn sysfs_net_dir(name: &str) -> Option<PathBuf> {
     validate_ifname(name).ok()?;
-    let index = nix::net::if_::if_nametoindex(name).ok()?;
+    let index = if_index(name).ok()?;
     let dir = Path::new(SYS_CLASS_NET).join(name);
     let text = std::fs::read_to_string(dir.join("ifindex")).ok()?;
     (text.trim().parse::<u32>().ok()? == index).then_some(dir)
+}
+
+/// The index of interface `name` in this thread's network namespace; the error says why
+/// there is none.
+pub fn if_index(name: &str) -> Result<u32, String> {
+    net::if_index(name)
 }
 
 /// The virtio device behind an interface ("virtio2"): the last component of the

@@ -77,7 +77,7 @@ mod tests {
     /// at once, and for an `accept` that comes after it too.
     #[test]
     fn a_shutdown_ends_a_blocked_accept() {
-        use std::os::fd::AsRawFd;
+        use crate::sys::net::{self, errno, AsSock};
         let l = std::sync::Arc::new(
             test_listener("127.0.0.1:0".parse().unwrap(), &SockOpts::default()).unwrap(),
         );
@@ -87,10 +87,10 @@ mod tests {
         };
         std::thread::sleep(Duration::from_millis(50));
         assert!(!waiting.is_finished());
-        nix::sys::socket::shutdown(l.as_raw_fd(), nix::sys::socket::Shutdown::Read).unwrap();
+        net::shutdown(l.as_sock(), std::net::Shutdown::Read).unwrap();
         let e = waiting.join().unwrap().unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+        assert_eq!(e.raw_os_error(), Some(errno::EINVAL), "{e}");
         let e = l.accept().map(|_| ()).unwrap_err();
-        assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+        assert_eq!(e.raw_os_error(), Some(errno::EINVAL), "{e}");
     }
 }

@@ -1,6 +1,23 @@
-//! Linux system probes: CPU ticks, TCP_INFO, rusage, host facts, thread affinity, and the
-//! host counters and interface facts of [`hostsnap`] (interrupts, softirqs, softnet, SNMP,
-//! interface and driver statistics, ethtool).
+//! System probes behind one interface: CPU times, TCP_INFO, process CPU, host facts, thread
+//! affinity, sockets, and the host counters and interface facts of [`hostsnap`]
+//! (interrupts, softirqs, softnet, SNMP, interface and driver statistics, ethtool).
+//!
+//! **The OS seam.** This module is the only place that knows which operating system it runs
+//! on: the modules declared here are portable (pure parsers of the kernel's text, and code
+//! that reads files through `std`), and the operating system's own calls live in one
+//! backend folder, chosen below by `cfg` and nowhere else:
+//!
+//! * `sys/linux/`: getsockopt(TCP_INFO), getrusage, sched_setaffinity, AF_PACKET capture and
+//!   TX rings, perf_event_open, MSG_ZEROCOPY, ethtool ioctls, sendmmsg/recvmmsg, signals.
+//! * `sys/windows/`: Winsock (WSAPoll, SIO_TCP_INFO), GetProcessTimes/GetThreadTimes,
+//!   GetSystemTimes, the IP Helper API (GetBestInterfaceEx, GetIfEntry2, GetTcpStatistics),
+//!   SetConsoleCtrlHandler; what is Linux by nature is refused there with an error that
+//!   says it needs Linux.
+//!
+//! Both backends export the same module names with the same signatures ([`net`] for the
+//! socket calls the engines make, [`tcp_info`], [`rusage`], [`iface`], ...), so engine/, rr/
+//! and session/ compile unchanged for either. Adding an operating system is one folder
+//! beside these two and one `cfg` line here.
 //!
 //! Every source comes in two halves:
 //!
@@ -10,30 +27,27 @@
 //! * `read_*` functions (and the few small helpers built on them) do the I/O — read a
 //!   `/proc` file, call `getsockopt`/`getrusage`/`sched_setaffinity` — and put the path
 //!   into their errors ([`SysError::Io`], or [`SysParseError::file`] set).
-//!
-//! Linux only; the crate builds only for Linux.
 
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub mod affinity;
-// Audited unsafe: the PACKET_TX_RING mapping and its tp_status hand-over; every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod afpacket;
+// The backend: the operating system's own calls (see above). One line per OS.
+#[cfg(target_os = "linux")]
+#[path = "linux/mod.rs"]
+mod os;
+#[cfg(windows)]
+#[path = "windows/mod.rs"]
+mod os;
+pub use os::*;
+
 pub mod bpf;
-// Audited unsafe: socket(AF_PACKET), bind and SO_ATTACH_FILTER; every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod capture;
 pub mod command;
 pub mod conntrack;
 pub mod counter;
 pub mod cpu;
 pub mod devsnap;
 pub mod files;
-// Audited unsafe: SIOCETHTOOL and SIOCGIFMTU ioctls; every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod ethtool;
 pub mod host;
 pub mod hostsnap;
 pub mod iface;
@@ -42,34 +56,15 @@ pub mod kallsyms;
 pub mod listen;
 pub mod neigh;
 pub mod netdev;
-// Audited unsafe: getsockopt(IP_MTU / IPV6_MTU); every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod pmtu;
-// Audited unsafe: perf_event_open, its ring buffer mapping and ioctls; every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod perf;
+pub mod nic;
 pub mod qdisc;
 pub mod resolve;
-// Audited unsafe: dlsym of glibc's rseq variables and rseq(2) unregistration; every block
-// has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod rseq;
 pub mod rusage;
+pub mod samples;
 pub mod snmp;
 pub mod sockets;
 pub mod softirqs;
 pub mod softnet;
-// Audited unsafe: fork, in the board build's serve supervisor; every block has a `// SAFETY:` comment.
-#[cfg(any(test, panic = "abort"))]
-#[allow(unsafe_code)]
-pub mod supervise;
-// Audited unsafe: getsockopt(TCP_INFO); every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod tcp_info;
-// Audited unsafe: SO_ZEROCOPY, MSG_ZEROCOPY sends and MSG_ERRQUEUE completions, memfd and
-// sendfile, recv(MSG_TRUNC); every block has a `// SAFETY:` comment.
-#[allow(unsafe_code)]
-pub mod zerocopy;
 
 /// Text or bytes from the kernel that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,4 +1,5 @@
-//! CPU time of the calling thread or process, from getrusage(2).
+//! CPU time of the calling thread or process: getrusage(2) on Linux, GetThreadTimes and
+//! GetProcessTimes on Windows (the backend's `system`).
 //!
 //! `RUSAGE_THREAD` (Linux ≥ 2.6.26) gives the calling thread's user and system time, so a
 //! worker thread can report exactly the CPU its test loop used; `RUSAGE_SELF` gives the
@@ -6,33 +7,15 @@
 //! nanoseconds, as in [`ProcessCpu`].
 
 use linerate_wire::report::ProcessCpu;
-use nix::sys::resource::{getrusage, UsageWho};
-use nix::sys::time::TimeVal;
-
-/// Nanoseconds in a `timeval`; `None` if negative or out of range.
-fn timeval_ns(tv: TimeVal) -> Option<u64> {
-    let sec = u64::try_from(tv.tv_sec()).ok()?;
-    let usec = u64::try_from(tv.tv_usec()).ok()?;
-    sec.checked_mul(1_000_000_000)?
-        .checked_add(usec.checked_mul(1_000)?)
-}
-
-fn usage(who: UsageWho) -> Option<ProcessCpu> {
-    let u = getrusage(who).ok()?;
-    Some(ProcessCpu {
-        user_ns: timeval_ns(u.user_time())?,
-        system_ns: timeval_ns(u.system_time())?,
-    })
-}
 
 /// CPU time the calling thread has used so far (`RUSAGE_THREAD`); `None` if the call fails.
 pub fn thread_cpu() -> Option<ProcessCpu> {
-    usage(UsageWho::RUSAGE_THREAD)
+    super::system::thread_cpu()
 }
 
 /// CPU time the whole process has used so far (`RUSAGE_SELF`); `None` if the call fails.
 pub fn process_cpu() -> Option<ProcessCpu> {
-    usage(UsageWho::RUSAGE_SELF)
+    super::system::process_cpu()
 }
 
 /// Field-wise saturating sum, e.g. over the test's worker threads.
@@ -59,13 +42,6 @@ mod tests {
 
     fn cpu(user_ns: u64, system_ns: u64) -> ProcessCpu {
         ProcessCpu { user_ns, system_ns }
-    }
-
-    #[test]
-    fn timeval_conversion() {
-        // 2 s + 500 µs = 2 000 500 000 ns.
-        assert_eq!(timeval_ns(TimeVal::new(2, 500)), Some(2_000_500_000));
-        assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
     }
 
     #[test]

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use socket2::{Domain, Protocol, SockRef, Socket, Type};
 
+use super::net::{errno, opt};
+
 use linerate_wire::control::{TestSpec, Transport};
 
 /// Options for one end's data sockets.
@@ -65,8 +67,7 @@ pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Resul
     }
     if let Some(t) = opts.tos {
         if v6 {
-            s.set_tclass_v6(u32::from(t))
-                .map_err(|e| ctx("IPV6_TCLASS", e))?;
+            opt::set_tclass_v6(s, u32::from(t)).map_err(|e| ctx("IPV6_TCLASS", e))?;
         } else {
             s.set_tos(u32::from(t)).map_err(|e| ctx("IP_TOS", e))?;
         }
@@ -76,10 +77,10 @@ pub fn apply(s: &SockRef<'_>, opts: &SockOpts, tcp: bool, v6: bool) -> io::Resul
             s.set_nodelay(true).map_err(|e| ctx("TCP_NODELAY", e))?;
         }
         if let Some(m) = opts.mss {
-            s.set_mss(m).map_err(|e| ctx("TCP_MAXSEG", e))?;
+            opt::set_mss(s, m).map_err(|e| ctx("TCP_MAXSEG", e))?;
         }
         if let Some(cc) = &opts.congestion {
-            s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+            opt::set_congestion(s, cc.as_bytes()).map_err(|e| {
                 io::Error::new(
                     e.kind(),
                     format!(
@@ -121,7 +122,7 @@ pub fn connect_tcp_with(
     }
     if let Err(e) = sock.connect(&addr.into()) {
         return Err(match e.raw_os_error() {
-            Some(libc::EINPROGRESS) | Some(libc::EAGAIN) => io::Error::new(
+            Some(errno::EINPROGRESS) | Some(errno::EAGAIN) => io::Error::new(
                 io::ErrorKind::TimedOut,
                 format!("connecting to {addr} timed out after {timeout:?}"),
             ),
@@ -162,7 +163,7 @@ pub fn udp_socket(
 ) -> io::Result<UdpSocket> {
     let sock = Socket::new(Domain::for_address(local), Type::DGRAM, Some(Protocol::UDP))?;
     if reuse_port {
-        sock.set_reuse_port(true)?;
+        opt::set_reuse_port(&sock, true)?;
     }
     apply(&SockRef::from(&sock), opts, false, local.is_ipv6())?;
     sock.bind(&local.into())?;

@@ -906,7 +906,7 @@ impl Job {
                 Err(_) => break,
             }
         }
-        t.retransmits = crate::sys::tcp_info::read_tcp_info(std::os::fd::AsFd::as_fd(&st))
+        t.retransmits = crate::sys::tcp_info::read_tcp_info(crate::sys::net::AsSock::as_sock(&st))
             .ok()
             .map(|i| u64::from(i.total_retrans));
         t

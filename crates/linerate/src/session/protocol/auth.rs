@@ -224,10 +224,9 @@ impl Users {
 
     /// Reads and parses a users file; refuses one that group or others may read.
     pub fn load(path: &Path) -> Result<Users, String> {
-        use std::os::unix::fs::PermissionsExt;
         let what = |e: String| format!("--auth-users {}: {e}", path.display());
         let meta = std::fs::metadata(path).map_err(|e| what(e.to_string()))?;
-        if meta.permissions().mode() & 0o077 != 0 {
+        if crate::sys::process::readable_by_others(&meta) {
             return Err(what(format!(
                 "it holds secrets but group or others may read it: chmod 600 {}",
                 path.display()

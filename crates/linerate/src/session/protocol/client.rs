@@ -4,8 +4,8 @@
 //! work: it performs the machine's actions, waits for the next control message, engine
 //! interval or deadline, and feeds it; the protocol's decisions are the machine's.
 
+use crate::sys::net::AsSock;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -212,7 +212,7 @@ impl Connection {
 
     /// The control connection's smoothed RTT from TCP_INFO, microseconds.
     pub fn rtt_us(&self) -> Option<u32> {
-        crate::sys::tcp_info::read_tcp_info(self.stream.as_fd())
+        crate::sys::tcp_info::read_tcp_info(self.stream.as_sock())
             .ok()
             .map(|i| i.rtt_us)
             .filter(|&r| r > 0)

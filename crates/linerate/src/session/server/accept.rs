@@ -6,7 +6,6 @@
 
 use std::io::{self, Read};
 use std::net::{IpAddr, SocketAddr, TcpStream};
-use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::Ordering::SeqCst;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,13 +19,13 @@ use super::{
     log, Ctx, Route, Server, ACCEPT_ERROR_LOG_EVERY, BUSY_ANSWER_TIME, FD_RESERVE, MAX_BUSY_ANSWERS,
 };
 use crate::session::iperf3::server as iperf3;
+use crate::sys::net::{self, AsSock, Recv};
 use crate::sys::sockets;
 
 impl Server {
     /// Serves until the shutdown flag is set (or after one test with `one_off`). Running tests
     /// are told the server is shutting down and given a moment to end.
     pub fn run(self) -> anyhow::Result<()> {
-        use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
         self.listener.set_nonblocking(true)?;
         // The UDP port's reader: iperf3 clients announce their UDP streams on it.
         let udp = self.udp.try_clone().context("UDP port")?;
@@ -45,21 +44,13 @@ impl Server {
                 .iter()
                 .map(|w| w.deadline.saturating_duration_since(now))
                 .fold(Duration::from_millis(100), Duration::min);
-            let timeout =
-                PollTimeout::try_from(wait.as_millis().max(1)).unwrap_or(PollTimeout::MAX);
+            let timeout = wait.max(Duration::from_millis(1));
             let mut fds = Vec::with_capacity(1 + waiting.len());
-            fds.push(PollFd::new(self.listener.as_fd(), PollFlags::POLLIN));
-            fds.extend(
-                waiting
-                    .iter()
-                    .map(|w| PollFd::new(w.stream.as_fd(), PollFlags::POLLIN)),
-            );
-            let ready: Vec<bool> = match poll(&mut fds, timeout) {
-                Ok(_) => fds
-                    .iter()
-                    .map(|f| f.revents().is_some_and(|r| !r.is_empty()))
-                    .collect(),
-                Err(nix::errno::Errno::EINTR) => continue,
+            fds.push(self.listener.as_sock());
+            fds.extend(waiting.iter().map(|w| w.stream.as_sock()));
+            let ready: Vec<bool> = match net::poll_readable(&fds, timeout) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e).context("waiting for connections"),
             };
             drop(fds);
@@ -103,13 +94,15 @@ impl Server {
     /// or gets a thread at once when [`MAX_WAITING`] already wait.
     fn dispatch(&self, stream: TcpStream, peer: SocketAddr, waiting: &mut Vec<Waiting>) {
         let accepted = Instant::now();
+        net::after_accept(&stream);
         let seq = self.ctx.accept_seq.fetch_add(1, SeqCst);
         let Some(stream) = route_ready_data(&self.ctx, stream, peer) else {
             return;
         };
         let ip = sockets::canonical(peer.ip());
         // Descriptors are the lowest free: a number this high means nearly all are open.
-        let fd = stream.as_raw_fd() as u64;
+        #[allow(clippy::unnecessary_cast)] // an i32 descriptor on Linux, a u64 SOCKET on Windows
+        let fd = stream.raw_sock() as u64;
         let keep = FD_RESERVE + MAX_BUSY_ANSWERS as u64;
         if fd >= self.ctx.open_files.saturating_sub(keep) {
             let why = format!(
@@ -283,32 +276,27 @@ pub(crate) fn peek_exact(
     buf: &mut [u8],
     deadline: Instant,
 ) -> io::Result<usize> {
-    use nix::errno::Errno;
-    use nix::sys::socket::{recv, MsgFlags};
+    let would_block = |e: &io::Error| e.kind() == io::ErrorKind::WouldBlock;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let flags = if left.is_zero() {
-            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT
+        let how = if left.is_zero() {
+            Recv::PeekNow
         } else {
             stream.set_read_timeout(Some(left))?;
-            MsgFlags::MSG_PEEK | MsgFlags::MSG_WAITALL
+            Recv::PeekAll
         };
-        match recv(stream.as_raw_fd(), buf, flags) {
+        match net::recv(stream.as_sock(), buf, how) {
             Ok(n) => return Ok(n),
-            Err(Errno::EINTR) => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             // The time-out (or nothing there when it is already up): how much is there?
-            Err(Errno::EAGAIN) => {
-                return match recv(
-                    stream.as_raw_fd(),
-                    buf,
-                    MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
-                ) {
+            Err(e) if would_block(&e) => {
+                return match net::recv(stream.as_sock(), buf, Recv::PeekNow) {
                     Ok(n) => Ok(n),
-                    Err(Errno::EAGAIN) => Err(io::ErrorKind::TimedOut.into()),
-                    Err(e) => Err(e.into()),
+                    Err(e) if would_block(&e) => Err(io::ErrorKind::TimedOut.into()),
+                    Err(e) => Err(e),
                 }
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         }
     }
 }
@@ -413,10 +401,8 @@ fn handle_iperf3(ctx: &Arc<Ctx>, stream: TcpStream, peer: SocketAddr, accepted: 
 /// this saves a thread start per transaction. The peek never blocks (`MSG_DONTWAIT`), so a
 /// slow peer cannot stall the accept loop.
 fn route_ready_data(ctx: &Ctx, stream: TcpStream, peer: SocketAddr) -> Option<TcpStream> {
-    use nix::sys::socket::{recv, MsgFlags};
     let mut b = [0u8; stream_hello::LEN];
-    let flags = MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT;
-    let ready = matches!(recv(stream.as_raw_fd(), &mut b, flags), Ok(n) if n == b.len())
+    let ready = matches!(net::recv(stream.as_sock(), &mut b, Recv::PeekNow), Ok(n) if n == b.len())
         && b[..4] == stream_hello::MAGIC;
     if !ready {
         return Some(stream);

@@ -308,7 +308,7 @@ pub fn interface_facts(name: &str) -> (InterfaceFacts, Vec<String>) {
         w.push(format!("interface facts: {e}"));
         return (facts, w);
     }
-    match nix::net::if_::if_nametoindex(name) {
+    match super::iface::if_index(name) {
         Ok(i) => facts.ifindex = Some(i),
         Err(e) => {
             w.push(format!(

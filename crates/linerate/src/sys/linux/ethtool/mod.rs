@@ -39,6 +39,8 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use linerate_wire::host::{Duplex, RingSizes};
+
+pub use super::super::nic::{Channels, DrvInfo, EthtoolError, EthtoolResult, LinkSettings};
 use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
 
 use super::iface::validate_ifname;
@@ -93,43 +95,6 @@ pub const FIXED_BUF: usize = 512;
 pub const LINK_BUF: usize = 2048;
 /// Largest string set linerate reads (statistics or features).
 pub const MAX_STATS: usize = 16_384;
-
-/// `ethtool -i`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DrvInfo {
-    /// Driver name.
-    pub driver: Option<String>,
-    /// Driver version.
-    pub version: Option<String>,
-    /// Firmware version.
-    pub firmware: Option<String>,
-    /// Bus address.
-    pub bus_info: Option<String>,
-}
-
-/// Speed, duplex and auto-negotiation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LinkSettings {
-    /// Mbit/s; `None` when unknown (the kernel's 0 or `SPEED_UNKNOWN`).
-    pub speed_mbps: Option<u32>,
-    /// `None` when unknown (`DUPLEX_UNKNOWN`).
-    pub duplex: Option<Duplex>,
-    /// Auto-negotiation on.
-    pub autoneg: Option<bool>,
-}
-
-/// `ethtool -l`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Channels {
-    /// Receive-only channels.
-    pub rx: u32,
-    /// Transmit-only channels.
-    pub tx: u32,
-    /// Other (link interrupts, SR-IOV coordination).
-    pub other: u32,
-    /// Combined receive + transmit channels.
-    pub combined: u32,
-}
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
@@ -364,22 +329,6 @@ pub fn offloads_from_features(names: &[String], active: &[bool]) -> BTreeMap<Str
     }
     out
 }
-
-/// An ioctl that failed for a reason other than "not supported".
-#[derive(Debug, thiserror::Error)]
-#[error("ethtool {what} on {iface}: {source}")]
-pub struct EthtoolError {
-    /// What was asked ("driver statistics").
-    pub what: &'static str,
-    /// The interface.
-    pub iface: String,
-    /// The OS error.
-    #[source]
-    pub source: io::Error,
-}
-
-/// `Ok(None)` for "the driver does not implement this".
-pub type EthtoolResult<T> = Result<Option<T>, EthtoolError>;
 
 fn unsupported(e: &io::Error) -> bool {
     e.raw_os_error() == Some(libc::EOPNOTSUPP)
