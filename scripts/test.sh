@@ -237,7 +237,7 @@ stage "windows: clippy"
 eval "$(bash scripts/cross.sh x86_64-pc-windows-gnu --env)"
 cargo clippy --locked --target x86_64-pc-windows-gnu -p linerate -- -D warnings
 stage "windows: under wine"
-bash scripts/wine-test.sh
+LINERATE_LINUX_BIN="$full_bin" bash scripts/wine-test.sh
 
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a

@@ -39,11 +39,16 @@ CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER=$WINE \
     cargo test --locked --target $T -p linerate-wire -p linerate-stats -q 2>&1 | grep -E '^test result|FAILED|panicked' >&2
 
 # 2 and 3: linerate.exe (a dev build: nothing here measures speed) and the Linux build.
+# The Linux peer: LINERATE_LINUX_BIN (scripts/test.sh passes the build its tests ran),
+# or a build of this tree.
 cargo build --locked --target $T -p linerate >&2
-cargo build --locked -p linerate >&2
 exe=target/$T/debug/linerate.exe
 cp target/wine/bcryptprimitives.dll target/$T/debug/
-lin=target/debug/linerate
+lin=${LINERATE_LINUX_BIN:-}
+if [ -z "$lin" ]; then
+    cargo build --locked -p linerate >&2
+    lin=target/debug/linerate
+fi
 out=target/wine/runs
 rm -rf "$out" && mkdir -p "$out"
 
