@@ -84,18 +84,6 @@ pub fn needs_linux(_what: &str) -> Option<String> {
     None
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timeval_conversion() {
-        // 2 s + 500 µs = 2 000 500 000 ns.
-        assert_eq!(timeval_ns(TimeVal::new(2, 500)), Some(2_000_500_000));
-        assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
-    }
-}
-
 /// Opens `path` for reading without waiting for a writer when it is a FIFO (O_NONBLOCK at
 /// open), then makes its reads blocking again, so a pipe whose writer is slow is waited
 /// for and one without a writer reads as its end ([`crate::sys::files`]).
@@ -111,4 +99,16 @@ pub fn open_for_reading(path: &std::path::Path) -> std::io::Result<std::fs::File
         nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
     )?;
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeval_conversion() {
+        // 2 s + 500 µs = 2 000 500 000 ns.
+        assert_eq!(timeval_ns(TimeVal::new(2, 500)), Some(2_000_500_000));
+        assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
+    }
 }
