@@ -65,6 +65,7 @@ pub mod snmp;
 pub mod sockets;
 pub mod softirqs;
 pub mod softnet;
+pub mod zc;
 
 /// Text or bytes from the kernel that could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

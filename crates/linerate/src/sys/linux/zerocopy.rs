@@ -20,28 +20,7 @@ const SO_EE_ORIGIN_ZEROCOPY: u8 = 5;
 /// `SO_EE_CODE_ZEROCOPY_COPIED` (linux/errqueue.h).
 const SO_EE_CODE_ZEROCOPY_COPIED: u8 = 1;
 
-/// One completion: the sends numbered `lo..=hi` are done; `copied` when the kernel copied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Completion {
-    /// First send of the range.
-    pub lo: u32,
-    /// Last send of the range (inclusive).
-    pub hi: u32,
-    /// `SO_EE_CODE_ZEROCOPY_COPIED`: the kernel copied the data after all.
-    pub copied: bool,
-}
-
-impl Completion {
-    /// Sends in the range (the counter wraps at 2^32).
-    pub fn len(&self) -> u64 {
-        u64::from(self.hi.wrapping_sub(self.lo)) + 1
-    }
-
-    /// Never empty: a range holds at least one send.
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-}
+pub use crate::sys::zc::Completion;
 
 /// Turns `SO_ZEROCOPY` on. Fails with `ENOPROTOOPT` on kernels before 4.14.
 pub fn enable(fd: BorrowedFd<'_>) -> io::Result<()> {

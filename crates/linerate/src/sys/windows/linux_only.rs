@@ -229,27 +229,7 @@ pub mod zerocopy {
     use std::io;
     use std::os::windows::io::{AsSocket, BorrowedSocket};
 
-    /// One completion: the sends numbered `lo..=hi` are done.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct Completion {
-        /// First send of the range.
-        pub lo: u32,
-        /// Last send of the range (inclusive).
-        pub hi: u32,
-        /// The kernel copied the data after all.
-        pub copied: bool,
-    }
-
-    impl Completion {
-        /// Sends in the range (the counter wraps at 2^32).
-        pub fn len(&self) -> u64 {
-            u64::from(self.hi.wrapping_sub(self.lo)) + 1
-        }
-        /// Never empty.
-        pub fn is_empty(&self) -> bool {
-            false
-        }
-    }
+    pub use crate::sys::zc::Completion;
 
     /// A memory file for sendfile: never made here.
     pub struct MemFile(Never);
