@@ -6,7 +6,7 @@
 //! `--resume` continues it. A progress bar with ETA counts the points on a terminal.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
@@ -57,6 +57,42 @@ fn head_of(plan: &SweepPlan) -> JournalHead {
     }
 }
 
+/// The most a journal may hold: a sweep's points with their records, as a results file.
+const JOURNAL_CAP: u64 = crate::model::MAX_RESULT_FILE;
+
+/// A journal's head and its whole points, read under `cap` bytes (a longer file, or one
+/// that never ends, is one usage error naming the cap); a line that does not parse (torn
+/// by a kill in the middle of a write) is a warning and its point runs again.
+fn read_journal(
+    path: &Path,
+    cap: u64,
+    warnings: &mut Vec<String>,
+) -> anyhow::Result<(Option<JournalHead>, BTreeMap<u32, PointRecord>)> {
+    let shown = path.display();
+    let bytes = crate::sys::files::read_bytes(path, cap)
+        .map_err(|e| UsageError(format!("--journal {shown}: {e}")))?;
+    let mut lines = bytes.split(|&b| b == b'\n');
+    let head = lines
+        .next()
+        .and_then(|l| serde_json::from_slice::<JournalHead>(l).ok());
+    let mut done = BTreeMap::new();
+    for (n, line) in lines.enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_slice::<PointRecord>(line) {
+            Ok(p) => {
+                done.insert(p.index, p);
+            }
+            Err(_) => warnings.push(format!(
+                "journal line {} is incomplete (the sweep was stopped while writing it): that point runs again",
+                n + 2
+            )),
+        }
+    }
+    Ok((head, done))
+}
+
 /// Opens the journal: with `resume`, reads the points it holds (a torn last line, from a
 /// kill in the middle of a write, is dropped with a warning); without, it must be new or
 /// empty.
@@ -82,16 +118,9 @@ fn open_journal(
         .into());
     }
     if exists {
-        let f =
-            std::fs::File::open(path).map_err(|e| UsageError(format!("--journal {shown}: {e}")))?;
-        let mut lines = std::io::BufReader::new(f).lines();
-        let head: Option<JournalHead> = lines
-            .next()
-            .and_then(|l| l.ok())
-            .and_then(|l| serde_json::from_str(&l).ok());
-        let want = head_of(plan);
+        let (head, points) = read_journal(path, JOURNAL_CAP, warnings)?;
         match head {
-            Some(h) if h == want => {}
+            Some(h) if h == head_of(plan) => {}
             Some(_) => {
                 return Err(UsageError(format!(
                     "--resume: {shown} is the journal of another sweep (its test, --vary or runs per point differ): give the same arguments, or start a new journal"
@@ -105,18 +134,7 @@ fn open_journal(
                 .into())
             }
         }
-        for (n, line) in lines.enumerate() {
-            let line = line.map_err(|e| UsageError(format!("--journal {shown}: {e}")))?;
-            match serde_json::from_str::<PointRecord>(&line) {
-                Ok(p) => {
-                    done.insert(p.index, p);
-                }
-                Err(_) => warnings.push(format!(
-                    "journal line {} is incomplete (the sweep was stopped while writing it): that point runs again",
-                    n + 2
-                )),
-            }
-        }
+        done = points;
     }
     let mut f = std::fs::OpenOptions::new()
         .create(true)
@@ -588,4 +606,33 @@ fn keeper_ctx(keeper: &Keeper, plan: &SweepPlan, p: &PointPlan) -> entry::Contex
     ctx.command = plan.test_command.clone();
     ctx.argv = p.argv.clone();
     ctx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_journal_over_its_cap_is_one_usage_error_and_a_torn_line_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("j.jsonl");
+        // A head, then a line a kill tore in the middle of a character.
+        let mut text = br#"{"journal":"linerate sweep journal","test":["tcp"],"vary":[],"runs_per_point":[1,1]}"#.to_vec();
+        text.extend_from_slice(b"\n{\"index\":3,\"x\":\"\xc3");
+        std::fs::write(&p, &text).unwrap();
+        let mut warnings = Vec::new();
+        let (head, done) = read_journal(&p, 4096, &mut warnings).unwrap();
+        assert_eq!(head.unwrap().journal, JOURNAL_MAGIC);
+        assert!(done.is_empty());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("line 2"), "{warnings:?}");
+
+        let e = read_journal(&p, 64, &mut warnings).unwrap_err();
+        assert!(e.downcast_ref::<UsageError>().is_some(), "{e}");
+        let e = e.to_string();
+        assert!(e.contains("j.jsonl") && e.contains("64 bytes"), "{e}");
+        // A device that never ends is read up to the cap, never to the end.
+        let e = read_journal(Path::new("/dev/zero"), 1 << 20, &mut warnings).unwrap_err();
+        assert!(e.to_string().contains("1 MiB"), "{e}");
+    }
 }

@@ -43,6 +43,12 @@ pub fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, String> {
 
 /// [`read_text`], with the reason alone as its error.
 pub fn read_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes(path, cap)?).map_err(|_| ReadError::NotText)
+}
+
+/// The file's bytes, at most `cap` of them (a journal whose last line a kill tore may end
+/// inside a character: its reader keeps what it can).
+pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     // A FIFO without a writer reads as its end instead of blocking the open.
     let file = super::system::open_for_reading(path).map_err(ReadError::Io)?;
     let mut out = Vec::new();
@@ -52,7 +58,7 @@ pub fn read_capped(path: &Path, cap: u64) -> Result<String, ReadError> {
     if out.len() as u64 > cap {
         return Err(ReadError::TooLong(cap));
     }
-    String::from_utf8(out).map_err(|_| ReadError::NotText)
+    Ok(out)
 }
 
 /// `cap` in words: "1 MiB", "64 KiB", "100 bytes".
