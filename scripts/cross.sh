@@ -169,12 +169,7 @@ bin=$(realpath "${CARGO_TARGET_DIR:-target}/$TARGET/$profile/linerate")
 if [ "$TARGET" = x86_64-pc-windows-gnu ]; then
     bin=$bin.exe
     # Only Windows's own DLLs (no libgcc_s, libwinpthread or libstdc++ of mingw's).
-    dlls=$("$gcc_triple-objdump" -p "$bin" | awk '/DLL Name:/ {print $3}' | sort -u)
-    foreign=$(echo "$dlls" | grep -viE '^(kernel32|kernelbase|advapi32|ws2_32|iphlpapi|ntdll|bcrypt|bcryptprimitives|userenv|msvcrt|ucrtbase|user32|shell32|ole32|oleaut32|secur32|crypt32|api-ms-win-.*)\.dll$' || true)
-    if [ -n "$foreign" ]; then
-        echo "scripts/cross.sh: $bin imports DLLs that are not Windows's own: $(echo $foreign)" >&2
-        exit 1
-    fi
+    dlls=$(bash scripts/win-imports.sh "$bin")
     size=$(stat -c %s "$bin")
     if [ "$size" -gt 8388608 ]; then
         echo "scripts/cross.sh: $bin is $size bytes, more than 8 MB" >&2
