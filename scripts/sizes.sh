@@ -12,6 +12,10 @@
 #        SIZES_BUILDS=board bash scripts/sizes.sh ...   (only these builds: board, full, floor)
 #        bash scripts/sizes.sh x86_64-unknown-linux-gnu powerpc-unknown-linux-gnu:board
 #          (TARGET:BUILD measures that one build of the target)
+# With targets named, the table's rows of the builds this run did not measure are kept as
+# they were (their earlier measurement); with none, every row is written again.
+# x86_64-pc-windows-gnu (linerate.exe, the full build only: scripts/cross.sh checks its 8 MB
+# and its import table) is measured when named.
 # A build that fails or that scripts/cross.sh refuses is listed as not measured, with why.
 # Release builds are slow (fat LTO, one codegen unit): about 5-15 minutes per build on 2 cores.
 set -euo pipefail
@@ -47,7 +51,11 @@ for arg in "${targets[@]}"; do
         echo "scripts/sizes.sh: $t $build" >&2
         if bin=$(bash scripts/cross.sh "$t" $flag 2>"$tmp/err" | tail -n 1) && [ -f "$bin" ]; then
             bytes=$(stat -c %s "$bin")
-            kind=$(readelf -h "$bin" | awk '/Type:/ {print ($2 == "DYN") ? "static-pie" : "static"}')
+            if [ "${bin%.exe}" != "$bin" ]; then
+                kind="PE32+, imports Windows's own DLLs only"
+            else
+                kind=$(readelf -h "$bin" | awk '/Type:/ {print ($2 == "DYN") ? "static-pie" : "static"}')
+            fi
             built[$t.$build]=$bin
             bytes_of[$t.$build]=$bytes
             rows+=("| $t | $build | $(printf "%'d" "$bytes") | $kind |")
@@ -131,8 +139,56 @@ fi
     fi
     echo "<!-- sizes:end -->"
 } >"$tmp/table"
-cat "$tmp/table" >&2
 doc=docs/PERFORMANCE.md
+if (($# > 0)) && grep -q '<!-- sizes:begin' "$doc"; then
+    # Some targets: the old table's other rows stay, this run's replace theirs.
+    awk '/<!-- sizes:begin/ { on = 1 } on { print } /<!-- sizes:end -->/ { on = 0 }' "$doc" >"$tmp/old"
+    sed -i "1s/;/, the rows of builds it did not measure from before;/" "$tmp/table"
+    python3 - "$tmp/old" "$tmp/table" >"$tmp/merged" <<'PY'
+import sys
+
+def sections(text):
+    """The tables of a sizes block: [(prose lines, header, separator, rows)], in order."""
+    out, prose, lines = [], [], text.splitlines()
+    i = 0
+    while i < len(lines):
+        l = lines[i]
+        if l.startswith("| target |"):
+            rows, j = [], i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                rows.append(lines[j])
+                j += 1
+            out.append((prose, l, lines[i + 1], rows))
+            prose, i = [], j
+        else:
+            if not l.startswith("<!-- sizes:"):
+                prose.append(l)
+            i += 1
+    return out
+
+def key(header, row):
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    return tuple(cells[:2]) if header.startswith("| target | build |") else cells[0]
+
+old, new = (sections(open(f).read()) for f in sys.argv[1:3])
+first = open(sys.argv[2]).read().splitlines()[0]
+news = {h: (p, s, rows) for p, h, s, rows in new}
+lines = [first]
+for prose, h, sep, rows in old:
+    if h in news:
+        fresh = {key(h, r): r for r in news.pop(h)[2]}
+        merged = [fresh.pop(key(h, r), r) for r in rows] + list(fresh.values())
+    else:
+        merged = rows
+    lines += prose + [h, sep] + merged
+for h, (prose, sep, rows) in news.items():
+    lines += prose + [h, sep] + rows
+lines.append("<!-- sizes:end -->")
+print("\n".join(lines))
+PY
+    cp "$tmp/merged" "$tmp/table"
+fi
+cat "$tmp/table" >&2
 if grep -q '<!-- sizes:begin' "$doc"; then
     awk -v f="$tmp/table" '
         /<!-- sizes:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }

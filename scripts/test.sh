@@ -244,6 +244,9 @@ eval "$(bash scripts/cross.sh x86_64-pc-windows-gnu --env)"
 cargo clippy --locked --target x86_64-pc-windows-gnu -p linerate -- -D warnings
 stage "windows: under wine"
 LINERATE_LINUX_BIN="$full_bin" bash scripts/wine-test.sh
+# Its import table names no DLL but Windows's own (the dev build wine-test.sh ran: the same
+# code and link flags as scripts/cross.sh's release linerate.exe, so the same DLLs).
+echo "scripts/test.sh: linerate.exe imports $(bash scripts/win-imports.sh target/x86_64-pc-windows-gnu/debug/linerate.exe)"
 
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a

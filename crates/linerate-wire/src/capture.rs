@@ -399,6 +399,138 @@ fn truncated(layer: &'static str, offset: usize, need: usize, have: usize) -> Wi
     WireError::new(layer, offset, WireErrorKind::Truncated { need, have })
 }
 
+/// What an IP header says: addresses, the packet's length and its headers' length (with
+/// IPv4's authentication header or IPv6's extension headers), and whether the packet is a
+/// fragment after the first.
+struct IpHeader {
+    src: IpAddr,
+    dst: IpAddr,
+    ip_len: usize,
+    headers_len: usize,
+    fragment_tail: bool,
+}
+
+/// The header of `net`; `fallback_len` is the packet's length when the header states none
+/// (a total length of 0, or below the header, is what TSO/BIG TCP captures show). None for
+/// ARP.
+fn ip_header(net: &LaxNetSlice<'_>, fallback_len: usize) -> Option<IpHeader> {
+    match net {
+        LaxNetSlice::Ipv4(v4) => {
+            let h = v4.header();
+            let hlen = usize::from(h.ihl()) * 4;
+            let ext = v4.extensions().auth.map_or(0, |a| a.slice().len());
+            let stated = usize::from(h.total_len());
+            Some(IpHeader {
+                src: IpAddr::V4(h.source_addr()),
+                dst: IpAddr::V4(h.destination_addr()),
+                ip_len: if stated < hlen { fallback_len } else { stated },
+                headers_len: hlen + ext,
+                fragment_tail: h.fragments_offset().value() != 0,
+            })
+        }
+        LaxNetSlice::Ipv6(v6) => {
+            let h = v6.header();
+            let ext = v6.extensions().slice().len();
+            let stated = usize::from(h.payload_length());
+            Some(IpHeader {
+                src: IpAddr::V6(h.source_addr()),
+                dst: IpAddr::V6(h.destination_addr()),
+                ip_len: if stated == 0 {
+                    fallback_len
+                } else {
+                    40 + stated
+                },
+                headers_len: 40 + ext,
+                fragment_tail: v6.payload().fragmented,
+            })
+        }
+        LaxNetSlice::Arp(_) => None,
+    }
+}
+
+/// A TCP segment's header facts; `ip_payload_len` is the IP payload's length as stated.
+fn tcp_segment(tcp: &etherparse::TcpSlice<'_>, ip_payload_len: usize) -> TcpSegment {
+    let hdr = tcp.header_slice().len();
+    let mut options = TcpOptions::default();
+    for o in tcp.options_iterator() {
+        match o {
+            Ok(TcpOptionElement::MaximumSegmentSize(m)) => options.mss = Some(m),
+            Ok(TcpOptionElement::WindowScale(s)) => options.window_scale = Some(s),
+            Ok(TcpOptionElement::SelectiveAcknowledgementPermitted) => {
+                options.sack_permitted = true
+            }
+            Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
+                options.sack[0] = first;
+                let mut n = 1;
+                for b in rest.iter().flatten() {
+                    if n < 4 {
+                        options.sack[n] = *b;
+                        n += 1;
+                    }
+                }
+                options.sack_count = n as u8;
+            }
+            Ok(TcpOptionElement::Timestamp(v, e)) => options.timestamp = Some((v, e)),
+            Ok(TcpOptionElement::Noop) => {}
+            // A malformed option ends the list, as in the kernel's parser.
+            Err(_) => break,
+        }
+    }
+    TcpSegment {
+        src_port: tcp.source_port(),
+        dst_port: tcp.destination_port(),
+        seq: tcp.sequence_number(),
+        ack: tcp.acknowledgment_number(),
+        flags: tcp.header_slice().get(13).copied().unwrap_or(0),
+        window: tcp.window_size(),
+        payload_len: u32::try_from(ip_payload_len.saturating_sub(hdr)).unwrap_or(0),
+        options,
+    }
+}
+
+/// An IP packet whose transport header etherparse did not slice: the first fragment of a
+/// UDP datagram (from its 8 header bytes), nothing for another protocol, or the error that
+/// stopped a TCP or UDP header.
+fn unsliced_transport(
+    sliced: &LaxSlicedPacket<'_>,
+    net: &LaxNetSlice<'_>,
+    base: usize,
+    have: usize,
+) -> Result<Option<Transport>, WireError> {
+    let (proto, fragmented, payload) = match net {
+        LaxNetSlice::Ipv4(v4) => {
+            let p = v4.payload();
+            (p.ip_number, p.fragmented, p.payload)
+        }
+        LaxNetSlice::Ipv6(v6) => {
+            let p = v6.payload();
+            (p.ip_number, p.fragmented, p.payload)
+        }
+        LaxNetSlice::Arp(_) => return Ok(None),
+    };
+    if fragmented {
+        // The first fragment of a datagram (the others were left out before). UDP's
+        // header states the whole datagram's length; TCP has no such field and linerate
+        // does not reassemble, so a fragmented TCP segment is "other".
+        if proto == etherparse::IpNumber::UDP && payload.len() >= 8 {
+            let stated = usize::from(u16::from_be_bytes([payload[4], payload[5]]));
+            return Ok(Some(Transport::Udp(UdpDatagram {
+                src_port: u16::from_be_bytes([payload[0], payload[1]]),
+                dst_port: u16::from_be_bytes([payload[2], payload[3]]),
+                payload_len: u32::try_from(stated.saturating_sub(8)).unwrap_or(0),
+            })));
+        }
+        return Ok(None);
+    }
+    if proto == etherparse::IpNumber::TCP {
+        Err(stop_error(sliced, base, "TCP header", have))
+    } else if proto == etherparse::IpNumber::UDP {
+        Err(stop_error(sliced, base, "UDP header", have))
+    } else {
+        Ok(None)
+    }
+}
+
 /// Decodes an IP packet that starts `base` bytes into the frame.
 fn l3(
     ether_type: EtherType,
@@ -416,161 +548,40 @@ fn l3(
     let Some(net) = &sliced.net else {
         return Err(stop_error(&sliced, base, "IP header", ip.len()));
     };
-    let (src, dst, ip_len, headers_len, fragment_tail) = match net {
-        LaxNetSlice::Ipv4(v4) => {
-            let h = v4.header();
-            let hlen = usize::from(h.ihl()) * 4;
-            let ext = v4.extensions().auth.map_or(0, |a| a.slice().len());
-            let stated = usize::from(h.total_len());
-            // A total length of 0 (or below the header) is what TSO/BIG TCP captures show:
-            // the length is then the frame's.
-            let ip_len = if stated < hlen {
-                wire_ip.unwrap_or(ip.len())
-            } else {
-                stated
-            };
-            (
-                IpAddr::V4(h.source_addr()),
-                IpAddr::V4(h.destination_addr()),
-                ip_len,
-                hlen + ext,
-                h.fragments_offset().value() != 0,
-            )
-        }
-        LaxNetSlice::Ipv6(v6) => {
-            let h = v6.header();
-            let ext = v6.extensions().slice().len();
-            let stated = usize::from(h.payload_length());
-            let ip_len = if stated == 0 {
-                wire_ip.unwrap_or(ip.len())
-            } else {
-                40 + stated
-            };
-            (
-                IpAddr::V6(h.source_addr()),
-                IpAddr::V6(h.destination_addr()),
-                ip_len,
-                40 + ext,
-                v6.payload().fragmented,
-            )
-        }
-        LaxNetSlice::Arp(_) => return Ok(None),
+    let Some(h) = ip_header(net, wire_ip.unwrap_or(ip.len())) else {
+        return Ok(None);
     };
-    if fragment_tail {
+    if h.fragment_tail {
         return Ok(None);
     }
     // tshark takes no more than the frame held on the wire.
-    let beyond = wire_ip.is_some_and(|w| ip_len > w);
-    let ip_len = ip_len.min(wire_ip.unwrap_or(usize::MAX));
-    let ip_payload_len = ip_len.saturating_sub(headers_len);
-    let ip_len_u32 = u32::try_from(ip_len).unwrap_or(u32::MAX);
-    match &sliced.transport {
-        Some(TransportSlice::Tcp(tcp)) => {
-            let hdr = tcp.header_slice().len();
-            let payload_len = u32::try_from(ip_payload_len.saturating_sub(hdr)).unwrap_or(0);
-            let mut options = TcpOptions::default();
-            for o in tcp.options_iterator() {
-                match o {
-                    Ok(TcpOptionElement::MaximumSegmentSize(m)) => options.mss = Some(m),
-                    Ok(TcpOptionElement::WindowScale(s)) => options.window_scale = Some(s),
-                    Ok(TcpOptionElement::SelectiveAcknowledgementPermitted) => {
-                        options.sack_permitted = true
-                    }
-                    Ok(TcpOptionElement::SelectiveAcknowledgement(first, rest)) => {
-                        options.sack[0] = first;
-                        let mut n = 1;
-                        for b in rest.iter().flatten() {
-                            if n < 4 {
-                                options.sack[n] = *b;
-                                n += 1;
-                            }
-                        }
-                        options.sack_count = n as u8;
-                    }
-                    Ok(TcpOptionElement::Timestamp(v, e)) => options.timestamp = Some((v, e)),
-                    Ok(TcpOptionElement::Noop) => {}
-                    // A malformed option ends the list, as in the kernel's parser.
-                    Err(_) => break,
-                }
-            }
-            let raw = tcp.header_slice();
-            Ok(Some(Packet {
-                src,
-                dst,
-                ip_len: ip_len_u32,
-                ip_len_beyond_frame: beyond,
-                transport: Transport::Tcp(TcpSegment {
-                    src_port: tcp.source_port(),
-                    dst_port: tcp.destination_port(),
-                    seq: tcp.sequence_number(),
-                    ack: tcp.acknowledgment_number(),
-                    flags: raw.get(13).copied().unwrap_or(0),
-                    window: tcp.window_size(),
-                    payload_len,
-                    options,
-                }),
-            }))
-        }
+    let beyond = wire_ip.is_some_and(|w| h.ip_len > w);
+    let ip_len = h.ip_len.min(wire_ip.unwrap_or(usize::MAX));
+    let ip_payload_len = ip_len.saturating_sub(h.headers_len);
+    let transport = match &sliced.transport {
+        Some(TransportSlice::Tcp(tcp)) => Transport::Tcp(tcp_segment(tcp, ip_payload_len)),
         Some(TransportSlice::Udp(udp)) => {
             let stated = usize::from(udp.length());
             let len = if stated >= 8 { stated } else { ip_payload_len };
-            Ok(Some(Packet {
-                src,
-                dst,
-                ip_len: ip_len_u32,
-                ip_len_beyond_frame: beyond,
-                transport: Transport::Udp(UdpDatagram {
-                    src_port: udp.source_port(),
-                    dst_port: udp.destination_port(),
-                    payload_len: u32::try_from(len.saturating_sub(8)).unwrap_or(0),
-                }),
-            }))
+            Transport::Udp(UdpDatagram {
+                src_port: udp.source_port(),
+                dst_port: udp.destination_port(),
+                payload_len: u32::try_from(len.saturating_sub(8)).unwrap_or(0),
+            })
         }
-        Some(_) => Ok(None),
-        None => {
-            let (proto, fragmented, payload) = match net {
-                LaxNetSlice::Ipv4(v4) => {
-                    let p = v4.payload();
-                    (p.ip_number, p.fragmented, p.payload)
-                }
-                LaxNetSlice::Ipv6(v6) => {
-                    let p = v6.payload();
-                    (p.ip_number, p.fragmented, p.payload)
-                }
-                LaxNetSlice::Arp(_) => return Ok(None),
-            };
-            if fragmented {
-                // The first fragment of a datagram (the others were left out above). UDP's
-                // header states the whole datagram's length; TCP has no such field and
-                // linerate does not reassemble, so a fragmented TCP segment is "other".
-                if proto == etherparse::IpNumber::UDP && payload.len() >= 8 {
-                    let stated = usize::from(u16::from_be_bytes([payload[4], payload[5]]));
-                    return Ok(Some(Packet {
-                        src,
-                        dst,
-                        ip_len: ip_len_u32,
-                        ip_len_beyond_frame: beyond,
-                        transport: Transport::Udp(UdpDatagram {
-                            src_port: u16::from_be_bytes([payload[0], payload[1]]),
-                            dst_port: u16::from_be_bytes([payload[2], payload[3]]),
-                            payload_len: u32::try_from(stated.saturating_sub(8)).unwrap_or(0),
-                        }),
-                    }));
-                }
-                return Ok(None);
-            }
-            if proto == etherparse::IpNumber::TCP || proto == etherparse::IpNumber::UDP {
-                let name = if proto == etherparse::IpNumber::TCP {
-                    "TCP header"
-                } else {
-                    "UDP header"
-                };
-                Err(stop_error(&sliced, base, name, ip.len()))
-            } else {
-                Ok(None)
-            }
-        }
-    }
+        Some(_) => return Ok(None),
+        None => match unsliced_transport(&sliced, net, base, ip.len())? {
+            Some(t) => t,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(Packet {
+        src: h.src,
+        dst: h.dst,
+        ip_len: u32::try_from(ip_len).unwrap_or(u32::MAX),
+        ip_len_beyond_frame: beyond,
+        transport,
+    }))
 }
 
 fn stop_error(

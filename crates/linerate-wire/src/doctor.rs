@@ -105,33 +105,4 @@ mod tests {
         let q: DoctorRequest = serde_json::from_str("{}").unwrap();
         assert_eq!(q, DoctorRequest::default());
     }
-
-    #[test]
-    fn messages_are_tagged_and_round_trip() {
-        use crate::control::{self, Message};
-        let m = Message::DoctorRequest(DoctorRequest {
-            buffer_bytes: Some(4 << 20),
-            rtt_us: None,
-        });
-        let v = serde_json::to_value(&m).unwrap();
-        assert_eq!(v["type"], "doctor_request");
-        assert_eq!(m.name(), "doctor_request");
-        let r = Message::DoctorReport(DoctorReport {
-            host: None,
-            interface: Some("eth0".into()),
-            findings: vec![Finding {
-                severity: Severity::Ok,
-                check: "net.ipv4.tcp_sack".into(),
-                what: "SACK is on".into(),
-                value: Some("1".into()),
-                fix: None,
-            }],
-        });
-        assert_eq!(r.name(), "doctor_report");
-        for msg in [m, r] {
-            let frame = control::encode(&msg).unwrap();
-            let back = control::decode_body(&frame[control::FRAME_HEADER_LEN..]).unwrap();
-            assert_eq!(back, msg);
-        }
-    }
 }

@@ -26,8 +26,15 @@ pub enum WireErrorKind {
     },
     /// The magic bytes are not linerate's.
     BadMagic,
-    /// A version this build does not understand.
-    UnsupportedVersion(u8),
+    /// A version of a layout this build does not read.
+    UnsupportedVersion {
+        /// What the version is of, e.g. "frame layout".
+        what: &'static str,
+        /// The version found.
+        found: u8,
+        /// The version this build reads.
+        reads: u8,
+    },
     /// Reserved bits that must be zero were set.
     ReservedBitsSet,
     /// A length field above the allowed cap.
@@ -59,14 +66,10 @@ impl fmt::Display for WireError {
                 write!(f, "truncated (need {need} bytes, have {have})")
             }
             WireErrorKind::BadMagic => write!(f, "bad magic (not a linerate peer?)"),
-            WireErrorKind::UnsupportedVersion(v) if self.layer == crate::control::frame::LAYER => {
-                write!(
-                    f,
-                    "frame layout version {v}, and this linerate reads version {} (the peer runs a linerate with another frame layout: use linerate versions with the same frame layout on both ends)",
-                    crate::control::frame::FRAME_VERSION
-                )
-            }
-            WireErrorKind::UnsupportedVersion(v) => write!(f, "unsupported version {v}"),
+            WireErrorKind::UnsupportedVersion { what, found, reads } => write!(
+                f,
+                "{what} version {found}, and this linerate reads version {reads} (the peer runs a linerate with another {what}: use linerate versions with the same {what} on both ends)"
+            ),
             WireErrorKind::ReservedBitsSet => write!(f, "reserved bits set"),
             WireErrorKind::TooLong { len, max } => {
                 write!(f, "length {len} exceeds the limit of {max}")

@@ -145,11 +145,11 @@ pub struct StreamReport {
     /// How a TCP sender handed its data to the kernel (feature `copy_modes`); absent for
     /// receivers, UDP, and older peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_mode: Option<crate::control::SendMode>,
+    pub send_mode: Option<crate::control::modes::SendMode>,
     /// How a TCP receiver took its data (feature `copy_modes`); absent for senders, UDP,
     /// and older peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recv_mode: Option<crate::control::RecvMode>,
+    pub recv_mode: Option<crate::control::modes::RecvMode>,
     /// `MSG_ZEROCOPY` senders: the kernel's completion notifications for this stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<ZerocopyReport>,

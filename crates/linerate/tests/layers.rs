@@ -1,6 +1,7 @@
-//! The module graph of the application crate has layers, and no cycles.
+//! The module graph of the application crate has layers, and no cycles; every crate of the
+//! workspace keeps the file, function and OS rules.
 //!
-//! Reads every file under `src/`, finds the paths that leave a top-level module
+//! Reads every file under linerate's `src/`, finds the paths that leave a top-level module
 //! (`use crate::x::...`, `crate::x::f()`, `use crate::{x, y}`, and `super::` chains that climb
 //! to the crate root) and checks two rules over the graph of top-level modules:
 //!
@@ -8,6 +9,9 @@
 //!    only modules of its own layer or of layers below it.
 //! 2. **No cycles.** Two modules never import each other, directly or through others (in a
 //!    layer as well as across layers).
+//!
+//! The rules below hold in every crate of the workspace ([`CRATES`], which a test keeps equal
+//! to the workspace's members), each crate's `src/` read the same way.
 //!
 //! A third rule holds for files ([`file_graph`]): no two files import each other, directly
 //! or through others; a file's imports of its ancestors' files (`mod.rs`, `lib.rs`) are left
@@ -19,6 +23,10 @@
 //! A fourth rule holds for functions ([`long_functions`]): none outside test code is longer
 //! than [`MAX_FN_LINES`] lines, counted from its `fn` to its closing brace, but those
 //! named in [`LONG_ALLOWED`] with their reasons.
+//!
+//! A fifth rule holds for the operating system ([`os_switches`]): no `cfg` naming an OS and
+//! no call into an OS's own API stand outside the crate's one OS seam, which [`CRATES`]
+//! names with its reason (linerate's `sys/`, the lab's `os.rs`; none in the pure crates).
 //!
 //! The only exceptions are the edges in [`ALLOWED`], each with its reason. An entry whose
 //! edge no longer exists fails the test too, so the list only ever shrinks.
@@ -65,6 +73,81 @@ const ALLOWED: &[(&str, &str)] = &[];
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every crate of the workspace (its folder under `crates/`), the paths under its `src/`
+/// where the operating system may be named (its OS seam: a folder or a file), and why.
+const CRATES: &[(&str, &[&str], &str)] = &[
+    (
+        "linerate",
+        &["sys", "main.rs"],
+        "sys/ is the OS seam: sys/mod.rs picks sys/linux/ or sys/windows/ by cfg, and the \
+         rest of the crate reaches sockets, CPU, interfaces and time through it; main.rs \
+         keeps the console's handling",
+    ),
+    (
+        "linerate-wire",
+        &[],
+        "wire formats only (no I/O, no clock): nothing of an OS's",
+    ),
+    (
+        "linerate-stats",
+        &[],
+        "pure numeric code (no I/O): nothing of an OS's",
+    ),
+    (
+        "linerate-lab",
+        &["os.rs"],
+        "network namespaces are Linux's by nature: the crate's few calls into the OS \
+         (setns, geteuid, inodes, mode bits) stand in src/os.rs, Linux's, and elsewhere an \
+         error, so that linerate's `lab` feature builds on every OS and `linerate lab` says \
+         that it needs Linux",
+    ),
+];
+
+/// The `src/` of the workspace's crate `krate`.
+fn crate_src(krate: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(krate)
+        .join("src")
+}
+
+/// The workspace's members, from its Cargo.toml (`members = ["crates/a", ...]`), by folder
+/// name.
+fn workspace_members() -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let text = std::fs::read_to_string(&root).expect("the workspace's Cargo.toml");
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("members"))
+        .expect("a members line");
+    line.split('"')
+        .skip(1)
+        .step_by(2)
+        .map(|m| m.rsplit('/').next().unwrap_or(m).to_string())
+        .collect()
+}
+
+/// The rules cover every crate: a crate added to the workspace is added to [`CRATES`] with
+/// its OS seam, or this fails.
+#[test]
+fn the_rules_cover_every_crate_of_the_workspace() {
+    let members = workspace_members();
+    let listed: BTreeSet<String> = CRATES.iter().map(|(c, ..)| c.to_string()).collect();
+    assert!(members.len() >= 4, "{members:?}");
+    assert_eq!(
+        members, listed,
+        "tests/layers.rs's CRATES must list every member of the workspace (with its OS seam)"
+    );
+    for (c, seams, _) in CRATES {
+        for s in *seams {
+            assert!(
+                crate_src(c).join(s).exists(),
+                "CRATES names {c}/src/{s}, which does not exist"
+            );
+        }
+    }
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -438,8 +521,8 @@ fn use_tree(toks: &[(Tok, usize)], mut i: usize) -> (Vec<Vec<String>>, usize) {
 /// its parent by Rust's rules and shares the parent's items with its siblings, so only a
 /// parent's imports of its children and imports between files that are not each other's
 /// ancestors count (a cycle through a parent's re-export goes unseen).
-fn file_graph() -> (BTreeSet<String>, Graph) {
-    let src = src_dir();
+fn file_graph(krate: &str) -> (BTreeSet<String>, Graph) {
+    let src = crate_src(krate);
     let mut files = Vec::new();
     rs_files(&src, &mut files);
     let mut by_module: BTreeMap<Vec<String>, String> = BTreeMap::new();
@@ -552,6 +635,32 @@ fn file_graph() -> (BTreeSet<String>, Graph) {
             i += 1;
         }
     }
+    named_in(krate, nodes, g)
+}
+
+/// The file graph's names as `CRATE/src/FILE`, so that the crates' files differ.
+fn named_in(krate: &str, nodes: BTreeSet<String>, g: Graph) -> (BTreeSet<String>, Graph) {
+    let name = |f: &str| format!("{krate}/src/{f}");
+    let nodes = nodes.iter().map(|n| name(n)).collect();
+    let g = g
+        .into_iter()
+        .map(|(a, t)| {
+            let t = t
+                .into_iter()
+                .map(|(b, sites)| {
+                    let sites = sites
+                        .into_iter()
+                        .map(|s| Site {
+                            file: name(&s.file),
+                            line: s.line,
+                        })
+                        .collect();
+                    (name(&b), sites)
+                })
+                .collect();
+            (name(&a), t)
+        })
+        .collect();
     (nodes, g)
 }
 
@@ -770,7 +879,13 @@ fn module_graph_has_layers_and_no_cycles() {
 /// as much a knot as one between modules. Shared pieces go to a leaf file of their own.
 #[test]
 fn file_graph_has_no_cycles() {
-    let (files, g) = file_graph();
+    let (mut files, mut g) = (BTreeSet::new(), Graph::new());
+    for (krate, ..) in CRATES {
+        let (f, e) = file_graph(krate);
+        assert!(!f.is_empty(), "no files in {krate}/src");
+        files.extend(f);
+        g.extend(e);
+    }
     let edges: BTreeMap<String, BTreeSet<String>> = g
         .iter()
         .map(|(a, t)| (a.clone(), t.keys().cloned().collect()))
@@ -871,7 +986,8 @@ fn use_trees_expand_to_full_paths() {
 /// brace: about 100 (issue 30). Never raised.
 const MAX_FN_LINES: usize = 100;
 
-/// The functions allowed over [`MAX_FN_LINES`] for now: (file under `src/`, name, reason).
+/// The functions allowed over [`MAX_FN_LINES`] for now: (file as `CRATE/src/FILE`, name,
+/// reason).
 /// An entry no longer over the limit fails the test too, so the list only shrinks.
 const LONG_ALLOWED: &[(&str, &str, &str)] = &[];
 
@@ -882,7 +998,8 @@ fn is_cfg_test(toks: &[(Tok, usize)], i: usize) -> bool {
 }
 
 /// The files that are test code as a whole: those a `#[cfg(test)] mod NAME;` declares
-/// (`NAME.rs` beside the declaring `mod.rs`/`lib.rs`, or in the declaring file's folder).
+/// (`NAME.rs` beside the declaring `mod.rs`/`lib.rs`, or in the declaring file's folder),
+/// and those a `#[cfg(test)] #[path = "FILE"] mod NAME;` names (beside the declaring file).
 fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
     let mut out = BTreeSet::new();
     for f in files {
@@ -917,6 +1034,15 @@ fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
                 }
             }
         }
+        // `#[cfg(test)] #[path = "FILE"] mod NAME;`: FILE beside the declaring file.
+        let text = std::fs::read_to_string(f).expect("read source");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for w in lines.windows(2) {
+            if let ("#[cfg(test)]", Some(rest)) = (w[0], w[1].strip_prefix("#[path = \"")) {
+                let file = rest.split('"').next().unwrap_or("");
+                out.insert(f.parent().expect("a folder").join(file));
+            }
+        }
     }
     out
 }
@@ -924,18 +1050,26 @@ fn test_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
 /// Every function outside test code longer than `max` lines: (lines, file, name, line).
 /// Test code is a `#[cfg(test)]` item (its braces skipped) and a file that is all tests.
 fn long_functions(max: usize) -> Vec<(usize, String, String, usize)> {
-    let src = src_dir();
+    let mut out = Vec::new();
+    for (krate, ..) in CRATES {
+        long_functions_in(krate, max, &mut out);
+    }
+    out.sort_by(|a, b| b.cmp(a));
+    out
+}
+
+/// [`long_functions`] of one crate, files named `CRATE/src/FILE`.
+fn long_functions_in(krate: &str, max: usize, out: &mut Vec<(usize, String, String, usize)>) {
+    let src = crate_src(krate);
     let mut files = Vec::new();
     rs_files(&src, &mut files);
     let tests = test_files(&files);
-    let mut out = Vec::new();
     for f in files.iter().filter(|f| !tests.contains(*f)) {
         let toks = tokens(&std::fs::read_to_string(f).expect("read source"));
-        let rel = f
-            .strip_prefix(&src)
-            .expect("under src")
-            .display()
-            .to_string();
+        let rel = format!(
+            "{krate}/src/{}",
+            f.strip_prefix(&src).expect("under src").display()
+        );
         let ident = |i: usize, w: &str| matches!(toks.get(i), Some((Tok::Ident(x), _)) if x == w);
         // The index of the token that closes the braces opened at `open`.
         let close = |open: usize| -> usize {
@@ -988,8 +1122,6 @@ fn long_functions(max: usize) -> Vec<(usize, String, String, usize)> {
             i += 1;
         }
     }
-    out.sort_by(|a, b| b.cmp(a));
-    out
 }
 
 #[test]
@@ -1082,23 +1214,33 @@ fn os_cfgs(text: &str, words: &[&str]) -> Vec<(usize, String)> {
     out
 }
 
-/// The OS switches outside `sys/` (and main.rs's console handling): (file, line, what).
-/// A switch is a `cfg` naming the operating system (`unix`, `windows`, `target_os`,
-/// `target_family`), anywhere; or, outside test code, a path into an OS's own API (`nix::`,
-/// `libc::`, `signal_hook::`, `windows_sys::`, `std::os::`).
+/// The OS switches of every crate outside its OS seam ([`CRATES`]): (file as
+/// `CRATE/src/FILE`, line, what).
 fn os_switches() -> Vec<(String, usize, String)> {
+    CRATES
+        .iter()
+        .flat_map(|(krate, seams, _)| os_switches_in(&crate_src(krate), krate, seams))
+        .collect()
+}
+
+/// The OS switches of the crate `krate` whose sources are under `src`, outside the paths
+/// `seams` (under `src`): (file, line, what). A switch is a `cfg` naming the operating
+/// system (`unix`, `windows`, `target_os`, `target_family`), anywhere; or, outside test
+/// code, a path into an OS's own API (`nix::`, `libc::`, `signal_hook::`, `windows_sys::`,
+/// `std::os::`).
+fn os_switches_in(src: &Path, krate: &str, seams: &[&str]) -> Vec<(String, usize, String)> {
     const OS_CFG: &[&str] = &["unix", "windows", "target_os", "target_family"];
     const OS_CRATES: &[&str] = &["nix", "libc", "signal_hook", "windows_sys"];
-    let src = src_dir();
     let mut files = Vec::new();
-    rs_files(&src, &mut files);
+    rs_files(src, &mut files);
     let tests = test_files(&files);
     let mut out = Vec::new();
     for f in &files {
-        let rel = f.strip_prefix(&src).expect("under src");
-        if rel.starts_with("sys") || rel == Path::new("main.rs") {
+        let rel = f.strip_prefix(src).expect("under src");
+        if seams.iter().any(|s| rel.starts_with(s)) {
             continue;
         }
+        let rel = Path::new(krate).join("src").join(rel);
         let text = std::fs::read_to_string(f).expect("read source");
         for (n, what) in os_cfgs(&text, OS_CFG) {
             out.push((rel.display().to_string(), n, what));
@@ -1146,14 +1288,45 @@ fn os_switches() -> Vec<(String, usize, String)> {
 }
 
 #[test]
-fn no_os_switch_stands_outside_sys() {
+fn no_os_switch_stands_outside_a_crates_os_seam() {
     let found: Vec<String> = os_switches()
         .iter()
         .map(|(f, line, what)| format!("{f}:{line} {what}"))
         .collect();
     assert!(
         found.is_empty(),
-        "the operating system's own calls belong in src/sys/ (its backends, chosen by cfg in sys/mod.rs): reach them through sys::net, sys::process, sys::system...:\n{}",
+        "the operating system's own calls belong in the crate's OS seam (tests/layers.rs's CRATES: linerate's src/sys/, whose backends sys/mod.rs picks by cfg, reached through sys::net, sys::process, sys::system...; linerate-lab's src/os.rs; none in linerate-wire and linerate-stats):\n{}",
         found.join("\n")
     );
+}
+
+/// The OS rule on a fixture crate: a seam file may switch, another file may not, and a
+/// test module may call an OS's API (but not switch by `cfg`).
+#[test]
+fn the_os_rule_finds_switches_outside_the_seam_only() {
+    let dir = std::env::temp_dir().join(format!("layers-os-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("seam")).unwrap();
+    let write = |f: &str, text: &str| std::fs::write(dir.join(f), text).unwrap();
+    write(
+        "seam/mod.rs",
+        "#[cfg(target_os = \"linux\")]\npub fn root() -> bool { nix::unistd::geteuid().is_root() }\n",
+    );
+    write(
+        "lib.rs",
+        "pub mod seam;\n// nix::in_a_comment\npub fn f() -> bool {\n    libc::getuid() == 0\n}\n#[cfg(unix)]\npub fn g() {}\n#[cfg(test)]\nmod tests {\n    fn t() { let _ = std::os::raw::c_int::MAX; }\n}\n",
+    );
+    let found = os_switches_in(&dir, "fixture", &["seam"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let lib = Path::new("fixture").join("src").join("lib.rs");
+    let lib = lib.display().to_string();
+    assert_eq!(
+        found,
+        [
+            (lib.clone(), 6, "cfg(unix)".to_string()),
+            (lib, 4, "libc::".to_string()),
+        ]
+    );
+    // Without its seam, the lab crate's os.rs is found: the rule sees it.
+    let lab = os_switches_in(&crate_src("linerate-lab"), "linerate-lab", &[]);
+    assert!(lab.iter().any(|(f, ..)| f.ends_with("os.rs")), "{lab:?}");
 }

@@ -33,7 +33,7 @@ pub const MAX_HANDSHAKE_FRAME: u32 = 4 * 1024;
 pub const MAX_REQUEST_FRAME: u32 = 128 * 1024;
 
 /// The name of this format in a [`WireError`].
-pub(crate) const LAYER: &str = "control frame";
+const LAYER: &str = "control frame";
 
 /// A parsed, validated frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,11 @@ impl FrameHeader {
             return Err(WireError::new(
                 LAYER,
                 2,
-                WireErrorKind::UnsupportedVersion(bytes[2]),
+                WireErrorKind::UnsupportedVersion {
+                    what: "frame layout",
+                    found: bytes[2],
+                    reads: FRAME_VERSION,
+                },
             ));
         }
         if bytes[3] != 0 {
@@ -219,7 +223,11 @@ mod tests {
         h[2] = 9;
         assert_eq!(
             FrameHeader::parse(&h, MAX_CONTROL_FRAME).unwrap_err().kind,
-            WireErrorKind::UnsupportedVersion(9)
+            WireErrorKind::UnsupportedVersion {
+                what: "frame layout",
+                found: 9,
+                reads: 1
+            }
         );
         // Another layout version is named as such, with this build's, in one line.
         let text = FrameHeader::parse(&h, MAX_CONTROL_FRAME)

@@ -5,8 +5,11 @@
 //! `docs/protocol.md`; [`version`] holds the numbers and the negotiation.
 
 mod compat;
+#[cfg(test)]
+mod envelopes;
 pub mod frame;
 pub mod message;
+pub(crate) mod modes;
 pub mod version;
 
 pub use frame::{
