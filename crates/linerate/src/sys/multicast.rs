@@ -58,7 +58,7 @@ pub fn join(group: IpAddr, port: u16, source: Option<IpAddr>, local: IpAddr) -> 
     } else {
         IpAddr::V6(Ipv6Addr::UNSPECIFIED)
     };
-    if let IpAddr::V6(_) = group {
+    if group.is_ipv6() {
         s.set_only_v6(true)?;
     }
     s.bind(&SockAddr::from(SocketAddr::new(bind_ip, port)))?;

@@ -131,7 +131,7 @@ impl Tally {
 
     fn report(&self) -> McastReport {
         let h = &self.delay;
-        let delay = (h.len() > 0).then(|| McastDelay {
+        let delay = (!h.is_empty()).then(|| McastDelay {
             count: h.len(),
             mean_ns: h.mean(),
             min_ns: h.min(),
