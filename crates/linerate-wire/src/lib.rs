@@ -32,6 +32,7 @@ pub mod hooks;
 pub mod host;
 pub mod iperf3;
 pub mod json;
+pub mod multicast;
 pub mod probe;
 pub mod profile;
 pub mod report;

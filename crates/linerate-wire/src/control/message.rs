@@ -33,6 +33,10 @@
 //! --fleet-agent` to run a test towards another server, in an authenticated session:
 //! `... C: auth  S: auth_ok  C: fleet_order  S: fleet_report, done` (see [`crate::fleet`]).
 //!
+//! `linerate udp GROUP --receivers A,B` (feature `multicast`) orders each receiver to join
+//! the group: `... C: mcast_join  S: mcast_joined  C: mcast_stop  S: mcast_report, done`
+//! (see [`crate::multicast`]).
+//!
 //! Any message out of this order is a protocol error: the receiver answers `error` with code
 //! `protocol` and closes; it never waits for something that cannot come.
 
@@ -103,6 +107,15 @@ pub enum Message {
     FleetOrder(crate::fleet::FleetOrder),
     /// Agent → client (feature `fleet_orders`): the ordered test's record; `done` follows.
     FleetReport(Box<crate::fleet::FleetReport>),
+    /// Client → server, instead of `test_request` (feature `multicast`): join this group
+    /// and count what arrives (see [`crate::multicast`]).
+    McastJoin(crate::multicast::McastJoin),
+    /// Server → client (feature `multicast`): the group is joined.
+    McastJoined(crate::multicast::McastJoined),
+    /// Client → server (feature `multicast`): the sender stopped; report.
+    McastStop(crate::multicast::McastStop),
+    /// Server → client (feature `multicast`): what the receiver counted; `done` follows.
+    McastReport(Box<crate::multicast::McastReport>),
 }
 
 /// The names of [`Message`]'s types, as [`Message::name`] gives them and the wire has them.
@@ -130,6 +143,10 @@ const MESSAGE_TYPES: &[&str] = &[
     "counters_snapshot",
     "fleet_order",
     "fleet_report",
+    "mcast_join",
+    "mcast_joined",
+    "mcast_stop",
+    "mcast_report",
 ];
 
 /// Reads `{"type": NAME, "data": {...}}` (the keys in either order, unknown keys ignored) as
@@ -178,6 +195,10 @@ impl<'de> Deserialize<'de> for Message {
             "counters_snapshot" => Message::CountersSnapshot(data(raw)?),
             "fleet_order" => Message::FleetOrder(data(raw)?),
             "fleet_report" => Message::FleetReport(data(raw)?),
+            "mcast_join" => Message::McastJoin(data(raw)?),
+            "mcast_joined" => Message::McastJoined(data(raw)?),
+            "mcast_stop" => Message::McastStop(data(raw)?),
+            "mcast_report" => Message::McastReport(data(raw)?),
             other => return Err(D::Error::unknown_variant(other, MESSAGE_TYPES)),
         })
     }
@@ -210,6 +231,10 @@ impl Message {
             Message::CountersSnapshot(_) => "counters_snapshot",
             Message::FleetOrder(_) => "fleet_order",
             Message::FleetReport(_) => "fleet_report",
+            Message::McastJoin(_) => "mcast_join",
+            Message::McastJoined(_) => "mcast_joined",
+            Message::McastStop(_) => "mcast_stop",
+            Message::McastReport(_) => "mcast_report",
         }
     }
 }

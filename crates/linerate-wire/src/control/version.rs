@@ -110,6 +110,9 @@ features! {
     /// `fleet_order` / `fleet_report`: third-party tests that an authenticated coordinator
     /// orders from an agent (`serve --fleet-agent`) towards another server.
     FleetOrders = "fleet_orders",
+    /// `mcast_join` / `mcast_joined` / `mcast_stop` / `mcast_report`: the server joins a
+    /// multicast group for a client that sends to it, and reports what it received.
+    Multicast = "multicast",
 }
 
 impl std::fmt::Display for Feature {
@@ -271,6 +274,7 @@ mod tests {
                 "crr_server_closes",
                 "crr_port",
                 "fleet_orders",
+                "multicast",
             ]
         );
     }

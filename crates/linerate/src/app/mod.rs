@@ -31,6 +31,7 @@ mod keep;
 #[cfg(feature = "lab")]
 mod lab;
 pub mod metrics;
+mod multicast;
 mod order;
 #[cfg(feature = "report")]
 mod report;

@@ -17,6 +17,16 @@ use crate::session::side::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
+    if let Some(group) = crate::cli::multicast::group_of(&a.host) {
+        if transport == Transport::Udp {
+            return super::multicast::command(a, group);
+        }
+        return Err(crate::cli::UsageError(format!(
+            "{group} is a multicast group: TCP cannot send to one, use `linerate udp {group} --receivers ...`"
+        ))
+        .into());
+    }
+    crate::cli::multicast::without_group(a)?;
     cross_flag_checks(a)?;
     let plan = stream_plan(a, transport)?;
     let out = output(&a.output)?;

@@ -3,6 +3,8 @@
 //! without the list of every command. A leaf of `cli/`: the command files use it, and it
 //! uses none of them, so `args.rs` (which names every command) is imported by no command.
 
+use std::net::IpAddr;
+
 use clap::Args as ClapArgs;
 
 use super::UsageError;
@@ -191,6 +193,46 @@ impl StoreArgs {
         }
         Ok(())
     }
+}
+
+/// The multicast options of `udp` (HOST is then the group).
+#[derive(Debug, Clone, Default, ClapArgs)]
+pub struct McastArgs {
+    /// Multicast (HOST is a group): the receiving `linerate serve`s, HOST[:PORT] each
+    /// (default port 5301), comma-separated or repeated. Each is ordered to join the group
+    /// over its control connection, on the interface that connection arrives on, and
+    /// reports its own row (iperf2: `iperf -s -u -B GROUP` on each receiver).
+    #[arg(long, value_delimiter = ',', value_name = "HOST[:PORT]", value_parser = parse_receiver)]
+    pub receivers: Vec<(String, u16)>,
+    /// Multicast: TTL (IPv4) or hop limit (IPv6) of the datagrams, 1-255 (iperf2 -T;
+    /// default 1: the local link).
+    #[arg(short = 'T', long, value_name = "N")]
+    pub ttl: Option<u32>,
+    /// Multicast: source-specific (SSM): the receivers join the group for this source
+    /// address only, and count no datagram of another (iperf2 -H / --ssm-host).
+    #[arg(short = 'H', long, value_name = "ADDR")]
+    pub ssm_source: Option<IpAddr>,
+    /// Multicast: send out of this interface instead of the route's (iperf2's
+    /// `-c GROUP%DEV` / `-B ADDR`).
+    #[arg(long, value_name = "NAME")]
+    pub mcast_interface: Option<String>,
+}
+
+impl McastArgs {
+    /// Whether any multicast option was given.
+    pub fn any(&self) -> bool {
+        !self.receivers.is_empty()
+            || self.ttl.is_some()
+            || self.ssm_source.is_some()
+            || self.mcast_interface.is_some()
+    }
+}
+
+/// One `--receivers` entry.
+fn parse_receiver(s: &str) -> Result<(String, u16), String> {
+    parse_dut(s).map_err(|_| {
+        format!("--receivers {s:?}: give HOST or HOST:PORT (IPv6 as [ADDR]:PORT), e.g. --receivers 198.18.0.2,198.18.0.3:5301")
+    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod generate;
 pub mod history;
 #[cfg(feature = "lab")]
 pub mod lab;
+pub mod multicast;
 pub mod order;
 pub mod output;
 pub mod repeat;

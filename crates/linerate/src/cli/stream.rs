@@ -137,6 +137,8 @@ pub struct StreamArgs {
     #[arg(long, value_name = "PERCENT", value_parser = units::parse_percent)]
     pub max_loss: Option<f64>,
     #[command(flatten)]
+    pub mcast: super::common::McastArgs,
+    #[command(flatten)]
     pub auth: AuthArgs,
     #[command(flatten)]
     pub dut: super::common::DutArgs,

@@ -14,6 +14,7 @@ pub mod buf;
 pub mod delay;
 pub mod frame;
 pub mod meter;
+pub mod multicast;
 pub mod pacing;
 pub mod profile;
 pub mod rawgen;

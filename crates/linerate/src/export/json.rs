@@ -40,6 +40,8 @@ pub enum SchemaName {
     /// `linerate fleet run --json`.
     #[cfg(feature = "fleet")]
     Fleet,
+    /// `linerate udp GROUP --receivers ... --json`.
+    Multicast,
 }
 
 impl SchemaName {
@@ -62,6 +64,7 @@ impl SchemaName {
             SchemaName::Campaign => "campaign",
             #[cfg(feature = "fleet")]
             SchemaName::Fleet => "fleet",
+            SchemaName::Multicast => "multicast",
         }
     }
 
@@ -93,6 +96,9 @@ impl SchemaName {
             )),
             #[cfg(feature = "fleet")]
             SchemaName::Fleet => pretty(&schemars::schema_for!(crate::fleet::record::FleetRecord)),
+            SchemaName::Multicast => pretty(&schemars::schema_for!(
+                crate::model::multicast::MulticastRecord
+            )),
         }
     }
 }

@@ -35,6 +35,7 @@ pub mod fleet;
 #[cfg(feature = "store")]
 pub mod history;
 pub mod json;
+pub mod multicast;
 pub mod netperf;
 pub mod profile;
 pub mod prom;

@@ -16,6 +16,7 @@ pub mod dut;
 pub(crate) mod fixtures;
 pub mod labels;
 pub mod latency;
+pub mod multicast;
 pub mod plan;
 pub mod profile;
 pub mod repeat;

@@ -40,6 +40,7 @@ mod accept;
 mod capture;
 mod connection;
 pub(in crate::session) mod data_sockets;
+pub mod multicast;
 pub mod order;
 pub mod policy;
 

@@ -54,6 +54,7 @@ pub mod iface;
 pub mod interrupts;
 pub mod kallsyms;
 pub mod listen;
+pub mod multicast;
 pub mod neigh;
 pub mod netdev;
 pub mod nic;

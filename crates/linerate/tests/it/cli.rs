@@ -270,8 +270,8 @@ fn schema_prints_every_committed_schema() {
     }
     assert_eq!(
         n,
-        8 + 3 * usize::from(cfg!(feature = "store")) + usize::from(cfg!(feature = "fleet")),
-        "run, event, trials, rfc2544, analyze, doctor, sweep, campaign; history, check, changes; fleet"
+        9 + 3 * usize::from(cfg!(feature = "store")) + usize::from(cfg!(feature = "fleet")),
+        "run, event, trials, rfc2544, analyze, doctor, sweep, campaign, multicast; history, check, changes; fleet"
     );
     assert_eq!(run_ok(&["schema"]), run_ok(&["schema", "run"]));
     let err = run_usage_error(&["schema", "nosuch"]);

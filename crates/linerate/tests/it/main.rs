@@ -29,6 +29,7 @@ mod iperf3;
 mod iperf3_client;
 mod latency;
 mod metrics;
+mod multicast;
 mod profile;
 #[cfg(feature = "report")]
 mod report;

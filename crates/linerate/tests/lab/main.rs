@@ -16,6 +16,7 @@ mod diagnose;
 mod dut;
 mod fleet;
 mod latency;
+mod multicast;
 mod packets;
 mod profile;
 mod rfc2544;

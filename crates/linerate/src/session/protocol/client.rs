@@ -259,6 +259,34 @@ impl Connection {
             .ok_or_else(|| anyhow!("protocol error: no counters_snapshot"))
     }
 
+    /// Orders the server to join a multicast group (feature `multicast`) and waits for it
+    /// to have joined; the session stays open until [`Connection::mcast_stop`]. A refusal
+    /// (not a group, busy, the kernel's error) is the error.
+    pub fn mcast_join(
+        &mut self,
+        j: linerate_wire::multicast::McastJoin,
+    ) -> anyhow::Result<linerate_wire::multicast::McastJoined> {
+        self.machine.request_mcast_join(Instant::now(), j);
+        self.drive(&mut Handshake, |p| *p == Phase::Connected)?;
+        self.machine
+            .mcast_joined()
+            .cloned()
+            .ok_or_else(|| anyhow!("protocol error: no mcast_joined"))
+    }
+
+    /// Tells the receiver that `sent` datagrams went out and takes its report; the session
+    /// ends.
+    pub fn mcast_stop(
+        mut self,
+        sent: u64,
+    ) -> anyhow::Result<linerate_wire::multicast::McastReport> {
+        self.machine.request_mcast_stop(Instant::now(), sent);
+        self.drive(&mut Handshake, |p| *p == Phase::Closed)?;
+        self.machine
+            .take_mcast_report()
+            .ok_or_else(|| anyhow!("protocol error: no mcast_report"))
+    }
+
     /// Performs the machine's actions and feeds it until `done(phase)`; a failure of the
     /// session is the error.
     fn drive(&mut self, r: &mut dyn Runner, done: fn(&Phase) -> bool) -> anyhow::Result<()> {

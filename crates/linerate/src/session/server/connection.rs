@@ -19,6 +19,7 @@ use linerate_wire::report::{IntervalReport, Role};
 
 use super::capture::{self, ServerCapture};
 use super::data_sockets::{self, Ends};
+use super::multicast::{self, McastReceiver};
 use super::policy::hooks;
 use super::policy::limits::{self, Cost};
 use super::{log, log_always, Ctx, Route};
@@ -73,9 +74,11 @@ pub(super) fn handle_control(
     let _ = getrandom::getrandom(&mut id);
     let id = linerate_wire::hex::encode(&id);
     let settings = settings(ctx, peer, &id);
+    let local = reader.local_addr().map_or(peer.ip(), |a| a.ip());
     let mut s = Session {
         ctx,
         peer,
+        local,
         id,
         w: w.with_max_frame(cfg.max_frame),
         rx,
@@ -95,6 +98,7 @@ pub(super) fn handle_control(
         restores: Vec::new(),
         crr_listener: None,
         fleet_order: None,
+        mcast: None,
         cap: conn::FrameCap::new(control::MAX_HANDSHAKE_FRAME),
     };
     s.greet(&reader);
@@ -159,6 +163,8 @@ impl std::io::Read for ReadBy<'_> {
 struct Session<'a> {
     ctx: &'a Arc<Ctx>,
     peer: SocketAddr,
+    /// This end's address of the control connection (a multicast join's interface).
+    local: IpAddr,
     id: String,
     w: ControlWriter,
     rx: Receiver<Event>,
@@ -189,6 +195,8 @@ struct Session<'a> {
     /// The fleet order whose data runs here (a fleet agent as destination), from the
     /// start line it logged until the end line.
     fleet_order: Option<String>,
+    /// The multicast group joined for the client (feature `multicast`), while it counts.
+    mcast: Option<McastReceiver>,
     /// The control reader's frame cap, set by [`frame_cap`] for the machine's phase before
     /// each action, so that a message answered is read under the cap of the phase it
     /// starts.
@@ -355,6 +363,11 @@ impl Session<'_> {
                 let snap = sys::devsnap::take();
                 self.feed(Input::CountersRead(Box::new(snap)));
             }
+            Action::JoinMulticast(j) => self.join_multicast(&j),
+            Action::EndMulticast => {
+                let report = self.mcast.take().map(McastReceiver::finish);
+                self.feed(Input::MulticastEnded(Box::new(report.unwrap_or_default())));
+            }
             Action::StoreConnection(i) => {
                 if let Some(st) = self.arrived.take() {
                     self.tcp.insert(i, st);
@@ -391,7 +404,9 @@ impl Session<'_> {
             && self.ctx.shutdown.load(SeqCst)
             && matches!(
                 self.machine.phase(),
-                Phase::AwaitHookRequest { .. } | Phase::AwaitCountersRequest { .. }
+                Phase::AwaitHookRequest { .. }
+                    | Phase::AwaitCountersRequest { .. }
+                    | Phase::ReceivingMulticast { .. }
             )
         {
             self.feed(Input::ShuttingDown);
@@ -472,6 +487,29 @@ impl Session<'_> {
 
     /// Counts the test against `--max-tests` and books it in the server's budget of streams
     /// and buffers, registers its token, starts its capture.
+    /// A multicast join is a test: it takes one of `--max-tests`, then the group is
+    /// joined on the interface the control connection arrived on.
+    fn join_multicast(&mut self, j: &linerate_wire::multicast::McastJoin) {
+        let (ctx, cfg) = (self.ctx, &self.ctx.cfg);
+        if ctx.active_tests.fetch_add(1, SeqCst) >= cfg.max_tests {
+            ctx.active_tests.fetch_sub(1, SeqCst);
+            let max = cfg.max_tests;
+            let why = format!(
+                "the server runs its maximum of {max} tests at once; retry later (linerate serve --max-tests)"
+            );
+            return self.feed(Input::MulticastJoined(Err((ErrorCode::Busy, why))));
+        }
+        self.counted = true;
+        if let Some(m) = &ctx.cfg.metrics {
+            m.test_started();
+        }
+        let r = multicast::start(j, self.local).map(|(rx, joined)| {
+            self.mcast = Some(rx);
+            joined
+        });
+        self.feed(Input::MulticastJoined(r));
+    }
+
     fn admit(&mut self) {
         let (ctx, cfg) = (self.ctx, &self.ctx.cfg);
         if ctx.active_tests.fetch_add(1, SeqCst) >= cfg.max_tests {

@@ -4,3 +4,4 @@
 
 pub mod dut;
 pub mod latency;
+pub mod multicast;

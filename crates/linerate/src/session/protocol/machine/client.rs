@@ -6,7 +6,9 @@
 //!                                              │        ─► [AwaitDone] ─► Closed
 //!                                              ├─► AwaitDoctorReport ─► Closed
 //!                                              ├─► AwaitHookResult ─► Connected (feature hooks)
-//!                                              └─► AwaitCounters ─► Connected (feature device_counters)
+//!                                              ├─► AwaitCounters ─► Connected (feature device_counters)
+//!                                              └─► AwaitMcastJoined ─► Connected ─► AwaitMcastReport
+//!                                                       ─► Closed (feature multicast)
 //! any phase ─► Failed
 //! ```
 //!
@@ -27,6 +29,7 @@ use linerate_wire::device::{CountersRequest, DeviceSnapshot};
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
 use linerate_wire::fleet::{FleetOrder, FleetReport};
 use linerate_wire::hooks::{HookRequest, HookResult};
+use linerate_wire::multicast::{McastJoin, McastJoined, McastReport, McastStop};
 use linerate_wire::report::{IntervalReport, SideReport};
 use linerate_wire::stream_hello;
 
@@ -116,6 +119,17 @@ pub enum Phase {
     },
     /// `counters_request` sent; waiting for `counters_snapshot` (then `Connected` again).
     AwaitCounters {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// `mcast_join` sent; waiting for `mcast_joined` (then `Connected`, and the caller
+    /// sends to the group).
+    AwaitMcastJoined {
+        /// When to give up.
+        deadline: Instant,
+    },
+    /// `mcast_stop` sent; waiting for `mcast_report`.
+    AwaitMcastReport {
         /// When to give up.
         deadline: Instant,
     },
@@ -246,6 +260,9 @@ pub struct ClientMachine {
     fleet_report: Option<FleetReport>,
     hook_result: Option<HookResult>,
     counters: Option<DeviceSnapshot>,
+    /// The receiver's answers (feature `multicast`).
+    mcast_joined: Option<McastJoined>,
+    mcast_report: Option<McastReport>,
     error: Option<ClientError>,
     /// Longest a byte-count test may run (`--max-time`); derived from the byte count when
     /// not given ([`ClientMachine::byte_deadline`]).
@@ -290,6 +307,8 @@ impl ClientMachine {
             fleet_report: None,
             hook_result: None,
             counters: None,
+            mcast_joined: None,
+            mcast_report: None,
             error: None,
             max_time: None,
             started: None,
@@ -345,7 +364,9 @@ impl ClientMachine {
             | Phase::AwaitDoctorReport { deadline }
             | Phase::AwaitFleetReport { deadline }
             | Phase::AwaitHookResult { deadline }
-            | Phase::AwaitCounters { deadline } => Some(*deadline),
+            | Phase::AwaitCounters { deadline }
+            | Phase::AwaitMcastJoined { deadline }
+            | Phase::AwaitMcastReport { deadline } => Some(*deadline),
             Phase::AwaitStart {
                 deadline,
                 next_hello,
@@ -432,6 +453,47 @@ impl ClientMachine {
         self.phase = Phase::AwaitCounters {
             deadline: now + DUT_ANSWER_WAIT,
         };
+    }
+
+    /// Orders the server to join a multicast group (in `Connected`, feature `multicast`);
+    /// back to `Connected` when it has. A server without the feature fails the session
+    /// with an error that says so.
+    pub fn request_mcast_join(&mut self, now: Instant, j: McastJoin) {
+        if self.phase != Phase::Connected {
+            return;
+        }
+        if !self.features.has(Feature::Multicast) {
+            return self.failed(format!(
+                "{}'s linerate serve is too old to receive multicast (no 'multicast' feature): upgrade linerate there",
+                self.cfg.server
+            ));
+        }
+        self.push(Action::Send(Message::McastJoin(j)));
+        self.phase = Phase::AwaitMcastJoined {
+            deadline: now + DUT_ANSWER_WAIT,
+        };
+    }
+
+    /// Tells the receiver that the sender stopped (in `Connected` after a join) and waits
+    /// for its report.
+    pub fn request_mcast_stop(&mut self, now: Instant, sent: u64) {
+        if self.phase != Phase::Connected || self.mcast_joined.is_none() {
+            return;
+        }
+        self.push(Action::Send(Message::McastStop(McastStop { sent })));
+        self.phase = Phase::AwaitMcastReport {
+            deadline: now + CLIENT_RESULTS,
+        };
+    }
+
+    /// The receiver's `mcast_joined`, once it came.
+    pub fn mcast_joined(&self) -> Option<&McastJoined> {
+        self.mcast_joined.as_ref()
+    }
+
+    /// The receiver's `mcast_report`, once.
+    pub fn take_mcast_report(&mut self) -> Option<McastReport> {
+        self.mcast_report.take()
     }
 
     fn push(&mut self, a: Action) {
@@ -653,6 +715,21 @@ impl ClientMachine {
                     }
                 }
             }
+            (Phase::AwaitMcastJoined { .. }, Message::McastJoined(mut j)) => {
+                j.interface = j
+                    .interface
+                    .map(|i| clip_to(&i, linerate_wire::multicast::MAX_IFNAME));
+                j.boot_id = j.boot_id.map(|b| clip_to(&b, 64));
+                self.mcast_joined = Some(j);
+                self.phase = Phase::Connected;
+            }
+            (Phase::AwaitMcastReport { .. }, Message::McastReport(r)) => match r.check_sizes() {
+                Ok(()) => {
+                    self.mcast_report = Some(*r);
+                    self.close();
+                }
+                Err(e) => self.failed(format!("the receiver's mcast_report is too large: {e}")),
+            },
             (Phase::AwaitFleetReport { .. }, Message::FleetReport(r)) => {
                 self.fleet_report = Some(*r);
                 self.close();
@@ -1014,6 +1091,11 @@ pub fn allowed_intervals(since: Duration, interval_ms: u64) -> u64 {
         .saturating_add(16)
 }
 
+/// A peer's string, escaped and cut to `max` characters.
+fn clip_to(s: &str, max: usize) -> String {
+    linerate_wire::text::clip(s, max)
+}
+
 /// The message a phase waits for, as errors name it.
 fn awaited(phase: &Phase) -> Option<&'static str> {
     Some(match phase {
@@ -1026,6 +1108,8 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitFleetReport { .. } => "fleet_report",
         Phase::AwaitHookResult { .. } => "hook_result",
         Phase::AwaitCounters { .. } => "counters_snapshot",
+        Phase::AwaitMcastJoined { .. } => "mcast_joined",
+        Phase::AwaitMcastReport { .. } => "mcast_report",
         _ => return None,
     })
 }

@@ -8,6 +8,8 @@
 //!                                                              │    ▲──────────────────┘ (closed: Done)
 //!                           (feature device_counters)          └─► ReadingCounters ─► AwaitCountersRequest
 //!                                                                   ▲──────────────────┘ (closed: Done)
+//!                           (feature multicast)                └─► JoiningMulticast ─► ReceivingMulticast
+//!                                                                   ─► EndingMulticast ─► Done
 //! any phase ─► Failed
 //! ```
 //!
@@ -30,6 +32,7 @@ use linerate_wire::device::DeviceSnapshot;
 use linerate_wire::doctor::{DoctorReport, DoctorRequest, MAX_FINDINGS};
 use linerate_wire::fleet::{FleetOrder, FleetReport};
 use linerate_wire::hooks::{HookRequest, HookResult, MAX_OUTPUT};
+use linerate_wire::multicast::{McastJoin, McastJoined, McastReport};
 use linerate_wire::report::{IntervalReport, Role, SideReport};
 use linerate_wire::stream_hello::{self, StreamHello};
 
@@ -127,6 +130,15 @@ pub enum Phase {
         /// When to give up.
         deadline: Instant,
     },
+    /// The driver joins the group of `mcast_join` ([`Action::JoinMulticast`]).
+    JoiningMulticast,
+    /// `mcast_joined` sent; the driver's receiver counts; waiting for `mcast_stop`.
+    ReceivingMulticast {
+        /// When the client has sent past its duration and the server's grace.
+        deadline: Instant,
+    },
+    /// The driver stops the receiver and leaves the group ([`Action::EndMulticast`]).
+    EndingMulticast,
     /// `accept` sent; waiting for the data connections and `streams_ready`.
     CollectStreams {
         /// When to give up.
@@ -201,6 +213,11 @@ pub enum Action {
     /// Read this host's counters for the device-counters session; then feed
     /// [`Input::CountersRead`].
     ReadCounters,
+    /// Count the join as a test, join the group on the control connection's interface
+    /// and start counting; then feed [`Input::MulticastJoined`].
+    JoinMulticast(McastJoin),
+    /// Stop counting and leave the group; then feed [`Input::MulticastEnded`].
+    EndMulticast,
     /// Keep the data connection just fed, for stream `index`.
     StoreConnection(u16),
     /// Hand the data connection just fed to the running engine (TCP_CRR).
@@ -250,6 +267,10 @@ pub enum Input {
     OrderRan(Result<Box<FleetReport>, (ErrorCode, String)>),
     /// This host's counters, for `counters_snapshot`.
     CountersRead(Box<DeviceSnapshot>),
+    /// The group is joined, or why not (busy, no such interface, the kernel's refusal).
+    MulticastJoined(Result<McastJoined, (ErrorCode, String)>),
+    /// What the multicast receiver counted.
+    MulticastEnded(Box<McastReport>),
     /// The data sockets are set up.
     StreamsSetUp,
     /// A datagram on the socket of the UDP stream waited for.
@@ -308,6 +329,8 @@ pub struct ServerMachine {
     outcome: Option<Result<String, String>>,
     hooks_run: u32,
     snapshots_sent: u32,
+    /// The group joined (feature `multicast`) and the datagrams the client says it sent.
+    mcast: Option<(McastJoin, u64)>,
 }
 
 impl ServerMachine {
@@ -329,6 +352,7 @@ impl ServerMachine {
             outcome: None,
             hooks_run: 0,
             snapshots_sent: 0,
+            mcast: None,
         }
     }
 
@@ -350,6 +374,7 @@ impl ServerMachine {
             | Phase::AwaitRequest { deadline }
             | Phase::AwaitHookRequest { deadline }
             | Phase::AwaitCountersRequest { deadline }
+            | Phase::ReceivingMulticast { deadline }
             | Phase::CollectStreams { deadline, .. }
             | Phase::AwaitUdpHellos { deadline, .. }
             | Phase::AwaitResults { deadline } => Some(*deadline),
@@ -469,6 +494,8 @@ impl ServerMachine {
             Input::HookRan(r) => self.on_hook_ran(now, r),
             Input::OrderRan(r) => self.on_order_ran(r),
             Input::CountersRead(snap) => self.on_counters_read(now, *snap),
+            Input::MulticastJoined(r) => self.on_mcast_joined(now, r),
+            Input::MulticastEnded(r) => self.on_mcast_ended(*r),
             Input::StreamsSetUp => self.on_streams_set_up(now),
             Input::UdpDatagram { from, data } => self.on_udp_datagram(now, from, &data),
             Input::EngineInterval(iv) => self.on_interval(iv),
@@ -478,6 +505,12 @@ impl ServerMachine {
                     return self.fail(
                         ErrorCode::ShuttingDown,
                         "the server is shutting down: no more device counters".into(),
+                    );
+                }
+                if matches!(self.phase, Phase::ReceivingMulticast { .. }) {
+                    return self.fail(
+                        ErrorCode::ShuttingDown,
+                        "the server is shutting down: it left the multicast group".into(),
                     );
                 }
                 if matches!(self.phase, Phase::AwaitHookRequest { .. }) {
@@ -504,6 +537,8 @@ impl ServerMachine {
                     || message == "hook_result"
                     || message == "fleet_report"
                     || message == "counters_snapshot"
+                    || message == "mcast_joined"
+                    || message == "mcast_report"
                 {
                     self.abort(format!("write failed: {error}"));
                 }
@@ -638,6 +673,14 @@ impl ServerMachine {
                 Message::CountersRequest(_),
             ) => self.on_counters_request(),
             (Phase::AwaitRequest { .. }, Message::FleetOrder(o)) => self.on_order(o),
+            (Phase::AwaitRequest { .. }, Message::McastJoin(j)) => self.on_mcast_join(j),
+            (Phase::ReceivingMulticast { .. }, Message::McastStop(st)) => {
+                if let Some((_, sent)) = self.mcast.as_mut() {
+                    *sent = st.sent;
+                }
+                self.push(Action::EndMulticast);
+                self.phase = Phase::EndingMulticast;
+            }
             (Phase::AwaitRequest { .. }, Message::DoctorRequest(q)) => {
                 self.push(Action::AnswerDoctor(q));
                 self.phase = Phase::AnsweringDoctor;
@@ -891,6 +934,60 @@ impl ServerMachine {
         };
     }
 
+    fn on_mcast_join(&mut self, j: McastJoin) {
+        if !self.features.has(Feature::Multicast) {
+            return self.fail(
+                ErrorCode::Protocol,
+                "mcast_join without the multicast feature in hello".into(),
+            );
+        }
+        if let Err(why) = j.check(self.cfg.limits.max_duration_ms) {
+            return self.fail(ErrorCode::BadRequest, why);
+        }
+        self.push(Action::JoinMulticast(j.clone()));
+        self.mcast = Some((j, 0));
+        self.phase = Phase::JoiningMulticast;
+    }
+
+    fn on_mcast_joined(&mut self, now: Instant, r: Result<McastJoined, (ErrorCode, String)>) {
+        if self.phase != Phase::JoiningMulticast {
+            return;
+        }
+        let ms = self.mcast.as_ref().map_or(0, |(j, _)| j.duration_ms);
+        match r {
+            Ok(joined) => {
+                self.send(Message::McastJoined(joined));
+                self.phase = Phase::ReceivingMulticast {
+                    deadline: now + Duration::from_millis(ms) + HARD_STOP_GRACE,
+                };
+            }
+            Err((code, why)) => self.fail(code, why),
+        }
+    }
+
+    fn on_mcast_ended(&mut self, mut report: McastReport) {
+        if self.phase != Phase::EndingMulticast {
+            return;
+        }
+        report
+            .warnings
+            .truncate(linerate_wire::multicast::MAX_WARNINGS);
+        for w in &mut report.warnings {
+            *w = linerate_wire::text::clip(w, linerate_wire::multicast::MAX_WARNING_TEXT / 2);
+        }
+        let (group, sent) = self
+            .mcast
+            .as_ref()
+            .map_or((String::new(), 0), |(j, s)| (j.group.to_string(), *s));
+        let line = format!(
+            "multicast: {} of {sent} datagrams of group {group} received",
+            report.datagrams
+        );
+        self.send(Message::McastReport(Box::new(report)));
+        self.send(Message::Done(Done {}));
+        self.end(Ok(line));
+    }
+
     /// Streams opened before the start (none for TCP_CRR).
     fn layout_len(&self) -> usize {
         self.spec
@@ -1137,6 +1234,7 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
         Phase::AwaitRequest { .. } => "test_request",
         Phase::AwaitHookRequest { .. } => "hook_request",
         Phase::AwaitCountersRequest { .. } => "counters_request",
+        Phase::ReceivingMulticast { .. } => "mcast_stop",
         Phase::CollectStreams { .. } => "streams_ready",
         Phase::Running { .. } => "stop",
         Phase::AwaitResults { .. } => "results",
