@@ -110,6 +110,9 @@ features! {
     /// `fleet_order` / `fleet_report`: third-party tests that an authenticated coordinator
     /// orders from an agent (`serve --fleet-agent`) towards another server.
     FleetOrders = "fleet_orders",
+    /// QUIC stream tests (`Transport::Quic`): the server opens a UDP port of the test's
+    /// own with a self-signed certificate and gives both in [`super::Accept::quic`].
+    Quic = "quic",
 }
 
 impl std::fmt::Display for Feature {

@@ -17,8 +17,27 @@ use crate::session::side::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
+    command_with(a, transport, None)
+}
+
+/// Runs `linerate quic`: `-P` connections of `--streams` streams each.
+#[cfg(feature = "quic")]
+pub fn quic(a: &crate::cli::stream::QuicArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::stream::quic_checks(a)?;
+    command_with(&a.stream, Transport::Quic, Some(a.streams))
+}
+
+/// A stream test; for QUIC with its streams per connection.
+fn command_with(
+    a: &StreamArgs,
+    transport: Transport,
+    quic_streams: Option<u16>,
+) -> anyhow::Result<ExitCode> {
     cross_flag_checks(a)?;
-    let plan = stream_plan(a, transport)?;
+    let mut plan = stream_plan(a, transport)?;
+    if let Some(m) = quic_streams {
+        crate::cli::stream::quic_layout(&mut plan, m)?;
+    }
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a, transport)?;
@@ -28,6 +47,7 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         match transport {
             Transport::Tcp => "tcp",
             Transport::Udp => "udp",
+            Transport::Quic => "quic",
         },
     );
     let mut dut = open_dut(&a.dut, &plan)?;

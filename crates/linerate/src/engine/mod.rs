@@ -16,6 +16,7 @@ pub mod frame;
 pub mod meter;
 pub mod pacing;
 pub mod profile;
+pub mod quic;
 pub mod rawgen;
 pub mod stream;
 
@@ -540,9 +541,15 @@ impl Engine {
             local_addr: local,
             remote_addr: remote,
             tx_path: outcome.tx_path,
-            send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
-            recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
+            send_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Tx)
+                .then_some(self.cfg.send_mode),
+            recv_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Rx)
+                .then_some(self.cfg.recv_mode),
             zerocopy: outcome.zerocopy,
+            quic: match &setup.socket {
+                DataSocket::Quic(q) => Some(q.report()),
+                _ => None,
+            },
         }
     }
 
@@ -685,6 +692,7 @@ fn peer_interface(streams: &[StreamSetup], warnings: &mut Vec<String>) -> Option
     let peer = match &s.socket {
         DataSocket::Tcp(t) => t.peer_addr(),
         DataSocket::Udp(u) => u.peer_addr(),
+        DataSocket::Quic(q) => q.peer_addr(),
     };
     match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
         Ok(i) => Some(i),
@@ -704,6 +712,7 @@ fn stream_addrs(streams: &[StreamSetup]) -> Vec<(Option<String>, Option<String>)
         .map(|s| match &s.socket {
             DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
             DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
+            DataSocket::Quic(q) => (q.local_addr().ok(), q.peer_addr().ok()),
         })
         .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
         .collect()
@@ -797,6 +806,13 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                 congestion: None,
             }
         }
+        DataSocket::Quic(_) => SocketFacts {
+            sndbuf: None,
+            rcvbuf: None,
+            tcp_info: None,
+            mss: None,
+            congestion: Some("cubic".into()),
+        },
     }
 }
 

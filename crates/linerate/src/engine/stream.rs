@@ -62,6 +62,8 @@ pub enum DataSocket {
     Tcp(Arc<TcpStream>),
     /// A connected UDP socket.
     Udp(Arc<UdpSocket>),
+    /// A QUIC stream (feature `quic`; none can exist without it).
+    Quic(Arc<super::quic::QuicStream>),
 }
 
 /// What a stream loop returns.
@@ -133,11 +135,11 @@ pub fn smooth_slack_ns(rate_bps: u64, datagram: usize) -> u64 {
 }
 
 impl StreamCtx {
-    fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    fn record(&self, bytes: u64, calls: u64, packets: u64) {
+    pub(crate) fn record(&self, bytes: u64, calls: u64, packets: u64) {
         let c = &self.counters;
         c.bytes.fetch_add(bytes, Relaxed);
         c.calls.fetch_add(calls, Relaxed);
@@ -149,7 +151,7 @@ impl StreamCtx {
 
     /// A send that began at `t0` (engine ns) timed out having taken nothing: its time
     /// counts as blocked.
-    fn blocked_since(&self, t0: u64) {
+    pub(crate) fn blocked_since(&self, t0: u64) {
         let c = &self.counters;
         c.blocked_ns
             .fetch_add(self.now_ns().saturating_sub(t0), Relaxed);
@@ -157,7 +159,7 @@ impl StreamCtx {
 
     /// Saves the thread's CPU once the warm-up is over (cheap check per loop turn).
     #[inline]
-    fn check_baseline(&self, taken: &mut bool) {
+    pub(crate) fn check_baseline(&self, taken: &mut bool) {
         self.counters
             .cpu_at_baseline
             .save_once(&self.baseline, taken);
@@ -196,6 +198,8 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
             &mut out.tx_path,
         ),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
+        (DataSocket::Quic(q), true) => super::quic::send(&ctx, q),
+        (DataSocket::Quic(q), false) => super::quic::recv(&ctx, q),
     };
     if let Err(e) = res {
         out.error = Some(e.to_string());
@@ -251,7 +255,7 @@ fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
     }
 }
 
-fn fill_pattern(buf: &mut [u8]) {
+pub(crate) fn fill_pattern(buf: &mut [u8]) {
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
@@ -294,7 +298,12 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
 
 /// The next write of a sender: `None` when its quota is sent, else how many bytes (at most
 /// `len`), after waiting for its pace. `Some(0)` means "look at the stop flag again".
-fn next_write(ctx: &StreamCtx, pacer: &mut Option<Pacer>, sent: u64, len: usize) -> Option<usize> {
+pub(crate) fn next_write(
+    ctx: &StreamCtx,
+    pacer: &mut Option<Pacer>,
+    sent: u64,
+    len: usize,
+) -> Option<usize> {
     let mut len = len;
     if let Some(q) = ctx.quota {
         let left = q.saturating_sub(sent);

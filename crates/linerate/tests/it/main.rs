@@ -30,6 +30,8 @@ mod iperf3_client;
 mod latency;
 mod metrics;
 mod profile;
+#[cfg(feature = "quic")]
+mod quic;
 #[cfg(feature = "report")]
 mod report;
 mod results;

@@ -111,6 +111,7 @@ fn accepted(t0: Instant, spec: TestSpec, features: &[&str]) -> ServerMachine {
         Input::Admitted {
             token: TOKEN,
             crr_port: None,
+            quic: None,
         },
     );
     drain(&mut m);
@@ -468,6 +469,7 @@ fn requests_are_checked_then_admitted() {
         Input::Admitted {
             token: TOKEN,
             crr_port: None,
+            quic: None,
         },
     );
     let a = drain(&mut m);
@@ -1127,6 +1129,7 @@ fn data_connections_before_the_test_or_after_it_are_dropped() {
         Input::Admitted {
             token: [1; 16],
             crr_port: None,
+            quic: None,
         },
     );
     m.handle(t0, Input::StreamsSetUp);
