@@ -241,6 +241,9 @@ fn diff(a: &[u64], b: &[u64], pick: impl Fn(usize) -> bool) -> u64 {
         .sum()
 }
 
+/// What a QUIC test's own CPU time leaves out.
+pub const QUIC_OWN_CPU: &str = "linerate's own CPU time counts its stream threads only: quinn's packet building, crypto and UDP system calls run on its runtime's threads (lr-quic), which the host's CPU figures and service demand include";
+
 /// A running engine.
 pub struct Engine {
     cfg: EngineConfig,
@@ -639,6 +642,9 @@ impl Engine {
             warnings.push(
                 "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
             );
+        }
+        if sh.transport == Transport::Quic {
+            warnings.push(QUIC_OWN_CPU.into());
         }
         let profile = profiling.and_then(|p| {
             p.finish(base_ns, end_ns, base_cpu.as_ref().zip(end_cpu.as_ref()))

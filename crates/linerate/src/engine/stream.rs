@@ -135,11 +135,11 @@ pub fn smooth_slack_ns(rate_bps: u64, datagram: usize) -> u64 {
 }
 
 impl StreamCtx {
-    pub(crate) fn now_ns(&self) -> u64 {
+    fn now_ns(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
-    pub(crate) fn record(&self, bytes: u64, calls: u64, packets: u64) {
+    fn record(&self, bytes: u64, calls: u64, packets: u64) {
         let c = &self.counters;
         c.bytes.fetch_add(bytes, Relaxed);
         c.calls.fetch_add(calls, Relaxed);
@@ -151,7 +151,7 @@ impl StreamCtx {
 
     /// A send that began at `t0` (engine ns) timed out having taken nothing: its time
     /// counts as blocked.
-    pub(crate) fn blocked_since(&self, t0: u64) {
+    fn blocked_since(&self, t0: u64) {
         let c = &self.counters;
         c.blocked_ns
             .fetch_add(self.now_ns().saturating_sub(t0), Relaxed);
@@ -159,7 +159,7 @@ impl StreamCtx {
 
     /// Saves the thread's CPU once the warm-up is over (cheap check per loop turn).
     #[inline]
-    pub(crate) fn check_baseline(&self, taken: &mut bool) {
+    fn check_baseline(&self, taken: &mut bool) {
         self.counters
             .cpu_at_baseline
             .save_once(&self.baseline, taken);
@@ -198,8 +198,8 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
             &mut out.tx_path,
         ),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
-        (DataSocket::Quic(q), true) => super::quic::send(&ctx, q),
-        (DataSocket::Quic(q), false) => super::quic::recv(&ctx, q),
+        (DataSocket::Quic(q), true) => super::quic::send(&mut QuicDriver::new(&ctx), q),
+        (DataSocket::Quic(q), false) => super::quic::recv(&mut QuicDriver::new(&ctx), q),
     };
     if let Err(e) = res {
         out.error = Some(e.to_string());
@@ -215,6 +215,59 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
     out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
+}
+
+/// A QUIC stream's loop on this thread: the stop flag, the warm-up boundary, the quota and
+/// the pace of a TCP sender, the same counters.
+struct QuicDriver<'a> {
+    ctx: &'a StreamCtx,
+    pacer: Option<Pacer>,
+    sent: u64,
+    base: bool,
+}
+
+impl<'a> QuicDriver<'a> {
+    fn new(ctx: &'a StreamCtx) -> QuicDriver<'a> {
+        QuicDriver {
+            ctx,
+            pacer: ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns())),
+            sent: 0,
+            base: false,
+        }
+    }
+}
+
+impl super::quic::Driver for QuicDriver<'_> {
+    fn now_ns(&self) -> u64 {
+        self.ctx.now_ns()
+    }
+    fn stopped(&self) -> bool {
+        self.ctx.stop.load(Relaxed)
+    }
+    fn turn(&mut self) {
+        self.ctx.check_baseline(&mut self.base);
+    }
+    fn write_size(&self) -> usize {
+        self.ctx.write_size
+    }
+    fn next_len(&mut self) -> Option<usize> {
+        next_write(
+            self.ctx,
+            &mut self.pacer,
+            self.sent,
+            self.ctx.write_size.max(1),
+        )
+    }
+    fn moved(&mut self, n: usize) {
+        self.sent += n as u64;
+        self.ctx.record(n as u64, 1, 0);
+        if let Some(p) = self.pacer.as_mut() {
+            p.sent(n as u64);
+        }
+    }
+    fn blocked_since(&self, t0: u64) {
+        self.ctx.blocked_since(t0);
+    }
 }
 
 /// How long a sender to an iperf3 server waits for its bytes to be acknowledged.
@@ -255,7 +308,7 @@ fn await_acks(ctx: &StreamCtx, sock: &TcpStream) -> Option<String> {
     }
 }
 
-pub(crate) fn fill_pattern(buf: &mut [u8]) {
+fn fill_pattern(buf: &mut [u8]) {
     for (i, b) in buf.iter_mut().enumerate() {
         *b = (i % 251) as u8;
     }
@@ -298,12 +351,7 @@ fn tcp_send(ctx: &StreamCtx, sock: &TcpStream) -> io::Result<()> {
 
 /// The next write of a sender: `None` when its quota is sent, else how many bytes (at most
 /// `len`), after waiting for its pace. `Some(0)` means "look at the stop flag again".
-pub(crate) fn next_write(
-    ctx: &StreamCtx,
-    pacer: &mut Option<Pacer>,
-    sent: u64,
-    len: usize,
-) -> Option<usize> {
+fn next_write(ctx: &StreamCtx, pacer: &mut Option<Pacer>, sent: u64, len: usize) -> Option<usize> {
     let mut len = len;
     if let Some(q) = ctx.quota {
         let left = q.saturating_sub(sent);

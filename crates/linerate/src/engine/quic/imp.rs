@@ -3,7 +3,7 @@
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicU16, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -17,8 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, Serve
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use sha2::{Digest, Sha256};
 
-use crate::engine::pacing::Pacer;
-use crate::engine::stream::{fill_pattern, next_write, StreamCtx, POLL};
+use super::{Driver, POLL};
 
 /// The ALPN of linerate's own QUIC tests.
 pub const ALPN: &[u8] = b"linerate";
@@ -165,35 +164,27 @@ fn take<T>(m: &Mutex<Option<T>>) -> Option<T> {
 /// A sender's loop: writes of the test's size (paced, up to its quota) until stopped, then
 /// the stream's end, and waits (at most [`FLUSH_TIMEOUT`]) until the peer has every byte, so
 /// that the connection's close cannot cut them off.
-pub fn send(ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
+pub fn send(d: &mut dyn Driver, q: &QuicStream) -> io::Result<()> {
     drop(take(&q.recv));
     let Some(mut s) = take(&q.send) else {
         return Err(io::Error::other("QUIC stream without its send half"));
     };
     q.handle.block_on(async {
-        let mut buf = vec![0u8; ctx.write_size.max(1)];
-        fill_pattern(&mut buf);
-        let mut pacer = ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns()));
-        let (mut sent, mut base) = (0u64, false);
-        while !ctx.stop.load(Relaxed) {
-            ctx.check_baseline(&mut base);
-            let Some(len) = next_write(ctx, &mut pacer, sent, buf.len()) else {
+        // The pattern of the TCP senders.
+        let buf: Vec<u8> = (0..d.write_size().max(1)).map(|i| (i % 251) as u8).collect();
+        while !d.stopped() {
+            d.turn();
+            let Some(len) = d.next_len() else {
                 break;
             };
             if len == 0 {
                 continue;
             }
-            let t0 = ctx.now_ns();
-            match tokio::time::timeout(POLL, s.write(&buf[..len])).await {
-                Ok(Ok(n)) => {
-                    sent += n as u64;
-                    ctx.record(n as u64, 1, 0);
-                    if let Some(p) = pacer.as_mut() {
-                        p.sent(n as u64);
-                    }
-                }
+            let t0 = d.now_ns();
+            match tokio::time::timeout(POLL, s.write(&buf[..len.min(buf.len())])).await {
+                Ok(Ok(n)) => d.moved(n),
                 Ok(Err(e)) => return Err(io::Error::other(format!("QUIC stream: {e}"))),
-                Err(_) => ctx.blocked_since(t0),
+                Err(_) => d.blocked_since(t0),
             }
         }
         let _ = s.finish();
@@ -208,7 +199,7 @@ pub fn send(ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
 }
 
 /// A receiver's loop: reads to the stream's end (or until stopped).
-pub fn recv(ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
+pub fn recv(d: &mut dyn Driver, q: &QuicStream) -> io::Result<()> {
     if let Some(mut s) = take(&q.send) {
         let _ = s.finish();
     }
@@ -216,12 +207,11 @@ pub fn recv(ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
         return Err(io::Error::other("QUIC stream without its receive half"));
     };
     q.handle.block_on(async {
-        let mut buf = vec![0u8; ctx.write_size.clamp(64 * 1024, 1 << 20)];
-        let mut base = false;
-        while !ctx.stop.load(Relaxed) {
-            ctx.check_baseline(&mut base);
+        let mut buf = vec![0u8; d.write_size().clamp(64 * 1024, 1 << 20)];
+        while !d.stopped() {
+            d.turn();
             match tokio::time::timeout(POLL, r.read(&mut buf)).await {
-                Ok(Ok(Some(n))) => ctx.record(n as u64, 1, 0),
+                Ok(Ok(Some(n))) => d.moved(n),
                 Ok(Ok(None)) | Ok(Err(quinn::ReadError::Reset(_))) => break,
                 Ok(Err(e)) => return Err(io::Error::other(format!("QUIC stream: {e}"))),
                 Err(_) => continue,
@@ -323,14 +313,24 @@ async fn serve_connection(
         place.fetch_sub(1, Relaxed);
         return;
     };
-    while let Ok((send, recv)) = conn.accept_bi().await {
-        tokio::spawn(take_stream(
-            conn.clone(),
-            (send, recv),
-            adm,
-            deliver.clone(),
-            local,
-        ));
+    // A connection whose first stream does not come within the hello's time is closed; one
+    // that ends without a stream of the test gives its place back.
+    let delivered = Arc::new(AtomicBool::new(false));
+    let first = tokio::time::timeout(HELLO_TIMEOUT, conn.accept_bi()).await;
+    let mut next = match first {
+        Ok(r) => r,
+        Err(_) => {
+            conn.close(VarInt::from_u32(1), b"no stream of this test");
+            Err(quinn::ConnectionError::TimedOut)
+        }
+    };
+    while let Ok((send, recv)) = next {
+        let d = (deliver.clone(), delivered.clone());
+        tokio::spawn(take_stream(conn.clone(), (send, recv), adm, d, local));
+        next = conn.accept_bi().await;
+    }
+    if !delivered.load(Relaxed) {
+        place.fetch_sub(1, Relaxed);
     }
 }
 
@@ -338,7 +338,7 @@ async fn take_stream(
     conn: quinn::Connection,
     (send, mut recv): (quinn::SendStream, quinn::RecvStream),
     adm: Admission,
-    deliver: Deliver,
+    (deliver, delivered): (Deliver, Arc<AtomicBool>),
     local: SocketAddr,
 ) {
     let mut hello = [0u8; stream_hello::LEN];
@@ -350,6 +350,7 @@ async fn take_stream(
     let Ok(handle) = tokio::runtime::Handle::try_current() else {
         return;
     };
+    delivered.store(true, Relaxed);
     deliver(
         h.stream_index,
         QuicStream {

@@ -19,6 +19,31 @@ pub const STREAM_WINDOW_BYTES: u64 = 8 << 20;
 /// The flow-control window of each QUIC connection, bytes.
 pub const CONN_WINDOW_BYTES: u64 = 32 << 20;
 
+/// What a QUIC stream's loop needs of the engine's stream thread, which
+/// `engine::stream` gives it (so that this module does not import the stream loops' file,
+/// which imports it).
+pub trait Driver {
+    /// Nanoseconds since the engine's epoch.
+    fn now_ns(&self) -> u64;
+    /// The loop's stop flag is set.
+    fn stopped(&self) -> bool;
+    /// Once per turn of a loop: the thread's CPU at the warm-up boundary.
+    fn turn(&mut self);
+    /// The write size of the test.
+    fn write_size(&self) -> usize;
+    /// A sender's next write: `None` when its quota is sent, `Some(0)` to look at the stop
+    /// flag again (after waiting for the pace), else how many bytes.
+    fn next_len(&mut self) -> Option<usize>;
+    /// `n` bytes were written, or read, in one call.
+    fn moved(&mut self, n: usize);
+    /// A write that began at `t0` (engine ns) took nothing before the poll time-out.
+    fn blocked_since(&self, t0: u64);
+}
+
+/// How long a loop waits in one call before it looks at its stop flag again (the
+/// engine's `stream::POLL`).
+pub const POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 #[cfg(feature = "quic")]
 mod imp;
 #[cfg(feature = "quic")]

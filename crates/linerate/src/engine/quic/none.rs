@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use linerate_wire::report::QuicReport;
 
-use crate::engine::stream::StreamCtx;
+use super::Driver;
 
 /// A QUIC stream: none in a build without the `quic` feature.
 #[derive(Debug)]
@@ -27,12 +27,12 @@ impl QuicStream {
 }
 
 /// A sender's loop.
-pub fn send(_ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
+pub fn send(_d: &mut dyn Driver, q: &QuicStream) -> io::Result<()> {
     match *q {}
 }
 
 /// A receiver's loop.
-pub fn recv(_ctx: &StreamCtx, q: &QuicStream) -> io::Result<()> {
+pub fn recv(_d: &mut dyn Driver, q: &QuicStream) -> io::Result<()> {
     match *q {}
 }
 
