@@ -27,10 +27,7 @@ fn check_quic_figures(side: &SideReport, connections: u16) {
             q.udp_tx_calls > 0 && q.udp_tx_datagrams >= q.udp_tx_calls,
             "{q:?}"
         );
-        assert!(
-            q.udp_rx_calls > 0 && q.udp_rx_datagrams >= q.udp_rx_calls,
-            "{q:?}"
-        );
+        assert!(q.udp_rx_calls > 0 && q.udp_rx_datagrams > 0, "{q:?}");
         assert!(q.lost_packets <= q.sent_packets, "{q:?}");
         if st.role == StreamRole::Tx {
             assert!(st.bytes > 0, "stream {} sent nothing", st.index);
