@@ -168,3 +168,22 @@ fn quic_client_trusts_only_the_pinned_certificate() {
     }
     assert_eq!(*got.lock().unwrap(), vec![0]);
 }
+
+#[test]
+fn quic_client_gives_up_on_a_peer_that_stalls_the_handshake() {
+    // A UDP port that reads nothing and answers nothing: the handshake never completes.
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let ip = "127.0.0.1".parse().unwrap();
+    let t = quic::Target {
+        addr: silent.local_addr().unwrap(),
+        local_ip: ip,
+        cert_sha256: "00".repeat(32),
+        timeout: Duration::from_millis(300),
+    };
+    let t0 = std::time::Instant::now();
+    let e = quic::connect(&t, [1; 16], 1, &[0]).unwrap_err();
+    assert!(e.contains("no answer within 300ms"), "{e}");
+    // Bounded by its time-out (ten times it: room for a loaded machine's scheduling, far
+    // from the 10 s idle time-out a wait without it would end at).
+    assert!(t0.elapsed() < t.timeout * 10, "{:?}", t0.elapsed());
+}
