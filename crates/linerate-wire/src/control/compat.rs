@@ -46,6 +46,7 @@ mod tests {
                         | Feature::CrrServerCloses
                         | Feature::CrrPort
                         | Feature::FleetOrders
+                        | Feature::Quic
                 )
             })
             .collect();

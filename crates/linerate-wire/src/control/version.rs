@@ -274,6 +274,7 @@ mod tests {
                 "crr_server_closes",
                 "crr_port",
                 "fleet_orders",
+                "quic",
             ]
         );
     }
