@@ -153,6 +153,52 @@ pub struct StreamReport {
     /// `MSG_ZEROCOPY` senders: the kernel's completion notifications for this stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zerocopy: Option<ZerocopyReport>,
+    /// QUIC streams (feature `quic`): the figures of the connection this stream ran on, at
+    /// the end of the test (every stream of a connection has the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicReport>,
+}
+
+/// What a QUIC stack knows of one connection at the end of a test (quinn's
+/// `ConnectionStats`), the counterpart of TCP_INFO. Counted over the connection's life,
+/// handshake and warm-up included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QuicReport {
+    /// Which of the test's connections (0-based; stream `i` runs on `i % connections`).
+    pub connection: u16,
+    /// Smoothed round-trip time, microseconds.
+    pub rtt_us: u64,
+    /// Congestion window, bytes.
+    pub cwnd_bytes: u64,
+    /// The path's current MTU (UDP payload), bytes.
+    pub mtu_bytes: u16,
+    /// QUIC packets sent.
+    pub sent_packets: u64,
+    /// QUIC packets declared lost.
+    pub lost_packets: u64,
+    /// Bytes of the packets declared lost (what had to be sent again).
+    pub lost_bytes: u64,
+    /// Congestion events (a loss or an ECN mark that shrank the window).
+    pub congestion_events: u64,
+    /// UDP datagrams sent.
+    pub udp_tx_datagrams: u64,
+    /// UDP send system calls (a GSO batch counts once).
+    pub udp_tx_calls: u64,
+    /// UDP datagrams received.
+    pub udp_rx_datagrams: u64,
+    /// UDP receive system calls (a GRO batch counts once).
+    pub udp_rx_calls: u64,
+    /// STREAM frames sent.
+    pub stream_frames_tx: u64,
+    /// STREAM frames received.
+    pub stream_frames_rx: u64,
+}
+
+impl QuicReport {
+    /// UDP datagrams per send system call: above 1 when GSO batched them.
+    pub fn datagrams_per_send(&self) -> Option<f64> {
+        (self.udp_tx_calls > 0).then(|| self.udp_tx_datagrams as f64 / self.udp_tx_calls as f64)
+    }
 }
 
 /// What the kernel said about a `MSG_ZEROCOPY` stream's sends, from the notifications on

@@ -350,6 +350,10 @@ pub enum Transport {
     Tcp,
     /// UDP datagrams with a [`crate::probe`] header.
     Udp,
+    /// QUIC streams (feature `quic`): `streams` QUIC streams per direction spread over
+    /// [`TestSpec::quic_connections`] connections to the UDP port the server gives in
+    /// [`Accept::quic`]; each stream starts with the 24-byte stream hello.
+    Quic,
 }
 
 /// Which way data flows, seen from the client.
@@ -480,6 +484,10 @@ pub struct TestSpec {
     /// (Boxed: the spec travels inside every control message's enum, kept small.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet_order: Option<Box<String>>,
+    /// QUIC (feature `quic`): the connections the streams are spread over (stream `i` on
+    /// connection `i % n`, both directions' streams alike); absent = one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic_connections: Option<u16>,
 }
 
 /// Most characters of [`TestSpec::fleet_order`] a server writes to its log.
@@ -553,6 +561,20 @@ pub struct Accept {
     /// connections go, each still with its stream hello; absent: the server's one port.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub crr_port: Option<u16>,
+    /// A QUIC test (feature `quic`): where its connections go and the certificate to pin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicOffer>,
+}
+
+/// Where a QUIC test's connections go (feature `quic`), in [`Accept::quic`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct QuicOffer {
+    /// The UDP port on the server's address (the control connection's) that the server
+    /// opened for this test alone.
+    pub port: u16,
+    /// SHA-256 of the server's certificate (DER), 64 hex digits: the client accepts that
+    /// certificate and no other (it is self-signed, made when the server started).
+    pub cert_sha256: String,
 }
 
 /// The client's data sockets are ready.

@@ -113,6 +113,9 @@ features! {
     /// `mcast_join` / `mcast_joined` / `mcast_stop` / `mcast_report`: the server joins a
     /// multicast group for a client that sends to it, and reports what it received.
     Multicast = "multicast",
+    /// QUIC stream tests (`Transport::Quic`): the server opens a UDP port of the test's
+    /// own with a self-signed certificate and gives both in [`super::Accept::quic`].
+    Quic = "quic",
 }
 
 impl std::fmt::Display for Feature {
@@ -275,6 +278,7 @@ mod tests {
                 "crr_port",
                 "fleet_orders",
                 "multicast",
+                "quic",
             ]
         );
     }

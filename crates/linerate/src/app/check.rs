@@ -142,6 +142,7 @@ fn command_of(rec: &RunRecord) -> &'static str {
         (Some(_), _) => "rr",
         (None, linerate_wire::control::Transport::Tcp) => "tcp",
         (None, linerate_wire::control::Transport::Udp) => "udp",
+        (None, linerate_wire::control::Transport::Quic) => "quic",
     }
 }
 

@@ -51,6 +51,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Serve(a) => serve::command(&a),
         Command::Tcp(a) => stream::command(&a, Transport::Tcp),
         Command::Udp(a) => stream::command(&a, Transport::Udp),
+        #[cfg(feature = "quic")]
+        Command::Quic(a) => stream::quic(&a),
         Command::Rr(a) => rr::command(&a),
         Command::Compare(a) => compare::command(&a),
         Command::Demo(a) => demo::command(&a),

@@ -54,6 +54,12 @@ pub fn command(a: &ServeArgs) -> anyhow::Result<ExitCode> {
     if let Some(note) = server.limits_note() {
         eprintln!("linerate serve: {note}");
     }
+    // QUIC tests: the self-signed certificate is made now, once (rcgen), and its hash goes
+    // to each QUIC test's client over the control connection.
+    #[cfg(feature = "quic")]
+    if let Err(e) = crate::engine::quic::prepare() {
+        eprintln!("linerate serve: warning: QUIC tests cannot run: {e}");
+    }
     if a.allow_iperf3_unauthenticated {
         eprintln!(
             "linerate serve: warning: iperf3 clients test without authentication (--allow-iperf3-unauthenticated)"

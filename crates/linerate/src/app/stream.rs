@@ -17,18 +17,37 @@ use crate::session::side::dut::DutProbe;
 
 /// Runs `linerate tcp` or `linerate udp`.
 pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode> {
+    command_with(a, transport, None)
+}
+
+/// Runs `linerate quic`: `-P` connections of `--streams` streams each.
+#[cfg(feature = "quic")]
+pub fn quic(a: &crate::cli::stream::QuicArgs) -> anyhow::Result<ExitCode> {
+    crate::cli::stream::quic_checks(a)?;
+    command_with(&a.stream, Transport::Quic, Some(a.streams))
+}
+
+/// A stream test; for QUIC with its streams per connection.
+fn command_with(
+    a: &StreamArgs,
+    transport: Transport,
+    quic_streams: Option<u16>,
+) -> anyhow::Result<ExitCode> {
     if let Some(group) = crate::cli::multicast::group_of(&a.host) {
         if transport == Transport::Udp {
             return super::multicast::command(a, group);
         }
         return Err(crate::cli::UsageError(format!(
-            "{group} is a multicast group: TCP cannot send to one, use `linerate udp {group} --receivers ...`"
+            "{group} is a multicast group: only UDP datagrams can be sent to one, use `linerate udp {group} --receivers ...`"
         ))
         .into());
     }
     crate::cli::multicast::without_group(a)?;
     cross_flag_checks(a)?;
-    let plan = stream_plan(a, transport)?;
+    let mut plan = stream_plan(a, transport)?;
+    if let Some(m) = quic_streams {
+        crate::cli::stream::quic_layout(&mut plan, m)?;
+    }
     let out = output(&a.output)?;
     let rp = repeat_plan(&a.repeat)?;
     let criteria = criteria(a, transport)?;
@@ -38,6 +57,7 @@ pub fn command(a: &StreamArgs, transport: Transport) -> anyhow::Result<ExitCode>
         match transport {
             Transport::Tcp => "tcp",
             Transport::Udp => "udp",
+            Transport::Quic => "quic",
         },
     );
     let mut dut = open_dut(&a.dut, &plan)?;

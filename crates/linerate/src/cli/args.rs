@@ -51,6 +51,12 @@ pub enum Command {
         after_help = "Examples:\n  linerate udp HOST -l 64                   # smallest datagrams, as fast as possible\n  linerate udp HOST -b 100M -l 1400         # paced at 100 Mbit/s\n  linerate udp HOST -R -b 1G --format netperf"
     )]
     Udp(stream::StreamArgs),
+    /// QUIC stream test (quinn, TLS 1.3): N connections by M streams, each way or both.
+    #[cfg(feature = "quic")]
+    #[command(
+        after_help = "Examples:\n  linerate quic HOST                        # send for 10 s, one connection, one stream\n  linerate quic HOST -R                     # server sends\n  linerate quic HOST --bidir -P 4 --streams 2   # both ways, 4 connections of 2 streams each\n  linerate quic HOST -n 1G                  # a byte count instead of a time\n  linerate quic HOST -b 500M                # paced\n\n-P is the number of QUIC connections, --streams the streams on each. The server is any\n`linerate serve` of a build with QUIC: it opens a UDP port for the test and pins its\nself-signed certificate's SHA-256 over the control connection."
+    )]
+    Quic(stream::QuicArgs),
     /// Request/response latency test (netperf TCP_RR, TCP_CRR with --connect, UDP_RR with --udp).
     #[command(
         after_help = "Examples:\n  linerate rr HOST                          # TCP_RR, 1-byte request and response, 10 s\n  linerate rr HOST -r 64,1024 --burst 8     # 8 transactions in flight\n  linerate rr HOST --connect                # TCP_CRR: a connection per transaction\n  linerate rr HOST --udp --timeout 50ms     # UDP_RR with lost-transaction accounting\n  linerate rr HOST --rate 10k               # paced; latency from the intended send time\n  linerate rr HOST -A 0,1 --format netperf  # netperf's TCP_RR table\n  linerate rr HOST --confidence 99,5 --json > b.json"

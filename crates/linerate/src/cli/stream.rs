@@ -157,6 +157,59 @@ pub struct StreamArgs {
     pub debug_protocol: bool,
 }
 
+/// Arguments of `quic`: those of a stream test, `-P` counting connections, and the streams
+/// on each.
+#[derive(Debug, ClapArgs)]
+pub struct QuicArgs {
+    #[command(flatten)]
+    pub stream: StreamArgs,
+    /// QUIC streams on each connection (-P connections): -P x --streams per direction.
+    #[arg(long, default_value_t = 1)]
+    pub streams: u16,
+}
+
+/// The flags of `tcp` and `udp` that a QUIC test cannot honour, one line each.
+pub fn quic_checks(q: &QuicArgs) -> Result<(), UsageError> {
+    let a = &q.stream;
+    let refused = [
+        (a.iperf3, "--iperf3 (iperf3 has no QUIC tests)"),
+        (a.nodelay || a.mss.is_some() || a.congestion.is_some(), "-N, -M and -C (TCP options)"),
+        (a.zerocopy || a.sendfile || a.no_rx_copy, "--zerocopy, --sendfile and --no-rx-copy (TCP's copy modes)"),
+        (a.raw_frames || a.no_offload, "--raw-frames and --no-offload (UDP stream options; quinn uses GSO where the kernel has it)"),
+        (a.window.is_some() || a.local_buffer.is_some() || a.remote_buffer.is_some()
+            || a.local_sndbuf.is_some() || a.local_rcvbuf.is_some()
+            || a.remote_sndbuf.is_some() || a.remote_rcvbuf.is_some(), "socket buffers (-w, -s, -S: QUIC's windows are its own)"),
+        (a.tos.is_some() || a.dscp.is_some(), "--tos and --dscp"),
+        (a.latency, "--latency (its probes are TCP and UDP tests)"),
+        (a.capture.capture.is_some(), "--capture (it filters on the server's one port)"),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(on, _)| *on) {
+        return Err(UsageError(format!(
+            "linerate quic: {what} do not apply to QUIC tests; leave them out"
+        )));
+    }
+    Ok(())
+}
+
+/// Spreads a QUIC test's streams: `-P` connections of `streams` each, so `-P x streams`
+/// streams per direction.
+pub fn quic_layout(plan: &mut StreamPlan, streams: u16) -> Result<(), UsageError> {
+    let connections = plan.spec.streams;
+    let max = crate::session::server::policy::limits::MAX_STREAMS;
+    let total = u32::from(connections) * u32::from(streams);
+    if streams == 0 {
+        return Err(UsageError("--streams must be at least 1".into()));
+    }
+    if total > u32::from(max) {
+        return Err(UsageError(format!(
+            "-P {connections} --streams {streams}: {total} streams per direction, at most {max}"
+        )));
+    }
+    plan.spec.streams = u16::try_from(total).unwrap_or(max);
+    plan.spec.quic_connections = Some(connections);
+    Ok(())
+}
+
 fn parse_tos(s: &str) -> Result<u8, String> {
     let t = s.trim();
     let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
@@ -326,6 +379,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         send_mode,
         recv_mode,
         fleet_order: None,
+        quic_connections: None,
     };
     Ok(StreamPlan {
         host: a.host.clone(),
@@ -375,7 +429,7 @@ fn check_streams(a: &StreamArgs) -> Result<(), UsageError> {
 fn write_len(a: &StreamArgs, transport: Transport) -> Result<u32, UsageError> {
     let err = |m: &str| Err(UsageError(m.to_string()));
     let len = a.len.unwrap_or(match transport {
-        Transport::Tcp => DEFAULT_TCP_LEN,
+        Transport::Tcp | Transport::Quic => DEFAULT_TCP_LEN,
         Transport::Udp => DEFAULT_UDP_LEN,
     });
     if len == 0 {

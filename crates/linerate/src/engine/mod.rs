@@ -17,6 +17,7 @@ pub mod meter;
 pub mod multicast;
 pub mod pacing;
 pub mod profile;
+pub mod quic;
 pub mod rawgen;
 pub mod stream;
 
@@ -240,6 +241,9 @@ fn diff(a: &[u64], b: &[u64], pick: impl Fn(usize) -> bool) -> u64 {
         .map(|(_, (x, y))| x.saturating_sub(*y))
         .sum()
 }
+
+/// What a QUIC test's own CPU time leaves out.
+pub const QUIC_OWN_CPU: &str = "linerate's own CPU time counts its stream threads only: quinn's packet building, crypto and UDP system calls run on its runtime's threads (lr-quic), which the host's CPU figures and service demand include";
 
 /// A running engine.
 pub struct Engine {
@@ -541,9 +545,15 @@ impl Engine {
             local_addr: local,
             remote_addr: remote,
             tx_path: outcome.tx_path,
-            send_mode: (!udp && setup.role == StreamRole::Tx).then_some(self.cfg.send_mode),
-            recv_mode: (!udp && setup.role == StreamRole::Rx).then_some(self.cfg.recv_mode),
+            send_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Tx)
+                .then_some(self.cfg.send_mode),
+            recv_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Rx)
+                .then_some(self.cfg.recv_mode),
             zerocopy: outcome.zerocopy,
+            quic: match &setup.socket {
+                DataSocket::Quic(q) => Some(q.report()),
+                _ => None,
+            },
         }
     }
 
@@ -634,6 +644,9 @@ impl Engine {
                 "linerate's own CPU time not measured: getrusage(RUSAGE_THREAD) failed".into(),
             );
         }
+        if sh.transport == Transport::Quic {
+            warnings.push(QUIC_OWN_CPU.into());
+        }
         let profile = profiling.and_then(|p| {
             p.finish(base_ns, end_ns, base_cpu.as_ref().zip(end_cpu.as_ref()))
                 .map_err(|w| warnings.push(w))
@@ -686,6 +699,7 @@ fn peer_interface(streams: &[StreamSetup], warnings: &mut Vec<String>) -> Option
     let peer = match &s.socket {
         DataSocket::Tcp(t) => t.peer_addr(),
         DataSocket::Udp(u) => u.peer_addr(),
+        DataSocket::Quic(q) => q.peer_addr(),
     };
     match peer.and_then(|p| sys::iface::route_interface(p.ip())) {
         Ok(i) => Some(i),
@@ -705,6 +719,7 @@ fn stream_addrs(streams: &[StreamSetup]) -> Vec<(Option<String>, Option<String>)
         .map(|s| match &s.socket {
             DataSocket::Tcp(t) => (t.local_addr().ok(), t.peer_addr().ok()),
             DataSocket::Udp(u) => (u.local_addr().ok(), u.peer_addr().ok()),
+            DataSocket::Quic(q) => (q.local_addr().ok(), q.peer_addr().ok()),
         })
         .map(|(l, p)| (l.map(|a| a.to_string()), p.map(|a| a.to_string())))
         .collect()
@@ -798,6 +813,13 @@ fn socket_facts(setup: &StreamSetup, warnings: &mut Vec<String>) -> SocketFacts 
                 congestion: None,
             }
         }
+        DataSocket::Quic(_) => SocketFacts {
+            sndbuf: None,
+            rcvbuf: None,
+            tcp_info: None,
+            mss: None,
+            congestion: Some("cubic".into()),
+        },
     }
 }
 

@@ -62,6 +62,8 @@ pub enum DataSocket {
     Tcp(Arc<TcpStream>),
     /// A connected UDP socket.
     Udp(Arc<UdpSocket>),
+    /// A QUIC stream (feature `quic`; none can exist without it).
+    Quic(Arc<super::quic::QuicStream>),
 }
 
 /// What a stream loop returns.
@@ -196,6 +198,8 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
             &mut out.tx_path,
         ),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
+        (DataSocket::Quic(q), true) => super::quic::send(&mut QuicDriver::new(&ctx), q),
+        (DataSocket::Quic(q), false) => super::quic::recv(&mut QuicDriver::new(&ctx), q),
     };
     if let Err(e) = res {
         out.error = Some(e.to_string());
@@ -211,6 +215,59 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
     out.cpu = ctx.counters.cpu_at_baseline.since_baseline();
     ctx.counters.done.store(true, Relaxed);
     out
+}
+
+/// A QUIC stream's loop on this thread: the stop flag, the warm-up boundary, the quota and
+/// the pace of a TCP sender, the same counters.
+struct QuicDriver<'a> {
+    ctx: &'a StreamCtx,
+    pacer: Option<Pacer>,
+    sent: u64,
+    base: bool,
+}
+
+impl<'a> QuicDriver<'a> {
+    fn new(ctx: &'a StreamCtx) -> QuicDriver<'a> {
+        QuicDriver {
+            ctx,
+            pacer: ctx.rate_bps.map(|r| Pacer::new(r, ctx.now_ns())),
+            sent: 0,
+            base: false,
+        }
+    }
+}
+
+impl super::quic::Driver for QuicDriver<'_> {
+    fn now_ns(&self) -> u64 {
+        self.ctx.now_ns()
+    }
+    fn stopped(&self) -> bool {
+        self.ctx.stop.load(Relaxed)
+    }
+    fn turn(&mut self) {
+        self.ctx.check_baseline(&mut self.base);
+    }
+    fn write_size(&self) -> usize {
+        self.ctx.write_size
+    }
+    fn next_len(&mut self) -> Option<usize> {
+        next_write(
+            self.ctx,
+            &mut self.pacer,
+            self.sent,
+            self.ctx.write_size.max(1),
+        )
+    }
+    fn moved(&mut self, n: usize) {
+        self.sent += n as u64;
+        self.ctx.record(n as u64, 1, 0);
+        if let Some(p) = self.pacer.as_mut() {
+            p.sent(n as u64);
+        }
+    }
+    fn blocked_since(&self, t0: u64) {
+        self.ctx.blocked_since(t0);
+    }
 }
 
 /// How long a sender to an iperf3 server waits for its bytes to be acknowledged.

@@ -92,6 +92,7 @@ impl CsvRow {
             transport: match rec.plan.transport {
                 Transport::Tcp => "tcp",
                 Transport::Udp => "udp",
+                Transport::Quic => "quic",
             },
             direction: match flow.direction {
                 FlowDirection::ClientToServer => "client_to_server",

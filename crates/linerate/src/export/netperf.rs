@@ -68,8 +68,14 @@ pub(crate) fn blocks(rec: &RunRecord) -> Vec<Block> {
         .flows
         .iter()
         .map(|flow| match (rec.plan.transport, flow.direction) {
-            (Transport::Tcp, FlowDirection::ClientToServer) => tcp_stream(rec, flow),
-            (Transport::Tcp, FlowDirection::ServerToClient) => tcp_maerts(rec, flow),
+            // QUIC streams are byte streams too: netperf's TCP blocks, which carry no
+            // TCP-only figure.
+            (Transport::Tcp | Transport::Quic, FlowDirection::ClientToServer) => {
+                tcp_stream(rec, flow)
+            }
+            (Transport::Tcp | Transport::Quic, FlowDirection::ServerToClient) => {
+                tcp_maerts(rec, flow)
+            }
             (Transport::Udp, _) => udp_stream(rec, flow),
         })
         .collect()

@@ -83,6 +83,7 @@ fn transport_name(t: Transport) -> &'static str {
     match t {
         Transport::Tcp => "tcp",
         Transport::Udp => "udp",
+        Transport::Quic => "quic",
     }
 }
 
@@ -459,7 +460,7 @@ fn fixed(fields: &[(String, usize)], tail: &[String]) -> String {
 /// The header above [`interval_line`]s.
 pub fn interval_header(transport: Transport) -> String {
     let tail: Vec<String> = match transport {
-        Transport::Tcp => vec!["retransmits", "rtt", "cwnd", "cpu"],
+        Transport::Tcp | Transport::Quic => vec!["retransmits", "rtt", "cwnd", "cpu"],
         Transport::Udp => vec!["datagrams/s", "lost", "cpu"],
     }
     .into_iter()
@@ -507,7 +508,7 @@ pub fn interval_line(side: Role, iv: &IntervalReport, transport: Transport) -> S
     };
     let cpu = format!("cpu {}", opt(iv.cpu_percent, |c| format!("{c:.0}%")));
     let mut tail = match transport {
-        Transport::Tcp => vec![
+        Transport::Tcp | Transport::Quic => vec![
             format!("retr {}", opt(iv.retransmits, |n| n.to_string())),
             format!("rtt {}", opt(iv.rtt_us, |r| format!("{r} us"))),
             format!("cwnd {}", opt(iv.cwnd_bytes, format_bytes)),

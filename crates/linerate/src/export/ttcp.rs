@@ -243,6 +243,7 @@ impl End<'_> {
         let proto = match rec.plan.transport {
             Transport::Tcp => "tcp",
             Transport::Udp => "udp",
+            Transport::Quic => "quic",
         };
         let mut first = format!("{tag}: buflen={buflen}, nbuf={nbuf}, align=16384/0, port={port}");
         if let Some(size) = self.requested_sockbuf(rec, flow.direction) {

@@ -108,6 +108,7 @@ pub(crate) fn stream(
         send_mode: None,
         recv_mode: None,
         zerocopy: None,
+        quic: None,
     }
 }
 

@@ -148,6 +148,7 @@ pub fn default_spec(
         send_mode: Default::default(),
         recv_mode: Default::default(),
         fleet_order: None,
+        quic_connections: None,
     }
 }
 

@@ -156,7 +156,8 @@ pub fn metrics_of(rec: &RunRecord) -> Vec<(MetricDef, f64)> {
                     .and_then(|h| h.rates.rx_packets_per_sec);
                 let iface_pps = match rec.plan.transport {
                     linerate_wire::control::Transport::Udp => f.receiver_interface_pps,
-                    linerate_wire::control::Transport::Tcp => host_rx_pps,
+                    linerate_wire::control::Transport::Tcp
+                    | linerate_wire::control::Transport::Quic => host_rx_pps,
                 };
                 push(IFACE_PPS, iface_pps);
                 push(LOSS, f.loss_percent);

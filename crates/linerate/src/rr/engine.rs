@@ -655,6 +655,7 @@ fn stream_report(
         send_mode: None,
         recv_mode: None,
         zerocopy: None,
+        quic: None,
     }
 }
 

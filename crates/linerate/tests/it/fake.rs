@@ -242,6 +242,7 @@ pub fn accept_and_start(p: &mut Peer) -> TestSpec {
         token: stream_hello::token_to_hex(&[0x5a; 16]),
         server_cpu_count: 1,
         crr_port: None,
+        quic: None,
     }))
     .unwrap();
     p.expect("streams_ready");

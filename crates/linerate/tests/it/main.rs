@@ -31,6 +31,8 @@ mod latency;
 mod metrics;
 mod multicast;
 mod profile;
+#[cfg(feature = "quic")]
+mod quic;
 #[cfg(feature = "report")]
 mod report;
 mod results;

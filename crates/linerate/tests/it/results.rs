@@ -56,6 +56,7 @@ fn receiver_that_stopped_early(got: u64, new_fields: bool) -> linerate::model::R
                 send_mode: None,
                 recv_mode: None,
                 zerocopy: None,
+                quic: None,
                 local_addr: None,
                 remote_addr: None,
             });

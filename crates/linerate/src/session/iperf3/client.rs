@@ -270,6 +270,8 @@ pub fn params(plan: &StreamPlan) -> Params {
         protocol: match s.transport {
             Transport::Tcp => Protocol::Tcp,
             Transport::Udp => Protocol::Udp,
+            // Never asked: `linerate quic` has no --iperf3 (iperf3 has no QUIC tests).
+            Transport::Quic => Protocol::Tcp,
         },
         direction: match s.direction {
             LrDirection::Send => Direction::Forward,
@@ -381,6 +383,9 @@ fn open_streams(
                 udp_hello(&u, Instant::now() + HANDSHAKE)
                     .with_context(|| format!("UDP stream {i} to {addr}"))?;
                 DataSocket::Udp(Arc::new(u))
+            }
+            Transport::Quic => {
+                bail!("iperf3 has no QUIC tests: run `linerate quic` against `linerate serve`")
             }
         };
         out.push(StreamSetup {
@@ -652,6 +657,7 @@ fn server_stream(
         send_mode: None,
         recv_mode: None,
         zerocopy: None,
+        quic: None,
     };
     (stream, by_bytes)
 }

@@ -116,6 +116,8 @@ struct Link<'a> {
     features: Features,
     /// TCP_CRR: the port the server gave the test (feature `crr_port`).
     crr_port: Option<u16>,
+    /// A QUIC test: the server's port and certificate hash (feature `quic`).
+    quic: Option<&'a control::QuicOffer>,
 }
 
 /// The part of the driver that depends on what runs over the session: the actions beyond
@@ -322,6 +324,7 @@ impl Connection {
                         backlog: &self.backlog,
                         features: self.machine.features(),
                         crr_port: self.machine.crr_port(),
+                        quic: self.machine.quic(),
                     };
                     r.perform(&link, a)?
                 }
@@ -497,7 +500,12 @@ impl Runner for TestRun<'_> {
 impl TestRun<'_> {
     fn open_streams(&mut self, link: &Link<'_>, token: [u8; 16]) -> anyhow::Result<Input> {
         self.token = token;
-        self.setups = open_streams(self.plan, link.addr, link.stream, token)?;
+        self.setups = match link.quic {
+            Some(offer) if self.plan.spec.transport == Transport::Quic => {
+                open_quic_streams(self.plan, link, offer, token)?
+            }
+            _ => open_streams(self.plan, link.addr, link.stream, token)?,
+        };
         // The device's window opens before `streams_ready`: neither end sends data before.
         if let Some(p) = self.dut.as_deref_mut() {
             p.window_start();
@@ -699,10 +707,38 @@ fn open_streams(
                     .with_context(|| format!("opening UDP socket {index} to {addr}"))?;
                 DataSocket::Udp(Arc::new(u))
             }
+            Transport::Quic => bail!("the server accepted the QUIC test without a QUIC port"),
         };
         out.push(super::stream_setup::setup(slot, socket, spec));
     }
     Ok(out)
+}
+
+/// Opens a QUIC test's streams: its connections to the port the server gave, the
+/// certificate pinned to the hash it gave, and a stream per slot, each with its hello.
+fn open_quic_streams(
+    plan: &StreamPlan,
+    link: &Link<'_>,
+    offer: &control::QuicOffer,
+    token: [u8; 16],
+) -> anyhow::Result<Vec<StreamSetup>> {
+    let spec = &plan.spec;
+    let slots = stream_slots(spec, Role::Client);
+    let indices: Vec<u16> = slots.iter().map(|s| s.index).collect();
+    let target = crate::engine::quic::Target {
+        addr: SocketAddr::new(link.addr.ip(), offer.port),
+        local_ip: sockets::canonical(link.stream.local_addr()?.ip()),
+        cert_sha256: offer.cert_sha256.clone(),
+        timeout: plan.connect_timeout,
+    };
+    let connections = spec.quic_connections.unwrap_or(1);
+    let streams = crate::engine::quic::connect(&target, token, connections, &indices)
+        .map_err(anyhow::Error::msg)?;
+    Ok(slots
+        .into_iter()
+        .zip(streams)
+        .map(|(slot, q)| super::stream_setup::setup(slot, DataSocket::Quic(Arc::new(q)), spec))
+        .collect())
 }
 
 #[cfg(test)]

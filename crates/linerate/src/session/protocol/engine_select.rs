@@ -204,6 +204,8 @@ fn rr_sockets(
                     .or_else(|u| u.try_clone())
                     .ok()
                     .map(RrSocket::Udp),
+                // No request/response test over QUIC streams.
+                DataSocket::Quic(_) => None,
             };
             sock.map(|k| (s.index, k))
         })

@@ -23,6 +23,7 @@ use super::multicast::{self, McastReceiver};
 use super::policy::hooks;
 use super::policy::limits::{self, Cost};
 use super::{log, log_always, Ctx, Route};
+use crate::engine::quic;
 use crate::engine::{DataSocket, StreamSetup};
 use crate::session::protocol::auth;
 use crate::session::protocol::conn::{self, Backlog, ControlWriter, Incoming};
@@ -40,6 +41,8 @@ pub(super) enum Event {
     Ctl(Incoming),
     /// A data connection routed here by its token, for stream `index`.
     Data(u16, TcpStream),
+    /// A QUIC stream of this test's endpoint that carried the token, for stream `index`.
+    Quic(u16, quic::QuicStream),
     /// An interval of this session's engine.
     Interval(IntervalReport),
 }
@@ -89,6 +92,9 @@ pub(super) fn handle_control(
         machine: ServerMachine::new(settings, accepted),
         arrived: None,
         tcp: HashMap::new(),
+        arrived_quic: None,
+        quic: HashMap::new(),
+        quic_server: None,
         setups: Vec::new(),
         early_host: None,
         engine: None,
@@ -181,6 +187,12 @@ struct Session<'a> {
     arrived: Option<TcpStream>,
     /// The test's TCP data connections, by stream index, until the sockets are set up.
     tcp: HashMap<u16, TcpStream>,
+    /// The QUIC stream just fed, as `arrived`.
+    arrived_quic: Option<quic::QuicStream>,
+    /// The test's QUIC streams, by stream index, until the sockets are set up.
+    quic: HashMap<u16, quic::QuicStream>,
+    /// A QUIC test's endpoint, open until the session ends.
+    quic_server: Option<quic::QuicServer>,
     setups: Vec<StreamSetup>,
     early_host: Option<sys::hostsnap::HostSnapshot>,
     engine: Option<Running>,
@@ -312,6 +324,7 @@ impl Session<'_> {
         self.cap.set(frame_cap(self.machine.phase(), &self.ctx.cfg));
         // A data connection the machine did not keep is closed here.
         self.arrived = None;
+        self.arrived_quic = None;
     }
 
     fn perform(&mut self, a: Action) {
@@ -371,6 +384,9 @@ impl Session<'_> {
             Action::StoreConnection(i) => {
                 if let Some(st) = self.arrived.take() {
                     self.tcp.insert(i, st);
+                }
+                if let Some(q) = self.arrived_quic.take() {
+                    self.quic.insert(i, q);
                 }
             }
             Action::AddConnection(i) => {
@@ -432,6 +448,11 @@ impl Session<'_> {
             }
             Event::Data(i, st) => {
                 self.arrived = Some(st);
+                self.feed(Input::DataConnection(i));
+                self.pump();
+            }
+            Event::Quic(i, q) => {
+                self.arrived_quic = Some(q);
                 self.feed(Input::DataConnection(i));
                 self.pump();
             }
@@ -556,7 +577,15 @@ impl Session<'_> {
             let filter = SocketAddr::new(self.peer.ip(), ctx.port);
             self.capture = capture::start(spec, cfg.allow_capture, filter, &self.id);
         }
-        self.feed(Input::Admitted { token, crr_port });
+        let quic = match self.open_quic(token) {
+            Ok(q) => q,
+            Err(e) => return self.machine.fail(ErrorCode::Internal, e),
+        };
+        self.feed(Input::Admitted {
+            token,
+            crr_port,
+            quic,
+        });
     }
 
     /// TCP_CRR: a listener of the test's own on the control connection's address (the
@@ -599,6 +628,37 @@ impl Session<'_> {
         }
     }
 
+    /// A QUIC test: its own endpoint on the control connection's address (the kernel picks
+    /// the port), which takes the test's connections and no more, and hands each stream
+    /// that carried the token to this session.
+    fn open_quic(&mut self, token: [u8; 16]) -> Result<Option<control::QuicOffer>, String> {
+        let Some(spec) = self.machine.spec() else {
+            return Ok(None);
+        };
+        if spec.transport != control::Transport::Quic {
+            return Ok(None);
+        }
+        let adm = quic::Admission {
+            token,
+            connections: spec.quic_connections.unwrap_or(1).max(1),
+            streams: u16::try_from(crate::model::plan::stream_slots(spec, Role::Server).len())
+                .unwrap_or(u16::MAX),
+        };
+        let tx = self.tx.clone();
+        let deliver: quic::Deliver = Arc::new(move |i, q| {
+            let _ = tx.send(Event::Quic(i, q));
+        });
+        let ip = self
+            .w
+            .stream()
+            .local_addr()
+            .map_err(|e| e.to_string())?
+            .ip();
+        let (server, offer) = quic::QuicServer::open(sockets::canonical(ip), adm, deliver)?;
+        self.quic_server = Some(server);
+        Ok(Some(offer))
+    }
+
     fn set_up_streams(&mut self, udp_ports: &[u16]) -> Result<(), (ErrorCode, String)> {
         let Some(spec) = self.machine.spec().cloned() else {
             return Err((ErrorCode::Internal, "no test to set up".into()));
@@ -613,7 +673,11 @@ impl Session<'_> {
             let token = self.token.unwrap_or_default();
             data_sockets::claim_udp_peers(self.ctx, ends.peer_ip, udp_ports, &token)?;
         }
-        self.setups = data_sockets::set_up(&spec, &ends, &mut self.tcp, udp_ports)?;
+        let arrived = data_sockets::Arrived {
+            tcp: &mut self.tcp,
+            quic: &mut self.quic,
+        };
+        self.setups = data_sockets::set_up(&spec, &ends, arrived, udp_ports)?;
         Ok(())
     }
 
@@ -621,6 +685,7 @@ impl Session<'_> {
         let peer = self.setups.first().and_then(|st| match &st.socket {
             DataSocket::Udp(u) => u.peer_addr().ok(),
             DataSocket::Tcp(t) => t.peer_addr().ok(),
+            DataSocket::Quic(q) => q.peer_addr().ok(),
         });
         let iface = peer.and_then(|p| sys::iface::route_interface(p.ip()).ok());
         self.early_host = Some(sys::hostsnap::HostSnapshot::take(iface.as_deref()).0);
@@ -746,7 +811,7 @@ impl Session<'_> {
                         gone = Some(i);
                     }
                 }
-                Event::Data(..) => {}
+                Event::Data(..) | Event::Quic(..) => {}
             }
         }
         let capture = self.capture.as_mut().map(capture::finish);

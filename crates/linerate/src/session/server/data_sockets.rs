@@ -11,6 +11,7 @@ use linerate_wire::report::Role;
 
 use super::policy::limits::Refusal;
 use super::Ctx;
+use crate::engine::quic::QuicStream;
 use crate::engine::{DataSocket, StreamSetup};
 use crate::model::plan::{stream_slots, SockOpts};
 use crate::sys::sockets;
@@ -53,14 +54,23 @@ pub(super) struct Ends {
     pub peer_ip: IpAddr,
 }
 
-/// The engine's setups of the test's streams, in stream order: the TCP connections that
-/// arrived (`tcp`, by index) or new UDP sockets to the client's ports.
+/// The streams that arrived before the start, by stream index.
+pub(super) struct Arrived<'a> {
+    /// TCP data connections.
+    pub tcp: &'a mut HashMap<u16, TcpStream>,
+    /// QUIC streams.
+    pub quic: &'a mut HashMap<u16, QuicStream>,
+}
+
+/// The engine's setups of the test's streams, in stream order: the TCP connections or QUIC
+/// streams that arrived (by index) or new UDP sockets to the client's ports.
 pub(super) fn set_up(
     spec: &TestSpec,
     ends: &Ends,
-    tcp: &mut HashMap<u16, TcpStream>,
+    arrived: Arrived<'_>,
     udp_ports: &[u16],
 ) -> Result<Vec<StreamSetup>, Refusal> {
+    let Arrived { tcp, quic } = arrived;
     let opts = SockOpts::server(spec);
     let mut out = Vec::new();
     for (pos, slot) in stream_slots(spec, Role::Server).into_iter().enumerate() {
@@ -86,6 +96,13 @@ pub(super) fn set_up(
                 })?;
                 DataSocket::Udp(Arc::new(u))
             }
+            Transport::Quic => match quic.remove(&slot.index) {
+                Some(q) => DataSocket::Quic(Arc::new(q)),
+                None => {
+                    let e = format!("QUIC stream {} missing", slot.index);
+                    return Err((ErrorCode::Protocol, e));
+                }
+            },
         };
         out.push(crate::session::protocol::stream_setup::setup(
             slot, socket, spec,

@@ -275,6 +275,8 @@ pub struct ClientMachine {
     failure: Option<String>,
     /// TCP_CRR: the port the server gave the test's connections (feature `crr_port`).
     crr_port: Option<u16>,
+    /// A QUIC test: where its connections go and the certificate to pin (feature `quic`).
+    quic: Option<linerate_wire::control::QuicOffer>,
 }
 
 impl ClientMachine {
@@ -300,6 +302,7 @@ impl ClientMachine {
             early_error: None,
             server_finished: false,
             crr_port: None,
+            quic: None,
             server_intervals: Vec::new(),
             server_report: None,
             server_capture: None,
@@ -390,6 +393,11 @@ impl ClientMachine {
     /// server gave one; else they go to the port of the control connection.
     pub fn crr_port(&self) -> Option<u16> {
         self.crr_port
+    }
+
+    /// A QUIC test: the UDP port and certificate hash the server gave in `accept`.
+    pub fn quic(&self) -> Option<&linerate_wire::control::QuicOffer> {
+        self.quic.as_ref()
     }
 
     /// Why the session failed, once it did.
@@ -527,6 +535,12 @@ impl ClientMachine {
             let v = v.map_or_else(|| "?".to_string(), |v| v.to_string());
             return self.failed(format!(
                 "the server at {} does not offer request/response tests (protocol {v}, no 'rr' feature): upgrade linerate on the server",
+                self.cfg.server
+            ));
+        }
+        if spec.transport == Transport::Quic && !self.features.has(Feature::Quic) {
+            return self.failed(format!(
+                "the server at {} does not offer QUIC tests (no 'quic' feature: an older linerate, or a build without QUIC such as the board's core): upgrade linerate on the server or use its full build",
                 self.cfg.server
             ));
         }
@@ -692,6 +706,7 @@ impl ClientMachine {
                         self.crr_port = a
                             .crr_port
                             .filter(|&p| p != 0 && self.features.has(Feature::CrrPort));
+                        self.quic = a.quic;
                         self.push(Action::OpenStreams { token });
                         self.phase = Phase::OpenStreams;
                     }

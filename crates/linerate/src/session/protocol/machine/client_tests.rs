@@ -109,6 +109,7 @@ fn accept() -> Message {
         token: stream_hello::token_to_hex(&TOKEN),
         server_cpu_count: 2,
         crr_port: None,
+        quic: None,
     })
 }
 
@@ -416,6 +417,7 @@ fn accept_opens_the_streams_with_its_token() {
                 token: "xyz".into(),
                 server_cpu_count: 1,
                 crr_port: None,
+                quic: None,
             })),
             "token is not 32 hex digits",
         ),

@@ -258,6 +258,8 @@ pub enum Input {
         /// TCP_CRR: the port the driver listens on for the test's connections (feature
         /// `crr_port`), if it opened one.
         crr_port: Option<u16>,
+        /// A QUIC test: the UDP port the driver opened for it and its certificate's hash.
+        quic: Option<control::QuicOffer>,
     },
     /// This host's findings.
     DoctorAnswered(DoctorReport),
@@ -489,7 +491,11 @@ impl ServerMachine {
             Input::Received(i) => self.on_received(now, i),
             Input::AuthChecked(verdict) => self.on_auth_checked(now, verdict),
             Input::DataConnection(i) => self.on_data_connection(i),
-            Input::Admitted { token, crr_port } => self.on_admitted(now, token, crr_port),
+            Input::Admitted {
+                token,
+                crr_port,
+                quic,
+            } => self.on_admitted(now, token, crr_port, quic),
             Input::DoctorAnswered(r) => self.on_doctor_answered(r),
             Input::HookRan(r) => self.on_hook_ran(now, r),
             Input::OrderRan(r) => self.on_order_ran(r),
@@ -730,7 +736,7 @@ impl ServerMachine {
             }));
             return self.end(Err(message));
         };
-        self.features = Features::all().intersection(h.feature_set());
+        self.features = offered().intersection(h.feature_set());
         let nonce = match (&self.cfg.users, &self.cfg.nonce) {
             (None, _) => None,
             (Some(_), Ok(n)) => Some(*n),
@@ -799,7 +805,13 @@ impl ServerMachine {
         self.phase = Phase::Admitting;
     }
 
-    fn on_admitted(&mut self, now: Instant, token: [u8; 16], crr_port: Option<u16>) {
+    fn on_admitted(
+        &mut self,
+        now: Instant,
+        token: [u8; 16],
+        crr_port: Option<u16>,
+        quic: Option<control::QuicOffer>,
+    ) {
         if self.phase != Phase::Admitting {
             return;
         }
@@ -808,6 +820,7 @@ impl ServerMachine {
             token: stream_hello::token_to_hex(&token),
             server_cpu_count: self.cfg.cpu_count,
             crr_port,
+            quic,
         }));
         self.phase = Phase::CollectStreams {
             deadline: now + self.cfg.handshake_timeout,
@@ -995,10 +1008,12 @@ impl ServerMachine {
             .map_or(0, |s| stream_slots(s, Role::Server).len())
     }
 
+    /// Whether the test's streams arrive as connections (TCP, or QUIC streams, each with
+    /// its stream hello) rather than as UDP ports in `streams_ready`.
     fn wants_tcp(&self) -> bool {
         self.spec
             .as_ref()
-            .is_some_and(|s| s.transport == Transport::Tcp)
+            .is_some_and(|s| matches!(s.transport, Transport::Tcp | Transport::Quic))
     }
 
     fn on_data_connection(&mut self, index: u16) {
@@ -1243,6 +1258,16 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
 }
 
 /// A UDP port `streams_ready` may not list: 0, or one listed twice.
+/// The features this server offers: every one this build knows, but QUIC only in a build
+/// with the `quic` feature (the board's core has no QUIC stack).
+fn offered() -> Features {
+    Feature::ALL
+        .iter()
+        .copied()
+        .filter(|&f| f != Feature::Quic || cfg!(feature = "quic"))
+        .collect()
+}
+
 fn bad_port(ports: &[u16]) -> Option<u16> {
     let mut seen = BTreeSet::new();
     ports.iter().copied().find(|&p| p == 0 || !seen.insert(p))

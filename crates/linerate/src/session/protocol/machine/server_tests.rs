@@ -111,6 +111,7 @@ fn accepted(t0: Instant, spec: TestSpec, features: &[&str]) -> ServerMachine {
         Input::Admitted {
             token: TOKEN,
             crr_port: None,
+            quic: None,
         },
     );
     drain(&mut m);
@@ -468,6 +469,7 @@ fn requests_are_checked_then_admitted() {
         Input::Admitted {
             token: TOKEN,
             crr_port: None,
+            quic: None,
         },
     );
     let a = drain(&mut m);
@@ -585,6 +587,55 @@ fn tcp_connections_and_streams_ready_come_in_any_order() {
     // The test's own duration (1 s) and the grace, not the server's limit.
     let limit = Duration::from_millis(1000) + HARD_STOP_GRACE;
     assert_eq!(m.poll_timeout(), Some(t0 + limit));
+}
+
+#[test]
+fn a_quic_test_gives_its_port_and_collects_its_streams_as_connections() {
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    let mut spec = default_spec(Transport::Quic, Direction::Both, 1000, 1000);
+    spec.streams = 2;
+    spec.quic_connections = Some(2);
+    m.handle(t0, msg(Message::TestRequest(TestRequest { spec })));
+    assert_eq!(drain(&mut m), vec![Action::Admit]);
+    let offer = linerate_wire::control::QuicOffer {
+        port: 4433,
+        cert_sha256: "ab".repeat(32),
+    };
+    m.handle(
+        t0,
+        Input::Admitted {
+            token: TOKEN,
+            crr_port: None,
+            quic: Some(offer.clone()),
+        },
+    );
+    let sent = drain(&mut m);
+    assert!(
+        matches!(&sent[..], [Action::Send(Message::Accept(a))] if a.quic.as_ref() == Some(&offer)),
+        "{sent:?}"
+    );
+    // Four streams (two each way), in any order with streams_ready.
+    m.handle(t0, ready(vec![]));
+    for i in [3, 0, 2] {
+        m.handle(t0, Input::DataConnection(i));
+    }
+    assert_eq!(drain(&mut m).len(), 3, "stream 1 is missing");
+    m.handle(t0, Input::DataConnection(1));
+    assert_eq!(
+        drain(&mut m),
+        vec![
+            Action::StoreConnection(1),
+            Action::SetUpStreams { udp_ports: vec![] }
+        ]
+    );
+    // More connections than streams: refused with one line.
+    let mut m = welcomed(t0, FEATURES);
+    let mut spec = default_spec(Transport::Quic, Direction::Send, 1000, 1000);
+    spec.quic_connections = Some(2);
+    m.handle(t0, msg(Message::TestRequest(TestRequest { spec })));
+    let e = refused(&mut m, ErrorCode::BadRequest);
+    assert!(e.contains("at most one connection per stream"), "{e}");
 }
 
 #[test]
@@ -1127,6 +1178,7 @@ fn data_connections_before_the_test_or_after_it_are_dropped() {
         Input::Admitted {
             token: [1; 16],
             crr_port: None,
+            quic: None,
         },
     );
     m.handle(t0, Input::StreamsSetUp);

@@ -78,6 +78,7 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), Refus
     if let Some(rr) = &spec.rr {
         validate_rr(rr, limits)?;
     }
+    check_quic(spec)?;
     if spec.transport == Transport::Udp && !(spec.send_mode.is_copy() && spec.recv_mode.is_copy()) {
         return bad("--zerocopy, --sendfile and --no-rx-copy apply to TCP stream tests".into());
     }
@@ -87,6 +88,28 @@ pub fn validate_spec(spec: &TestSpec, limits: &ServerLimits) -> Result<(), Refus
         }
     }
     Ok(())
+}
+
+/// A QUIC test: a build with QUIC, no request/response, and between one connection and one
+/// per stream.
+fn check_quic(spec: &TestSpec) -> Result<(), Refusal> {
+    if spec.transport != Transport::Quic {
+        return Ok(());
+    }
+    if !cfg!(feature = "quic") {
+        return bad("this server has no QUIC (a build without the `quic` feature, such as the board's core): run the full build of `linerate serve`".into());
+    }
+    if spec.rr.is_some() {
+        return bad("request/response tests do not run over QUIC yet: use `linerate rr`".into());
+    }
+    let per_direction = spec.streams;
+    match spec.quic_connections.unwrap_or(1) {
+        0 => bad("a QUIC test needs at least one connection (-P)".into()),
+        n if n > per_direction => bad(format!(
+            "{n} QUIC connections for {per_direction} streams per direction: at most one connection per stream"
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn bad(m: String) -> Result<(), Refusal> {
@@ -270,6 +293,8 @@ pub fn cost(spec: &TestSpec) -> Cost {
         // A batch of datagrams (GSO or sendmmsg) per call.
         (None, Transport::Udp) => write * 64,
         (None, Transport::Tcp) => write.max(64 << 10),
+        // A QUIC receiver buffers up to its stream's flow-control window in user space.
+        (None, Transport::Quic) => write.max(crate::engine::quic::STREAM_WINDOW_BYTES),
     };
     let sized = |b: Option<u32>| b.map_or(UNSIZED_SOCKET_BUFFER, |b| 2 * u64::from(b));
     let socket = match spec.direction {
