@@ -38,7 +38,7 @@ fn command_with(
             return super::multicast::command(a, group);
         }
         return Err(crate::cli::UsageError(format!(
-            "{group} is a multicast group: only UDP datagrams can be sent to one, use `linerate udp {group} --receivers ...`"
+            "{group} is a multicast group: TCP cannot send to one (nor QUIC), use `linerate udp {group} --receivers ...`"
         ))
         .into());
     }
