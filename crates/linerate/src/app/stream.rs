@@ -37,8 +37,13 @@ fn command_with(
         if transport == Transport::Udp {
             return super::multicast::command(a, group);
         }
+        let what = if transport == Transport::Tcp {
+            "TCP"
+        } else {
+            "QUIC"
+        };
         return Err(crate::cli::UsageError(format!(
-            "{group} is a multicast group: TCP cannot send to one (nor QUIC), use `linerate udp {group} --receivers ...`"
+            "{group} is a multicast group: {what} cannot send to one, use `linerate udp {group} --receivers ...`"
         ))
         .into());
     }
