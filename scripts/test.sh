@@ -242,7 +242,7 @@ LINERATE_LINUX_BIN="$full_bin" bash scripts/wine-test.sh
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=56
+LAB_TESTS=58
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"

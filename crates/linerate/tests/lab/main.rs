@@ -18,6 +18,7 @@ mod fleet;
 mod latency;
 mod packets;
 mod profile;
+mod rawtx;
 mod rfc2544;
 mod rr;
 mod soak;
