@@ -19,7 +19,7 @@ const OUTSIDE_FRAMES: u64 = 100;
 
 fn count_frames_at(lab: &Lab, host: &str, dev: &str) {
     let rules = format!(
-        "table netdev {TABLE} {{ chain in {{ type filter hook ingress device \"{dev}\" priority 0; udp length 26 counter; }} }}"
+        "table netdev {TABLE} {{\n  chain in {{ type filter hook ingress device \"{dev}\" priority 0; udp length 26 counter; }}\n}}\n"
     );
     let ns = lab.ns_name(host).unwrap();
     let mut child = std::process::Command::new("ip")
@@ -107,7 +107,10 @@ fn run_counted(lab: &Lab, prefix: &[&str], raw_tx: &str) -> RunRecord {
     let sent = tx.udp_seq_end.expect("udp_seq_end");
     let (frames, received) = (c1 - c0, r1 - r0);
     assert!(sent > 0);
-    assert_eq!(frames, sent, "nftables counted {frames} frames, the record {sent}");
+    assert_eq!(
+        frames, sent,
+        "nftables counted {frames} frames, the record {sent}"
+    );
     assert!(
         received >= sent && received - sent <= OUTSIDE_FRAMES,
         "b's interface received {received} packets, the record sent {sent} frames"
@@ -134,7 +137,12 @@ fn lab_af_xdp_frames_are_the_receivers_packets() {
     count_frames_at(&lab, "b", lab.iface("b").unwrap());
     for choice in ["xdp", "auto"] {
         let rec = run_counted(&lab, &[], choice);
-        assert_eq!(raw_tx_of(&rec), Some(RawTx::XdpCopy), "{choice}: {:?}", rec.warnings);
+        assert_eq!(
+            raw_tx_of(&rec),
+            Some(RawTx::XdpCopy),
+            "{choice}: {:?}",
+            rec.warnings
+        );
         assert!(
             !rec.warnings.iter().any(|w| w.contains("AF_XDP")),
             "{:?}",
