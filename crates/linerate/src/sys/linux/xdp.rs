@@ -38,6 +38,8 @@ const RX_FRAMES: usize = 128;
 /// Most frames one copy-mode `sendto` transmits (the kernel's TX_BATCH_SIZE is 32): a flush
 /// calls it again while it makes progress, at most this many times.
 const MAX_KICKS: usize = 16;
+/// The TX ring's page offset (if_xdp.h's XDP_PGOFF_TX_RING, as an unsigned number).
+const PGOFF_TX_RING: u64 = 0x8000_0000;
 /// `AF_XDP` (the same number on every Linux architecture and C library).
 const AF_XDP: libc::c_int = 44;
 
@@ -118,10 +120,12 @@ impl Ring {
         item: usize,
         pgoff: u64,
     ) -> io::Result<Ring> {
-        let map = Mapping::new(
-            off.desc as usize + n * item,
-            Some((fd, pgoff as libc::off_t)),
-        )?;
+        // The rings' page offsets are above 2 GiB: a 32-bit off_t cannot carry them, and
+        // such a build falls back to the AF_PACKET ring (the error says why).
+        let pgoff = libc::off_t::try_from(pgoff).map_err(|_| {
+            io::Error::other("the ring offsets need a 64-bit off_t (a 64-bit build)")
+        })?;
+        let map = Mapping::new(off.desc as usize + n * item, Some((fd, pgoff)))?;
         Ok(Ring {
             producer: map.word(off.producer),
             consumer: map.word(off.consumer),
@@ -277,7 +281,7 @@ impl XdpTx {
             &off.tx,
             TX_FRAMES,
             std::mem::size_of::<libc::xdp_desc>(),
-            libc::XDP_PGOFF_TX_RING as u64,
+            PGOFF_TX_RING,
         )
         .map_err(at("TX ring mapping"))?;
         let cq = Ring::map(
