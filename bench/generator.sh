@@ -174,10 +174,10 @@ for regime in full early; do
     xs=(); as=(); ts=(); r_xa=(); r_xt=()
     order=(xdp afpacket trafgen)
     for run in $(seq "$RUNS"); do
-        declare -A got=()
-        for s in "${order[@]}"; do got[$s]=$(speed "$s"); done
-        xs+=("${got[xdp]}"); as+=("${got[afpacket]}"); ts+=("${got[trafgen]}")
-        r_xa+=("$(ratio "${got[xdp]}" "${got[afpacket]}")"); r_xt+=("$(ratio "${got[xdp]}" "${got[trafgen]}")")
+        declare -A rnd=()
+        for s in "${order[@]}"; do rnd[$s]=$(speed "$s"); done
+        xs+=("${rnd[xdp]}"); as+=("${rnd[afpacket]}"); ts+=("${rnd[trafgen]}")
+        r_xa+=("$(ratio "${rnd[xdp]}" "${rnd[afpacket]}")"); r_xt+=("$(ratio "${rnd[xdp]}" "${rnd[trafgen]}")")
         order=("${order[@]:1}" "${order[0]}")
     done
     name="full stack (a UDP socket reads)"; [ "$regime" = early ] && name="early drop (nftables ingress)"
