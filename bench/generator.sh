@@ -9,14 +9,21 @@
 #
 # Every figure is counted by the kernel's interface counters (`ip -s -j link`), not by the
 # generators themselves. The script builds its own namespaces (names lrgen-*), and removes them
-# on exit. The machine may be shared: the figures are medians of RUNS interleaved runs.
+# on exit. The machine may be shared: the figures are medians of RUNS interleaved runs, the
+# ratios means of paired rounds with 95% intervals. The release build is the real one
+# (Cargo.toml's [profile.release]).
 #
-# 1. speed: a - b veth pair; b drops every 64-byte UDP test frame (UDP length 26) at its netdev
-#    ingress hook (nftables), so the receiving side costs almost nothing; the streams' 24-byte
-#    hellos (protocol 1.3) still reach the server. Each sender runs unpaced on CPU 0 for 4 s; the
-#    rate is b's rx_packets over the middle 2 s. linerate: `linerate udp B -l 18 --raw-frames
-#    -A 0` (64-byte frames: 18-byte payloads); trafgen: the same 64-byte UDP frame from a
-#    TX ring (`trafgen -P 1`, qdisc bypass, pinned to CPU 0).
+# 1. speed: a - b veth pair, two receivers in b: full stack (the frames reach a UDP socket
+#    read on CPU 1: linerate's server for linerate, a Python reader on port 9 for trafgen) and
+#    early drop (b drops every 64-byte UDP test frame, UDP length 26, at its netdev ingress
+#    hook with nftables, so the receiving side costs almost nothing; the streams' 24-byte
+#    hellos still reach the server). Each sender runs unpaced on CPU 0 for 4 s; the rate is
+#    b's rx_packets over the middle 2 s. Senders: `linerate udp B -l 18 --raw-frames --raw-tx
+#    xdp -A 0,1` (AF_XDP; 64-byte frames: 18-byte payloads), the same with `--raw-tx afpacket`
+#    (the AF_PACKET ring), and trafgen: the same 64-byte UDP frame from a TX ring (`trafgen
+#    -P 1`, qdisc bypass, pinned to CPU 0). Rounds are paired: the three run back to back
+#    (order rotated) and the ratios are taken within a round; mean and 95% interval over
+#    the rounds.
 # 2. accuracy: linerate paced at 10 kpps up to its speed from 1. (0.9 x, so it can keep up);
 #    achieved = b's rx_packets over the middle 2 s of a 4 s run, against the offered rate.
 # 3. router: a - r - b (linerate lab router, unshaped), `linerate serve` in b. linerate's
@@ -102,32 +109,87 @@ echo "Measured $(date -u '+%F %H:%M UTC') by \`RUNS=$RUNS bench/generator.sh --w
 NA=$(ns "$PAIR" a); NB=$(ns "$PAIR" b)
 IA=$(iface "$NA"); IB=$(iface "$NB")
 B=$(ip -n "$NB" -j -4 addr show dev "$IB" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["addr_info"][0]["local"])')
-ip netns exec "$NB" "$LR" serve --bind "$B" -q >/dev/null 2>&1 &
+ip netns exec "$NB" taskset -c 1 "$LR" serve --bind "$B" -q >/dev/null 2>&1 &
 SERVER_PIDS+=($!)
-ip netns exec "$NB" nft -f - <<EOF
-table netdev lrgen {
-  chain in { type filter hook ingress device "$IB" priority 0; udp dport { 5301, 9 } udp length 26 drop; }
-}
-EOF
+# trafgen's full-stack receiver: a UDP socket on port 9 read on CPU 1, as linerate's server
+# reads its stream's socket there (-A 0,1).
+ip netns exec "$NB" taskset -c 1 python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+s.bind(("0.0.0.0", 9))
+while True:
+    s.recv(2048)
+' &
+SERVER_PIDS+=($!)
 sleep 0.5
-trafgen_cfg "$NA" "$B" 5301
+trafgen_cfg "$NA" "$B" 9
 
-speed_lr=(); speed_tg=()
-for run in $(seq "$RUNS"); do
-    ip netns exec "$NA" "$LR" udp "$B" -l 18 -t 4 --raw-frames -A 0 --json >/dev/null 2>&1 &
-    p=$!; speed_lr+=("$(rate_mid "$NB" "$IB" rx)"); wait "$p" || true
-    ip netns exec "$NA" timeout -s INT 4 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 --no-sock-mem -Q -C >/dev/null 2>&1 &
-    p=$!; speed_tg+=("$(rate_mid "$NB" "$IB" rx)"); wait "$p" || true
-done
-LR_MAX=$(median "${speed_lr[@]}")
-TG_MAX=$(median "${speed_tg[@]}")
+# early_drop on|off: b drops every 64-byte UDP test frame (UDP length 26) at its netdev
+# ingress hook (nftables), before IP; the streams' 24-byte hellos still reach the server.
+early_drop() {
+    ip netns exec "$NB" nft delete table netdev lrgen 2>/dev/null || true
+    [ "$1" = on ] || return 0
+    printf 'table netdev lrgen {\n  chain in { type filter hook ingress device "%s" priority 0; udp dport { 5301, 9 } udp length 26 drop; }\n}\n' "$IB" \
+        | ip netns exec "$NB" nft -f -
+}
+# speed SENDER: b's rx_packets per second over the middle 2 s of a 4 s unpaced run on CPU 0.
+speed() {
+    local p r want
+    case "$1" in
+        xdp|afpacket)
+            ip netns exec "$NA" "$LR" udp "$B" -l 18 -t 4 --raw-frames --raw-tx "$1" -A 0,1 --json >"$TMP/speed.json" 2>/dev/null &
+            p=$!; r=$(rate_mid "$NB" "$IB" rx); wait "$p" || true
+            # The path the record names must be the one asked for.
+            want=$1; [ "$want" = xdp ] && want=xdp_
+            python3 -c "import json,sys; s=[s for s in json.load(open('$TMP/speed.json'))['client']['streams'] if s['role']=='tx'][0]; sys.exit(0 if s.get('raw_tx','').startswith('$want') else 1)" \
+                || { echo "bench/generator.sh: linerate --raw-tx $1 did not send through $1" >&2; exit 1; } ;;
+        trafgen)
+            ip netns exec "$NA" timeout -s INT 4 taskset -c 0 trafgen -o "$IA" -i "$TMP/frame.cfg" -P 1 --no-sock-mem -Q -C >/dev/null 2>&1 &
+            p=$!; r=$(rate_mid "$NB" "$IB" rx); wait "$p" || true ;;
+    esac
+    echo "$r"
+}
+# ci RATIOS...: mean of paired ratios with its 95% Student-t interval.
+ci() { python3 -c '
+import sys, statistics as st
+v = [float(x) for x in sys.argv[1:]]
+t = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+m = st.mean(v)
+h = t.get(len(v) - 1, 2.0) * st.stdev(v) / len(v) ** 0.5 if len(v) > 1 else float("nan")
+print("%.2f [%.2f, %.2f]" % (m, m - h, m + h))' "$@"; }
+
 echo
 echo "## 1. speed: 64-byte frames into a veth, one sender on CPU 0, counted at b's rx_packets"
-echo "| sender | median pps | runs |"
-echo "|---|---|---|"
-echo "| linerate udp --raw-frames | $LR_MAX | ${speed_lr[*]} |"
-echo "| trafgen -P 1 (TX ring) | $TG_MAX | ${speed_tg[*]} |"
-echo "ratio linerate/trafgen: $(ratio "$LR_MAX" "$TG_MAX")"
+echo "Paired rounds: each round runs the three senders back to back (order rotated) into the"
+echo "same receiver; a ratio is taken within each round, and the table gives the mean of the"
+echo "rounds' ratios with its 95% interval (Student t over $RUNS rounds). linerate: \`udp -l 18"
+echo "--raw-frames --raw-tx xdp|afpacket -A 0,1\`; trafgen: \`-P 1\` (TX ring), pinned to CPU 0."
+echo
+echo "| receiver | AF_XDP pps (median) | AF_PACKET ring pps | trafgen pps | AF_XDP / AF_PACKET | AF_XDP / trafgen |"
+echo "|---|---|---|---|---|---|"
+RUNLOG=()
+for regime in full early; do
+    if [ "$regime" = early ]; then early_drop on; else early_drop off; fi
+    xs=(); as=(); ts=(); r_xa=(); r_xt=()
+    order=(xdp afpacket trafgen)
+    for run in $(seq "$RUNS"); do
+        declare -A rnd=()
+        for s in "${order[@]}"; do rnd[$s]=$(speed "$s"); done
+        xs+=("${rnd[xdp]}"); as+=("${rnd[afpacket]}"); ts+=("${rnd[trafgen]}")
+        r_xa+=("$(ratio "${rnd[xdp]}" "${rnd[afpacket]}")"); r_xt+=("$(ratio "${rnd[xdp]}" "${rnd[trafgen]}")")
+        order=("${order[@]:1}" "${order[0]}")
+    done
+    name="full stack (a UDP socket reads)"; [ "$regime" = early ] && name="early drop (nftables ingress)"
+    echo "| $name | $(median "${xs[@]}") | $(median "${as[@]}") | $(median "${ts[@]}") | $(ci "${r_xa[@]}") | $(ci "${r_xt[@]}") |"
+    RUNLOG+=("$regime: AF_XDP ${xs[*]}; AF_PACKET ${as[*]}; trafgen ${ts[*]}")
+    if [ "$regime" = early ]; then LR_MAX=$(median "${xs[@]}"); TG_MAX=$(median "${ts[@]}"); fi
+done
+echo
+echo "Runs (pps, round by round): ${RUNLOG[0]}. ${RUNLOG[1]}."
+echo
+echo "Targets: AF_XDP at least 1.2x the AF_PACKET ring and 1.4x trafgen into the full-stack"
+echo "receiver, at least 1.8x trafgen into the early-drop one."
 
 echo
 echo "## 2. accuracy: linerate paced for 4 s, 64-byte raw frames, achieved = b's rx_packets over the whole run / 4 s"
@@ -142,7 +204,7 @@ for pps in 10000 30000 100000 300000 "$TOP"; do
         # jitter was 1-2 % of a 2 s window). The count includes the control connection's and
         # the hello's few dozen packets (under 0.1 % at 10 kpps).
         c0=$(counter "$NB" "$IB" rx)
-        ip netns exec "$NA" "$LR" udp "$B" -l 18 -t 4 --raw-frames -A 0 -b $((pps * 18 * 8)) --json >/dev/null 2>&1 || true
+        ip netns exec "$NA" "$LR" udp "$B" -l 18 -t 4 --raw-frames -A 0,1 -b $((pps * 18 * 8)) --json >/dev/null 2>&1 || true
         c1=$(counter "$NB" "$IB" rx)
         got+=("$(( (c1 - c0) / 4 ))")
     done
@@ -197,12 +259,33 @@ trafgen_ndr() {
     echo "$best"
 }
 
-ndr_lr=(); ndr_tg=(); st_lr=()
+ndr_lr=(); ndr_tg=(); st_lr=(); verdicts=()
+# The figures that decide an NDR's verdict: the tester's ceiling (the highest rate it reached
+# in a trial where it fell short of the offered rate, or its unpaced calibration) against the
+# lowest rate at which the router lost frames while the tester kept up.
+cat > "$TMP/verdict.py" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))["frame_sizes"][0]
+g = f["throughput"]["goals"][0]
+trials = f["throughput"]["trials"] + ([f["calibration"]] if f.get("calibration") else [])
+short = [t["effective_fps"] for t in trials if t.get("tester_limited")]
+cal = f.get("calibration") or {}
+lost = [t["offered_fps"] for t in f["throughput"]["trials"]
+        if not t.get("tester_limited") and t.get("loss_percent", 0) > 0 and t.get("offered_fps")]
+paths = sorted({w.get("raw_tx", "?") for t in trials for w in t.get("ways", [])})
+print("%s at %.0f fps (tester ceiling %s fps, calibration %.0f fps; lowest lossy rate %s fps; path %s)" % (
+    g["status"], g.get("throughput_fps") or 0,
+    "%.0f" % max(short) if short else "none",
+    cal.get("effective_fps", 0),
+    "%.0f" % min(lost) if lost else "none",
+    "/".join(paths)))
+PY
 for run in $(seq "$RUNS"); do
     ip netns exec "$NA" "$LR" rfc2544 "$B" --frame-sizes 64 --line-rate 1G --trial-time 2 \
         --confirm-time 5 --settle 0.2 --resolution 1 --calibrate-time 1 --json > "$TMP/rfc.json" 2>/dev/null || true
     ndr_lr+=("$(python3 -c "import json; g=json.load(open('$TMP/rfc.json'))['frame_sizes'][0]['throughput']['goals'][0]; print('%.0f' % (g.get('throughput_fps') or 0))")")
     st_lr+=("$(python3 -c "import json; print(json.load(open('$TMP/rfc.json'))['frame_sizes'][0]['throughput']['goals'][0]['status'])")")
+    verdicts+=("$(python3 "$TMP/verdict.py" "$TMP/rfc.json")")
     ndr_tg+=("$(trafgen_ndr "$TG_MAX")")
 done
 LRN=$(median "${ndr_lr[@]}"); TGN=$(median "${ndr_tg[@]}")
@@ -213,6 +296,9 @@ echo "|---|---|---|"
 echo "| linerate rfc2544 (NDR, confirmed 5 s) | $LRN | ${ndr_lr[*]} |"
 echo "| trafgen -b, loss 0 at r's counters (rate r received) | $TGN | ${ndr_tg[*]} |"
 echo "ratio linerate/trafgen: $(ratio "$LRN" "$TGN") (linerate's status per run: ${st_lr[*]})"
+echo
+echo "Verdict per run (linerate rfc2544, raw frames through --raw-tx auto):"
+for v in "${verdicts[@]}"; do echo "- $v"; done
 if [ "$WRITE_DOC" = 1 ]; then
     exec >&2
     sleep 0.2
@@ -230,9 +316,12 @@ interleaved runs. See the script's header for the method.
 """
 text = open(doc, encoding="utf-8").read()
 at = text.find(head)
+rest = ""
 if at >= 0:
+    nxt = text.find("\n## ", at + len(head))
+    rest = text[nxt:] if nxt >= 0 else ""
     text = text[:at]
-text = text.rstrip("\n") + "\n\n" + head + "\n" + intro + body
+text = text.rstrip("\n") + "\n\n" + head + "\n" + intro + body.rstrip("\n") + "\n" + rest
 open(doc, "w", encoding="utf-8").write(text)
 print("wrote " + doc)
 PY

@@ -253,7 +253,7 @@ echo "scripts/test.sh: linerate.exe imports $(bash scripts/win-imports.sh target
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=58
+LAB_TESTS=60
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"

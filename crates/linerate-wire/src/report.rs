@@ -142,6 +142,10 @@ pub struct StreamReport {
     /// TCP, and older peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_path: Option<TxPath>,
+    /// Raw-frame senders ([`TxPath::RawFrames`]): the kernel path the frames went through;
+    /// absent otherwise, and from older peers (their frames went through AF_PACKET).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_tx: Option<RawTx>,
     /// How a TCP sender handed its data to the kernel (feature `copy_modes`); absent for
     /// receivers, UDP, and older peers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -254,6 +258,30 @@ impl TxPath {
             TxPath::RawFrames => "raw frames (AF_PACKET)",
             TxPath::Sendmmsg => "sendmmsg, one datagram per message",
             TxPath::Gso => "UDP GSO super-packets",
+        }
+    }
+}
+
+/// The kernel path a raw-frame sender's frames went through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawTx {
+    /// An AF_XDP socket bound zero-copy: the driver sent straight from the UMEM.
+    XdpZerocopy,
+    /// An AF_XDP socket in copy mode: the kernel copied each frame into a socket buffer
+    /// and handed it to the driver (past the qdisc).
+    XdpCopy,
+    /// The AF_PACKET transmit ring (`PACKET_TX_RING`).
+    Afpacket,
+}
+
+impl RawTx {
+    /// Words for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RawTx::XdpZerocopy => "AF_XDP, zero-copy",
+            RawTx::XdpCopy => "AF_XDP, copy mode",
+            RawTx::Afpacket => "AF_PACKET ring",
         }
     }
 }

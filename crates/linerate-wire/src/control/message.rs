@@ -476,6 +476,11 @@ pub struct TestSpec {
     /// `copy_modes`), with the same rule as [`TestSpec::send_mode`].
     #[serde(default, skip_serializing_if = "RecvMode::is_copy")]
     pub recv_mode: RecvMode,
+    /// Which kernel path the raw-frame senders of the test, at either end, write through
+    /// (`--raw-tx`; with [`TestSpec::raw_frames`]). A server that does not know the field
+    /// ignores it and uses its AF_PACKET ring.
+    #[serde(default, skip_serializing_if = "RawTxChoice::is_auto")]
+    pub raw_tx: RawTxChoice,
     /// The fleet order this test runs for (its id, `linerate_wire::fleet::FleetOrder::id`),
     /// set by an agent that runs a coordinator's order: a server that is a fleet agent logs
     /// the test's start and end under it, so each agent's own log shows when it was busy,
@@ -488,6 +493,28 @@ pub struct TestSpec {
     /// connection `i % n`, both directions' streams alike); absent = one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quic_connections: Option<u16>,
+}
+
+/// Which kernel path a raw-frame sender writes through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RawTxChoice {
+    /// An AF_XDP socket (zero-copy where the driver takes it, copy mode otherwise), the
+    /// AF_PACKET ring when it cannot be opened (with a warning saying why) or when the
+    /// interface's root qdisc shapes (AF_XDP would bypass it).
+    #[default]
+    Auto,
+    /// An AF_XDP socket only: a sender that cannot open one sends no raw frames.
+    Xdp,
+    /// The AF_PACKET transmit ring only.
+    Afpacket,
+}
+
+impl RawTxChoice {
+    /// The default.
+    pub fn is_auto(&self) -> bool {
+        *self == RawTxChoice::Auto
+    }
 }
 
 /// Most characters of [`TestSpec::fleet_order`] a server writes to its log.

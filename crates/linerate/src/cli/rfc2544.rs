@@ -89,6 +89,12 @@ pub struct Rfc2544Args {
     /// the rates found are not its frame rates. Use gso only to test the tester.
     #[arg(long, default_value = "auto", value_parser = parse_generator)]
     pub generator: crate::rfc2544::record::Generator,
+    /// The kernel path of raw frames (`--generator auto`), at both tester ends: auto (an
+    /// AF_XDP socket, zero-copy where the driver takes it, else copy mode; the AF_PACKET
+    /// ring, with one warning saying why, where AF_XDP cannot be used), xdp (AF_XDP only),
+    /// or afpacket (the AF_PACKET ring only). Each trial records the path used.
+    #[arg(long, default_value = "auto", value_parser = super::stream::parse_raw_tx)]
+    pub raw_tx: linerate_wire::control::RawTxChoice,
     /// Accepted for old scripts and ignored: rfc2544 never uses GSO/GRO unless
     /// `--generator gso`.
     #[arg(long, hide = true)]

@@ -105,6 +105,12 @@ pub struct StreamArgs {
     /// capability the sender falls back to one datagram per sendmmsg message and says so.
     #[arg(long)]
     pub raw_frames: bool,
+    /// With --raw-frames, the kernel path the frames go through, at both ends: auto (an
+    /// AF_XDP socket, zero-copy where the driver takes it, else copy mode; the AF_PACKET
+    /// ring, with one warning saying why, where AF_XDP cannot be used), xdp (AF_XDP only),
+    /// or afpacket (the AF_PACKET ring only). The record names the path used (`raw_tx`).
+    #[arg(long, default_value = "auto", value_parser = parse_raw_tx, requires = "raw_frames")]
+    pub raw_tx: linerate_wire::control::RawTxChoice,
     /// TCP: send with MSG_ZEROCOPY (SO_ZEROCOPY), reading the kernel's completions, on
     /// every sending end (the server's too with -R/--bidir). The record counts the sends the
     /// kernel really did not copy: to a socket on the same host it always copies.
@@ -226,6 +232,19 @@ pub const DEFAULT_TCP_LEN: u32 = 128 * 1024;
 pub const DEFAULT_UDP_LEN: u32 = 1400;
 /// Default test length.
 pub const DEFAULT_TIME: Duration = Duration::from_secs(10);
+
+/// `--raw-tx`.
+pub fn parse_raw_tx(s: &str) -> Result<linerate_wire::control::RawTxChoice, String> {
+    use linerate_wire::control::RawTxChoice;
+    match s {
+        "auto" => Ok(RawTxChoice::Auto),
+        "xdp" => Ok(RawTxChoice::Xdp),
+        "afpacket" => Ok(RawTxChoice::Afpacket),
+        _ => Err(format!(
+            "unknown raw-frame path '{s}': use auto (AF_XDP where possible, else AF_PACKET), xdp, or afpacket"
+        )),
+    }
+}
 
 fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
@@ -374,6 +393,7 @@ pub fn stream_plan(a: &StreamArgs, transport: Transport) -> Result<StreamPlan, U
         one_way_delay: None,
         smooth_pacing: false,
         raw_frames: a.raw_frames,
+        raw_tx: a.raw_tx,
         capture_snaplen: None,
         profile: a.profile.spec()?,
         send_mode,
@@ -514,6 +534,29 @@ fn io_modes(
 mod tests {
     use super::*;
     use crate::cli::common::parse_one;
+
+    #[test]
+    fn raw_tx_picks_the_kernel_path_of_raw_frames() {
+        use linerate_wire::control::RawTxChoice;
+        let p = plan(&["linerate", "udp", "h", "--raw-frames"]).unwrap();
+        assert_eq!(p.spec.raw_tx, RawTxChoice::Auto);
+        let p = plan(&[
+            "linerate",
+            "udp",
+            "h",
+            "--raw-frames",
+            "--raw-tx",
+            "afpacket",
+        ])
+        .unwrap();
+        assert_eq!(p.spec.raw_tx, RawTxChoice::Afpacket);
+        assert_eq!(parse_raw_tx("xdp"), Ok(RawTxChoice::Xdp));
+        assert!(parse_raw_tx("dpdk").unwrap_err().contains("use auto"));
+        // Without --raw-frames there is no raw frame to route.
+        assert!(
+            parse_one::<StreamArgs>("udp", &["linerate", "udp", "h", "--raw-tx", "xdp"]).is_err()
+        );
+    }
 
     #[test]
     fn tos_parses_hex_and_decimal() {

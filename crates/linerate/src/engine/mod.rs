@@ -82,6 +82,8 @@ pub struct EngineConfig {
     pub control: Option<Arc<std::net::TcpStream>>,
     /// UDP senders write raw frames (protocol 1.3, `raw_frames`).
     pub raw_frames: bool,
+    /// The kernel path raw frames go through (`--raw-tx`).
+    pub raw_tx: linerate_wire::control::RawTxChoice,
     /// Host counters taken before the peer could start sending (the client of a raw-frame
     /// test with receivers takes them before `streams_ready`): used as the baseline instead
     /// of a snapshot at the engine's start, so every frame this end receives falls inside
@@ -329,6 +331,7 @@ impl Engine {
                 smooth_pacing: cfg.smooth_pacing,
                 raw_frames: cfg.raw_frames,
                 raw: raw.get_mut(i).and_then(Option::take),
+                raw_tx: cfg.raw_tx,
                 send_mode: cfg.send_mode,
                 recv_mode: cfg.recv_mode,
                 iperf3: cfg.iperf3,
@@ -545,6 +548,7 @@ impl Engine {
             local_addr: local,
             remote_addr: remote,
             tx_path: outcome.tx_path,
+            raw_tx: outcome.raw_tx,
             send_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Tx)
                 .then_some(self.cfg.send_mode),
             recv_mode: (sh.transport == Transport::Tcp && setup.role == StreamRole::Rx)
@@ -685,6 +689,7 @@ fn open_raw_senders(
                 Some(rawgen::RawSender::open(
                     u,
                     (cfg.write_size as usize).max(linerate_wire::probe::LEN),
+                    cfg.raw_tx,
                 ))
             }
             _ => None,

@@ -22,6 +22,7 @@ use super::meter::ThreadCpu;
 use super::pacing::{self, Pacer};
 use super::rawgen::RawSender;
 use crate::sys;
+use crate::sys::afpacket::Completed;
 use crate::sys::mmsg::{self, RecvBatch};
 use linerate_wire::control::{RecvMode, SendMode};
 use linerate_wire::report::{TxPath, ZerocopyReport};
@@ -81,6 +82,8 @@ pub struct StreamOutcome {
     pub warnings: Vec<String>,
     /// How a UDP sender put its datagrams on the wire.
     pub tx_path: Option<linerate_wire::report::TxPath>,
+    /// Raw-frame senders: the kernel path of the frames.
+    pub raw_tx: Option<linerate_wire::report::RawTx>,
     /// `MSG_ZEROCOPY` senders: the kernel's completions.
     pub zerocopy: Option<ZerocopyReport>,
 }
@@ -115,6 +118,8 @@ pub struct StreamCtx {
     /// The raw-frame sender opened for this stream before the engine's clock started, or
     /// why it could not be (`raw_frames` senders only; opened here when absent).
     pub raw: Option<Result<RawSender, String>>,
+    /// Raw-frame senders: the kernel path asked for (`--raw-tx`).
+    pub raw_tx: linerate_wire::control::RawTxChoice,
     /// How TCP senders hand data to the kernel.
     pub send_mode: SendMode,
     /// How TCP receivers take data.
@@ -195,7 +200,7 @@ pub fn run(mut ctx: StreamCtx, socket: DataSocket, send: bool) -> StreamOutcome 
             s,
             &mut out.warnings,
             &mut out.udp_seq_end,
-            &mut out.tx_path,
+            (&mut out.tx_path, &mut out.raw_tx),
         ),
         (DataSocket::Udp(s), false) => udp_recv(&ctx, s, &mut out.udp_rx),
         (DataSocket::Quic(q), true) => super::quic::send(&mut QuicDriver::new(&ctx), q),
@@ -654,14 +659,26 @@ fn udp_send(
     sock: &UdpSocket,
     warnings: &mut Vec<String>,
     seq_end: &mut Option<u64>,
-    tx_path: &mut Option<TxPath>,
+    (tx_path, raw_tx): (
+        &mut Option<TxPath>,
+        &mut Option<linerate_wire::report::RawTx>,
+    ),
 ) -> io::Result<()> {
     let l = ctx.write_size.max(probe::LEN);
     if ctx.raw_frames {
-        let opened = ctx.raw.take().unwrap_or_else(|| RawSender::open(sock, l));
+        let opened = ctx
+            .raw
+            .take()
+            .unwrap_or_else(|| RawSender::open(sock, l, ctx.raw_tx));
         match opened {
-            Ok(raw) => {
+            Ok(mut raw) => {
                 *tx_path = Some(TxPath::RawFrames);
+                *raw_tx = Some(raw.raw_tx());
+                if let Some(why) = raw.fallback.take() {
+                    warnings.push(format!(
+                        "AF_XDP not used ({why}): raw frames went out through the AF_PACKET ring"
+                    ));
+                }
                 let mut end = 0;
                 let r = udp_send_raw(ctx, raw, l, warnings, &mut end);
                 *seq_end = Some(end);
@@ -773,9 +790,9 @@ fn udp_send_raw(
     let quota_pkts = ctx.quota.map(|q| q.div_ceil(l as u64));
     // `queued` numbers the probes; `sent` counts frames the kernel took.
     let mut queued: u64 = 0;
-    let mut refused: u64 = 0;
+    let mut lost = Completed::default();
     let mut base = false;
-    let account = |c, refused: &mut u64| account_raw(ctx, l, c, refused);
+    let account = |c, lost: &mut Completed| account_raw(ctx, l, c, lost);
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
         let mut batch = pacer
@@ -804,7 +821,7 @@ fn udp_send_raw(
             p.sent((q * l) as u64);
         }
         match res {
-            Ok(c) => account(c, &mut refused),
+            Ok(c) => account(c, &mut lost),
             Err(e) if is_timeout(&e) || e.raw_os_error() == Some(errno::ENOBUFS) => {
                 std::thread::yield_now();
             }
@@ -815,7 +832,7 @@ fn udp_send_raw(
             std::thread::sleep(Duration::from_micros(50));
         }
     }
-    drain_raw(&mut raw, &mut |c| account(c, &mut refused))?;
+    drain_raw(&mut raw, &mut |c| account(c, &mut lost))?;
     // Frames still queued carry the highest numbers: they never left, so they are not
     // part of the stream's numbering (the receiver would count them as lost).
     *seq_end = queued.saturating_sub(raw.unsent() as u64);
@@ -825,9 +842,16 @@ fn udp_send_raw(
             raw.unsent()
         ));
     }
-    if refused > 0 {
+    if lost.refused > 0 {
         warnings.push(format!(
-            "the kernel refused {refused} raw frames as malformed; they are not counted as sent"
+            "the kernel refused {} raw frames as malformed; they are not counted as sent",
+            lost.refused
+        ));
+    }
+    if lost.dropped > 0 {
+        warnings.push(format!(
+            "the driver of {} dropped {} raw frames (its queue was full); they are not counted as sent",
+            raw.hop.dev, lost.dropped
         ));
     }
     Ok(())
@@ -896,11 +920,12 @@ fn stamp_batch(ctx: &StreamCtx, buf: &mut [u8], l: usize, batch: usize, seq: u64
 }
 
 /// Counts the frames the kernel took from the ring as sent (handed to the interface or its
-/// qdisc), not when it frees them: a queue on the path may hold them; `refused` adds
-/// those it refused.
-fn account_raw(ctx: &StreamCtx, l: usize, c: crate::sys::afpacket::Completed, refused: &mut u64) {
+/// qdisc), not when it frees them: a queue on the path may hold them; `lost` adds those
+/// it refused and those the driver dropped.
+fn account_raw(ctx: &StreamCtx, l: usize, c: Completed, lost: &mut Completed) {
     let n = c.sent as u64;
-    *refused += c.refused as u64;
+    lost.refused += c.refused;
+    lost.dropped += c.dropped;
     if n > 0 {
         ctx.record(n * l as u64, 1, n);
     }
@@ -908,10 +933,7 @@ fn account_raw(ctx: &StreamCtx, l: usize, c: crate::sys::afpacket::Completed, re
 
 /// Sends a raw stream's last frames, at most [`RAW_DRAIN`]: until the kernel took them
 /// all, then until it freed every slot (the mapping must outlive the frames in flight).
-fn drain_raw(
-    raw: &mut RawSender,
-    account: &mut impl FnMut(crate::sys::afpacket::Completed),
-) -> io::Result<()> {
+fn drain_raw(raw: &mut RawSender, account: &mut impl FnMut(Completed)) -> io::Result<()> {
     let until = Instant::now() + RAW_DRAIN;
     while (raw.unsent() > 0 || raw.in_ring() > 0) && Instant::now() < until {
         if raw.unsent() > 0 {

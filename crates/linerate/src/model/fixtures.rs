@@ -105,6 +105,7 @@ pub(crate) fn stream(
         local_addr: None,
         remote_addr: None,
         tx_path: None,
+        raw_tx: None,
         send_mode: None,
         recv_mode: None,
         zerocopy: None,

@@ -143,6 +143,7 @@ pub fn default_spec(
         one_way_delay: None,
         smooth_pacing: false,
         raw_frames: false,
+        raw_tx: Default::default(),
         capture_snaplen: None,
         profile: None,
         send_mode: Default::default(),

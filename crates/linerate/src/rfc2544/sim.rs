@@ -128,6 +128,7 @@ impl SimulatedDut {
             achieved_fps: fps,
             sender_cpu_percent: None,
             tx_path: None,
+            raw_tx: None,
             iface_tx_packets: Some(sent / self.segments_per_packet.max(1)),
             iface_rx_packets: Some(received / self.segments_per_packet.max(1)),
             delay: (tag && received > 0).then_some(DelayReport {

@@ -82,7 +82,7 @@ impl Way {
     }
 }
 
-pub use linerate_wire::report::{DelayReport, TxPath};
+pub use linerate_wire::report::{DelayReport, RawTx, TxPath};
 
 /// Largest disagreement between the frames a trial counted and the packets an interface
 /// counted, as a fraction of the frames, before the trial is invalid.
@@ -194,6 +194,10 @@ pub struct WayOutcome {
     /// How the sender put its frames on the wire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_path: Option<TxPath>,
+    /// Raw frames: the kernel path they went through (AF_XDP zero-copy or copy mode, or the
+    /// AF_PACKET ring).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw_tx: Option<RawTx>,
     /// Packets the sender's interface transmitted during the trial, less the packets the
     /// host counted for TCP (the control connection) and ICMP; absent when not readable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -444,6 +448,7 @@ pub(crate) mod tests {
             sender_cpu_percent: None,
             delay: None,
             tx_path: None,
+            raw_tx: None,
             iface_tx_packets: None,
             iface_rx_packets: None,
         }

@@ -652,6 +652,7 @@ fn stream_report(
         local_addr: info.local.clone(),
         remote_addr: info.remote.clone(),
         tx_path: None,
+        raw_tx: None,
         send_mode: None,
         recv_mode: None,
         zerocopy: None,

@@ -53,6 +53,7 @@ fn receiver_that_stopped_early(got: u64, new_fields: bool) -> linerate::model::R
                 udp_rx: Some(udp),
                 udp_seq_end: None,
                 tx_path: None,
+                raw_tx: None,
                 send_mode: None,
                 recv_mode: None,
                 zerocopy: None,

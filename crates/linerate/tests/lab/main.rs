@@ -19,6 +19,7 @@ mod latency;
 mod multicast;
 mod packets;
 mod profile;
+mod rawtx;
 mod rfc2544;
 mod rr;
 mod soak;

@@ -459,6 +459,8 @@ fn lab_rfc2544_frames_are_the_routers_packets() {
         assert!(t.get("invalid").is_none(), "invalid trial: {t}");
         let w = &t["ways"][0];
         assert_eq!(w["tx_path"], "raw_frames", "{t}");
+        // Through AF_XDP: veth refuses zero-copy, so in copy mode.
+        assert_eq!(w["raw_tx"], "xdp_copy", "{t}");
         assert!(
             w["iface_tx_packets"].is_u64() && w["iface_rx_packets"].is_u64(),
             "not cross-checked: {t}"

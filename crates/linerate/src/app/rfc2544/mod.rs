@@ -48,6 +48,7 @@ pub fn command(a: &Rfc2544Args) -> anyhow::Result<ExitCode> {
         bidirectional: plan.bidirectional,
         settle: plan.settle,
         generator: plan.generator,
+        raw_tx: a.raw_tx,
         connect_timeout: a.connect_timeout,
         auth: a.auth.credentials()?,
         profile: plan.profile,

@@ -48,6 +48,8 @@ pub struct NetTrialConfig {
     pub settle: Duration,
     /// How the tester writes its frames.
     pub generator: Generator,
+    /// The kernel path of raw frames (`--raw-tx`).
+    pub raw_tx: linerate_wire::control::RawTxChoice,
     /// Connection time-out.
     pub connect_timeout: Duration,
     /// Credentials for a server that requires authentication.
@@ -128,6 +130,7 @@ impl<'a> NetTrial<'a> {
             spec: linerate_wire::control::TestSpec {
                 udp_offload: self.cfg.generator == Generator::Gso,
                 raw_frames: self.cfg.generator == Generator::Auto,
+                raw_tx: self.cfg.raw_tx,
                 server_sndbuf: self.cfg.bidirectional.then_some(TESTER_SNDBUF),
                 smooth_pacing: true,
                 profile: self.cfg.profile,
@@ -360,6 +363,12 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
             sender_cpu_percent: sender_cpu.and_then(|e| e.tool_cpu_percent),
             delay,
             tx_path: tx_path(sender),
+            raw_tx: sender.and_then(|s| {
+                s.streams
+                    .iter()
+                    .filter(|s| s.role == StreamRole::Tx)
+                    .find_map(|s| s.raw_tx)
+            }),
             iface_tx_packets: tx.filter(|_| !shared).map(|t| t.1),
             iface_rx_packets: rx.filter(|_| !shared).map(|r| r.2),
         });

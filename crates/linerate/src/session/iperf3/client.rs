@@ -182,6 +182,7 @@ fn engine_config(plan: &StreamPlan, ctl: &TcpStream) -> anyhow::Result<EngineCon
         smooth_pacing: false,
         control: Some(Arc::new(ctl.try_clone()?)),
         raw_frames: false,
+        raw_tx: Default::default(),
         early_host: None,
         profile: None,
         // iperf3 servers send and receive with plain copies (linerate's own end could use
@@ -654,6 +655,7 @@ fn server_stream(
         local_addr: m.remote_addr.clone(),
         remote_addr: m.local_addr.clone(),
         tx_path: None,
+        raw_tx: None,
         send_mode: None,
         recv_mode: None,
         zerocopy: None,

@@ -77,6 +77,7 @@ impl Running {
                 smooth_pacing: spec.smooth_pacing,
                 control: links.control,
                 raw_frames: spec.raw_frames,
+                raw_tx: spec.raw_tx,
                 early_host: links.early_host,
                 profile: spec.profile,
                 send_mode: spec.send_mode,

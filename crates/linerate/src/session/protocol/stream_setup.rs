@@ -18,6 +18,7 @@ pub fn setup(slot: StreamSlot, socket: DataSocket, spec: &TestSpec) -> StreamSet
         (DataSocket::Udp(u), true) => Some(RawSender::open(
             u,
             (spec.write_size as usize).max(linerate_wire::probe::LEN),
+            spec.raw_tx,
         )),
         _ => None,
     };

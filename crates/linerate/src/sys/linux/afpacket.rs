@@ -72,6 +72,9 @@ pub struct Completed {
     pub sent: usize,
     /// Frames the kernel refused as malformed.
     pub refused: usize,
+    /// Frames the kernel took but the driver dropped (a full device queue; AF_XDP's copy
+    /// mode says so; the AF_PACKET ring cannot tell them from sent frames).
+    pub dropped: usize,
 }
 
 fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {

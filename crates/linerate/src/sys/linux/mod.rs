@@ -38,6 +38,10 @@ pub mod system;
 // Audited unsafe: getsockopt(TCP_INFO); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod tcp_info;
+// Audited unsafe: the AF_XDP socket's UMEM, its ring mappings and their producer/consumer
+// hand-over; every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod xdp;
 // Audited unsafe: SO_ZEROCOPY, MSG_ZEROCOPY sends and MSG_ERRQUEUE completions, memfd and
 // sendfile, recv(MSG_TRUNC); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]

@@ -19,6 +19,8 @@ pub mod afpacket {
         pub sent: usize,
         /// Frames the kernel refused as malformed.
         pub refused: usize,
+        /// Frames the kernel took but the driver dropped.
+        pub dropped: usize,
     }
 
     /// A transmit ring: never made here.
@@ -33,6 +35,72 @@ pub mod afpacket {
         }
         /// Unreachable.
         pub fn qdisc_bypass(&self) -> bool {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn prefill(&mut self, _frame: &[u8]) {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn queue(
+            &mut self,
+            _n: usize,
+            _len: usize,
+            _fill: impl FnMut(&mut [u8], usize),
+        ) -> usize {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn flush(&mut self) -> io::Result<Completed> {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn reap(&mut self) {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn unsent(&self) -> usize {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn in_ring(&self) -> usize {
+            match self.0 {}
+        }
+    }
+}
+
+/// AF_XDP's transmit socket (raw-frame UDP and RFC 2544 frames).
+pub mod xdp {
+    use super::afpacket::Completed;
+    use super::Never;
+    use std::io;
+
+    /// Chunks frames are sent from.
+    pub const TX_FRAMES: usize = 512;
+
+    /// How the socket is bound.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum XdpMode {
+        /// The driver sends straight from the UMEM.
+        Zerocopy,
+        /// The kernel copies each frame into a socket buffer.
+        Copy,
+    }
+
+    /// Why an AF_XDP socket could not be opened.
+    #[derive(Debug)]
+    pub struct XdpError(pub String);
+
+    /// An AF_XDP socket: never made here.
+    pub struct XdpTx(Never);
+
+    impl XdpTx {
+        /// Refused: AF_XDP is Linux's.
+        pub fn open(_ifindex: u32, _max_frame: usize) -> Result<XdpTx, XdpError> {
+            Err(XdpError("AF_XDP sockets need Linux".into()))
+        }
+        /// Unreachable.
+        pub fn mode(&self) -> XdpMode {
             match self.0 {}
         }
         /// Unreachable.

@@ -865,6 +865,7 @@ impl ClientMachine {
         // modes it would not use).
         let engine = TestSpec {
             raw_frames: asked.raw_frames,
+            raw_tx: asked.raw_tx,
             profile: asked.profile,
             send_mode: asked.send_mode,
             recv_mode: asked.recv_mode,
