@@ -1,6 +1,7 @@
 """Checks the records of scripts/wine-test.sh: both ends' bytes, datagrams and transactions
 agree exactly, every linerate record validates against the published schema, the Windows
-end has its CPU and process-CPU sections, and SIO_TCP_INFO's absence is one warning.
+end has its CPU and process-CPU sections and its host's TCP and UDP counters, and
+SIO_TCP_INFO's absence is one warning.
 
 Usage: python3 scripts/wine/check.py DIR SCHEMA
 """
@@ -42,6 +43,12 @@ def check_record(name, windows_side):
     for section in ("cpu", "process_cpu"):
         if not w.get(section):
             fail(name, f"the Windows end ({windows_side}) has no {section} section")
+    # The host's TCP and UDP counters (the IP Helper API, by /proc/net/snmp's names) of a
+    # stream test (an RR test's end has none).
+    snmp = (w.get("host_counters") or {}).get("snmp") or {}
+    proto = "Udp.OutDatagrams" if "udp" in name else "Tcp.OutSegs"
+    if "rr" not in name and proto not in snmp:
+        fail(name, f"the Windows end's host counters have no {proto}: {sorted(snmp)[:8]}")
     tcp_info = [x for x in w.get("warnings", []) if "TCP_INFO not readable" in x]
     # One TCP connection's worth of TCP_INFO (tcp, rr; TCP_CRR's connections have none).
     if ("tcp" in name or name.endswith("-rr.json")) and len(tcp_info) != 1:

@@ -30,9 +30,7 @@ use hdrhistogram::Histogram;
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::stream_hello::StreamHello;
 
-use super::io::{
-    idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first,
-};
+use super::io::{idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::latency::new_histogram;
 use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
 use crate::sys::sockets;

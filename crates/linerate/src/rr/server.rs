@@ -23,9 +23,7 @@ use std::time::{Duration, Instant};
 use linerate_wire::probe;
 use socket2::SockRef;
 
-use super::io::{
-    idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first,
-};
+use super::io::{idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::{LoopCtx, POLL};
 use crate::sys::sockets::{self, SockOpts};
 

@@ -299,7 +299,10 @@ mod tests {
         assert_eq!(parse_tcp_info(&[]), None);
         // 104 bytes (2.6): base fields only.
         let r = parse_tcp_info(&b[..104]).unwrap();
-        assert_eq!((r.rtt_us, r.snd_mss, r.total_retrans), (1234, 1448, Some(7)));
+        assert_eq!(
+            (r.rtt_us, r.snd_mss, r.total_retrans),
+            (1234, 1448, Some(7))
+        );
         assert_eq!(r.pacing_rate_bytes_per_sec, None);
         assert_eq!(r.bytes_acked, None);
         assert_eq!((r.segs_out, r.data_segs_out), (None, None));

@@ -144,7 +144,10 @@ mod tests {
         };
         let r = report(&i).unwrap();
         assert_eq!((r.rtt_us, r.snd_mss, r.snd_cwnd), (250, 1460, 10));
-        assert_eq!((r.rttvar_us, r.total_retrans, r.min_rtt_us), (None, None, None));
+        assert_eq!(
+            (r.rttvar_us, r.total_retrans, r.min_rtt_us),
+            (None, None, None)
+        );
         assert_eq!((r.bytes_retrans, r.total_rto), (Some(2920), Some(1)));
         assert_eq!(r.snd_wnd_bytes, Some(65_535));
         // Before the handshake's MSS is known, no window in segments is made up.
