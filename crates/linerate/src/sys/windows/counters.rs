@@ -29,7 +29,7 @@ fn under_wine() -> bool {
     }
     // SAFETY: a loaded module's handle and a NUL-terminated ASCII name; the address is
     // only compared with none, never called.
-    unsafe { GetProcAddress(module, b"wine_get_version\0".as_ptr()) }.is_some()
+    unsafe { GetProcAddress(module, c"wine_get_version".as_ptr().cast()) }.is_some()
 }
 
 /// One family's TCP counters; the IP Helper error code if neither call answers.
