@@ -101,6 +101,12 @@ pub fn open_for_reading(path: &std::path::Path) -> std::io::Result<std::fs::File
     Ok(file)
 }
 
+/// The host's TCP and UDP counters where they come from elsewhere than /proc/net/snmp:
+/// `None` here ([`crate::sys::snmp::read_snmp`] reads /proc).
+pub fn protocol_counters() -> Option<std::io::Result<Vec<(String, i64)>>> {
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,10 +117,4 @@ mod tests {
         assert_eq!(timeval_ns(TimeVal::new(2, 500)), Some(2_000_500_000));
         assert_eq!(timeval_ns(TimeVal::new(-1, 0)), None);
     }
-}
-
-/// The host's TCP and UDP counters where they come from elsewhere than /proc/net/snmp:
-/// `None` here ([`crate::sys::snmp::read_snmp`] reads /proc).
-pub fn protocol_counters() -> Option<std::io::Result<Vec<(String, i64)>>> {
-    None
 }
