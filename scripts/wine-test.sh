@@ -5,12 +5,14 @@
 # one stage; it installs wine64 and python3-jsonschema when missing (as root on Debian 12).
 #
 #  1. linerate-wire's and linerate-stats's unit tests, built for Windows, run by wine64.
-#  2. linerate.exe `serve` under Wine, tested by the Linux client: tcp both ways, udp, rr.
-#  3. linerate.exe as the client of a Linux `serve` (tcp, udp, rr), of `iperf3 -s`, and
-#     `iperf3 -c` against linerate.exe `serve`.
+#  2. linerate.exe `serve` under Wine, tested by the Linux client: tcp both ways, udp, rr,
+#     rr --connect.
+#  3. linerate.exe as the client of a Linux `serve` (tcp both ways, udp, rr, rr --connect),
+#     of `iperf3 -s`, and `iperf3 -c` against linerate.exe `serve`.
 # Each run's bytes (datagrams, transactions) agree at both ends exactly, its JSON validates
 # against docs/json-schema/run-v1.json, the Windows end has its CPU and process-CPU
-# sections, and its TCP_INFO's absence (Wine has no SIO_TCP_INFO) is one warning, not many.
+# sections, and its TCP_INFO's absence (Wine has no SIO_TCP_INFO) is one warning, not many
+# (scripts/wine/check.py).
 #
 # Wine 8.0 has no bcryptprimitives.dll, whose ProcessPrng Rust's std imports: a small DLL
 # built here from scripts/wine/bcryptprimitives.c (a test fixture, never shipped) goes
@@ -66,16 +68,18 @@ wait_port() {
     return 1
 }
 
-# Windows serve, Linux client.
+# Windows serve, Linux client. UDP at 1 Mbit/s: the second's ~90 datagrams fit the
+# receiver's default socket buffer however slowly Wine reads them (at 10 Mbit/s on a busy
+# host Wine's server read a third), so the counts can agree exactly.
 wport=$(free_port)
 "$WINE" "$exe" serve --bind 127.0.0.1 -p "$wport" >"$out/wserve.log" 2>&1 &
 pids+=($!)
 wait_port "$wport"
-"$lin" tcp 127.0.0.1 -p "$wport" -t 1 --format json >"$out/wserve-tcp.json"
-"$lin" tcp 127.0.0.1 -p "$wport" -t 1 -R --format json >"$out/wserve-tcp-R.json"
-"$lin" udp 127.0.0.1 -p "$wport" -t 1 -b 10M --format json >"$out/wserve-udp.json"
-# TODO: rr against linerate.exe serve: under Wine the server sends no results (the RR
-# responder's Winsock path, sys/windows/net.rs); the Windows rr client is tested below.
+"$lin" tcp 127.0.0.1 -p "$wport" -t 1 --no-store --format json >"$out/wserve-tcp.json"
+"$lin" tcp 127.0.0.1 -p "$wport" -t 1 -R --no-store --format json >"$out/wserve-tcp-R.json"
+"$lin" udp 127.0.0.1 -p "$wport" -t 1 -b 1M --no-store --format json >"$out/wserve-udp.json"
+"$lin" rr 127.0.0.1 -p "$wport" -t 1 --no-store --format json >"$out/wserve-rr.json"
+"$lin" rr 127.0.0.1 -p "$wport" -t 1 --connect --no-store --format json >"$out/wserve-crr.json"
 iperf3 -c 127.0.0.1 -p "$wport" -t 1 -J >"$out/iperf3c-wserve.json"
 
 # Linux serve, Windows client.
@@ -84,8 +88,10 @@ lport=$(free_port)
 pids+=($!)
 wait_port "$lport"
 "$WINE" "$exe" tcp 127.0.0.1 -p "$lport" -t 1 --no-store --format json >"$out/wclient-tcp.json"
-"$WINE" "$exe" udp 127.0.0.1 -p "$lport" -t 1 -b 10M --no-store --format json >"$out/wclient-udp.json"
+"$WINE" "$exe" tcp 127.0.0.1 -p "$lport" -t 1 -R --no-store --format json >"$out/wclient-tcp-R.json"
+"$WINE" "$exe" udp 127.0.0.1 -p "$lport" -t 1 -b 1M --no-store --format json >"$out/wclient-udp.json"
 "$WINE" "$exe" rr 127.0.0.1 -p "$lport" -t 1 --no-store --format json >"$out/wclient-rr.json"
+"$WINE" "$exe" rr 127.0.0.1 -p "$lport" -t 1 --connect --no-store --format json >"$out/wclient-crr.json"
 
 # iperf3 server, Windows client.
 iport=$(free_port)

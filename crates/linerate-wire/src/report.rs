@@ -390,14 +390,18 @@ pub struct DelayReport {
 pub struct TcpInfoReport {
     /// Smoothed RTT, microseconds.
     pub rtt_us: u32,
-    /// RTT variance, microseconds.
-    pub rttvar_us: u32,
+    /// RTT variance, microseconds (absent where the system gives none: Windows's
+    /// SIO_TCP_INFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rttvar_us: Option<u32>,
     /// Congestion window, segments.
     pub snd_cwnd: u32,
     /// Sender MSS, bytes.
     pub snd_mss: u32,
-    /// Retransmitted segments over the connection's life.
-    pub total_retrans: u32,
+    /// Retransmitted segments over the connection's life (absent where the system counts
+    /// none: Windows's SIO_TCP_INFO counts retransmitted bytes, `bytes_retrans`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_retrans: Option<u32>,
     /// Peer's advertised receive window scale-adjusted, bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snd_wnd_bytes: Option<u32>,

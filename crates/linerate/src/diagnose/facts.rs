@@ -93,8 +93,9 @@ pub struct TcpSums {
     pub min_rtt_us: Option<u32>,
     /// Mean sender MSS, bytes.
     pub mss: f64,
-    /// Σ total_retrans (the connections' lives).
-    pub retrans: u64,
+    /// Σ total_retrans (the connections' lives; absent when any stream lacks it: Windows
+    /// counts retransmitted bytes, not segments).
+    pub retrans: Option<u64>,
     /// Σ data_segs_out, retransmissions included (the connections' lives; absent when any
     /// stream lacks it: kernel before 4.6).
     pub data_segs_out: Option<u64>,
@@ -130,7 +131,7 @@ pub fn tcp_sums(streams: &[&StreamReport]) -> Option<TcpSums> {
         srtt_us: infos.iter().map(|i| f64::from(i.rtt_us)).sum::<f64>() / n as f64,
         min_rtt_us: infos.iter().filter_map(|i| i.min_rtt_us).min(),
         mss: infos.iter().map(|i| f64::from(i.snd_mss)).sum::<f64>() / n as f64,
-        retrans: infos.iter().map(|i| u64::from(i.total_retrans)).sum(),
+        retrans: sum_opt(&|i| i.total_retrans.map(u64::from)),
         data_segs_out: sum_opt(&|i| i.data_segs_out.map(u64::from)),
         path_mss: infos
             .iter()

@@ -97,10 +97,10 @@ fn tcp_info() -> impl Strategy<Value = TcpInfoReport> {
                 };
                 TcpInfoReport {
                     rtt_us: rtt,
-                    rttvar_us: rtt / 4,
+                    rttvar_us: Some(rtt / 4),
                     snd_cwnd: 10,
                     snd_mss: mss,
-                    total_retrans: retrans,
+                    total_retrans: Some(retrans),
                     snd_wnd_bytes: wnd,
                     min_rtt_us: min,
                     busy_time_us: busy,
@@ -386,7 +386,7 @@ fn add_flow(p: &Params, f: &FlowParams, tx: &mut SideReport, rx: &mut SideReport
             f.infos
                 .iter()
                 .flatten()
-                .map(|i| u64::from(i.total_retrans))
+                .filter_map(|i| i.total_retrans.map(u64::from))
                 .sum(),
         );
     }

@@ -71,10 +71,10 @@ fn side(role: Role, dir: StreamRole, bytes: u64, remote: &str) -> SideReport {
 fn tcp_info(rtt_us: u32) -> TcpInfoReport {
     TcpInfoReport {
         rtt_us,
-        rttvar_us: rtt_us / 4,
+        rttvar_us: Some(rtt_us / 4),
         snd_cwnd: 100,
         snd_mss: 1448,
-        total_retrans: 0,
+        total_retrans: Some(0),
         snd_wnd_bytes: Some(3_000_000),
         min_rtt_us: Some(rtt_us),
         busy_time_us: Some(10_000_000),
@@ -109,7 +109,7 @@ impl Case {
     }
 
     fn retrans(&mut self, n: u32) {
-        self.info().total_retrans = n;
+        self.info().total_retrans = Some(n);
         self.client.totals.retransmits = Some(u64::from(n));
     }
 
@@ -950,11 +950,11 @@ fn field_case() -> Case {
     c.server.streams[0].rcvbuf_bytes = Some(8192);
     *c.info() = TcpInfoReport {
         rtt_us: 254,
-        rttvar_us: 378,
+        rttvar_us: Some(378),
         snd_cwnd: 16,
         snd_mss: 32_768,
         advmss_bytes: Some(65_483),
-        total_retrans: 6,
+        total_retrans: Some(6),
         data_segs_out: Some(37),
         segs_out: Some(40),
         snd_wnd_bytes: Some(8192),

@@ -178,7 +178,7 @@ impl SampleSource for Shared {
             s.retrans.push(match (&setup.socket, setup.role) {
                 (DataSocket::Tcp(t), StreamRole::Tx) => sys::tcp_info::read_tcp_info(t.as_sock())
                     .ok()
-                    .map(|i| i.total_retrans),
+                    .and_then(|i| i.total_retrans),
                 _ => None,
             });
         }

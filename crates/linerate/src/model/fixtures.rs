@@ -259,7 +259,7 @@ pub(crate) fn tcp_send() -> RunRecord {
         rtt_us: 52,
         snd_cwnd: 870,
         snd_mss: 1448,
-        total_retrans: 3,
+        total_retrans: Some(3),
         ..TcpInfoReport::default()
     });
     client.cpu = Some(cpu(4, 24.81, 98.0));

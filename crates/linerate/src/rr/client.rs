@@ -30,7 +30,7 @@ use hdrhistogram::Histogram;
 use linerate_wire::probe::{self, Probe};
 use linerate_wire::stream_hello::StreamHello;
 
-use super::io::{is_timeout, pattern, read_n, write_all, write_all_now_first};
+use super::io::{idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::latency::new_histogram;
 use super::{wait_for_slot, Connector, LoopCtx, RrOutcome, RrSocket, Schedule, POLL};
 use crate::sys::sockets;
@@ -85,8 +85,9 @@ fn tcp_rr(ctx: &LoopCtx, s: &TcpStream, out: &mut RrOutcome) -> io::Result<()> {
     // Unpaced, the read for a response blocks with no time-out: a time-out arms a kernel
     // timer on every blocking read (about 5% of TCP_RR's transactions per second on
     // loopback), and RrEngine::stop wakes the read by shutting the socket's reading side.
-    // Paced, readiness is polled with a time-out before each read.
-    s.set_read_timeout(sched.paced().then_some(POLL))?;
+    // Paced, readiness is polled with a time-out before each read. At the stop, the
+    // requests already sent are waited for (RrEngine::stop's drain), none is sent after.
+    s.set_read_timeout(sched.paced().then_some(POLL).or_else(idle_read_timeout))?;
     s.set_write_timeout(Some(POLL))?;
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = ctx.spec.response_bytes.max(1) as usize;
@@ -99,13 +100,14 @@ fn tcp_rr(ctx: &LoopCtx, s: &TcpStream, out: &mut RrOutcome) -> io::Result<()> {
     let mut base = false;
     let mut r = s;
     let result = loop {
-        if ctx.stop.load(Relaxed) {
+        let stopping = ctx.stop.load(Relaxed);
+        if ctx.cut.load(Relaxed) || (stopping && inflight.is_empty()) {
             break Ok(());
         }
         ctx.check_baseline(&mut base);
         let now = ctx.now_ns();
         let mut n = 0;
-        while inflight.len() < burst {
+        while !stopping && inflight.len() < burst {
             match sched.next(now) {
                 Some(intended) => {
                     inflight.push_back((intended, now));
@@ -135,8 +137,8 @@ fn tcp_rr(ctx: &LoopCtx, s: &TcpStream, out: &mut RrOutcome) -> io::Result<()> {
             }
         }
         match r.read(&mut rbuf) {
-            // The reading side shut at the stop (see above).
-            Ok(0) if ctx.stop.load(Relaxed) => break Ok(()),
+            // The reading side shut at the stop's end (see above).
+            Ok(0) if ctx.cut.load(Relaxed) => break Ok(()),
             Ok(0) => {
                 break Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -210,7 +212,7 @@ fn tcp_crr(ctx: &LoopCtx, c: &Connector, out: &mut RrOutcome) -> io::Result<()> 
             Ok(false) => break,
             // Cut by the end of the test (the server stops taking connections once this end
             // stopped): not a failure.
-            Err(_) if ctx.stop.load(Relaxed) => break,
+            Err(_) if ctx.cut.load(Relaxed) => break,
             Err(e) => {
                 super::bump(&ctx.counters.errors, 1);
                 if first_error {
@@ -245,6 +247,11 @@ fn crr_once(
     rbuf: &mut [u8],
 ) -> io::Result<bool> {
     let s = sockets::tcp_socket(c.addr, opts)?;
+    // Where the watchdog's shutdown does not end a read, the reads wake on their own (no
+    // system call otherwise).
+    if let Some(t) = idle_read_timeout() {
+        s.set_read_timeout(Some(t))?;
+    }
     // The watchdog bounds the connect (no SO_SNDTIMEO): a shutdown ends it.
     let Some(held) = ctx
         .watch
@@ -253,7 +260,7 @@ fn crr_once(
         return Ok(false);
     };
     if let Err(e) = socket2::SockRef::from(&s).connect(&c.addr.into()) {
-        if ctx.stop.load(Relaxed) {
+        if ctx.cut.load(Relaxed) {
             return Ok(false);
         }
         return Err(if held.was_cut() {
@@ -288,19 +295,20 @@ fn crr_once(
     ) {
         Ok(true) => {}
         Ok(false) => return Ok(false),
-        Err(_) if ctx.stop.load(Relaxed) => return Ok(false),
+        Err(_) if ctx.cut.load(Relaxed) => return Ok(false),
         Err(e) => return Err(e),
     }
     if c.server_closes {
         // The server's FIN follows its response at once; a server that sends more than the
         // response, or no FIN within the connect time-out, is an error.
-        held.deadline(Some(Instant::now() + c.timeout));
+        let fin_deadline = Instant::now() + c.timeout;
+        held.deadline(Some(fin_deadline));
         let mut r = &s;
         loop {
             match r.read(rbuf) {
                 // The stop's shutdown reads as a FIN too: a transaction cut by the stop
                 // is not counted, as before it.
-                Ok(0) if ctx.stop.load(Relaxed) => return Ok(false),
+                Ok(0) if ctx.cut.load(Relaxed) => return Ok(false),
                 Ok(0) if held.was_cut() => {
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
@@ -315,6 +323,15 @@ fn crr_once(
                     ))
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // A time-out where a shutdown does not wake the read (idle_read_timeout).
+                Err(e) if is_timeout(&e) && ctx.cut.load(Relaxed) => return Ok(false),
+                Err(e) if is_timeout(&e) && Instant::now() >= fin_deadline => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the server did not close the connection after its response",
+                    ))
+                }
+                Err(e) if is_timeout(&e) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -336,7 +353,10 @@ fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {
     let mut base = false;
     let c = &ctx.counters;
     let result = loop {
-        if ctx.stop.load(Relaxed) {
+        // At the stop, the requests out are answered or lost (their time-out), none is
+        // sent after.
+        let stopping = ctx.stop.load(Relaxed);
+        if ctx.cut.load(Relaxed) || (stopping && outstanding.is_empty()) {
             break Ok(());
         }
         ctx.check_baseline(&mut base);
@@ -348,7 +368,7 @@ fn udp_rr(ctx: &LoopCtx, u: &UdpSocket, out: &mut RrOutcome) -> io::Result<()> {
             outstanding.pop_front();
             super::bump(&c.lost, 1);
         }
-        while outstanding.len() < burst {
+        while !stopping && outstanding.len() < burst {
             let Some(intended) = sched.next(now) else {
                 break;
             };

@@ -131,8 +131,12 @@ pub struct LoopCtx {
     pub epoch: Instant,
     /// This stream's counters.
     pub counters: Arc<RrCounters>,
-    /// Set to stop.
+    /// Set to stop: no transaction starts after it.
     pub stop: Arc<AtomicBool>,
+    /// Set to end the waits of the transactions under way (their reads and writes give
+    /// up): on a server the stop flag itself; on a client set after the stop, once the
+    /// transactions under way finished or [`super::engine::DRAIN`] passed.
+    pub cut: Arc<AtomicBool>,
     /// Set by the meter when the warm-up is over.
     pub baseline: Arc<AtomicBool>,
     /// The test.
@@ -148,10 +152,12 @@ impl LoopCtx {
     /// A TCP_CRR stream's context for unit tests of the loops: `request_bytes` and
     /// `response_bytes`, unpaced, measuring from the start, with its own watch.
     pub fn crr_for_test(request_bytes: u32, response_bytes: u32) -> LoopCtx {
+        let stop = Arc::new(AtomicBool::new(false));
         LoopCtx {
             epoch: Instant::now(),
             counters: Arc::new(RrCounters::default()),
-            stop: Arc::new(AtomicBool::new(false)),
+            cut: stop.clone(),
+            stop,
             baseline: Arc::new(AtomicBool::new(true)),
             spec: RrSpec {
                 request_bytes,

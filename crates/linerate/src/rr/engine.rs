@@ -28,6 +28,13 @@ use crate::sys;
 /// TCP_CRR connections waiting for a stream's responder on the server.
 pub const CRR_QUEUE: usize = 64;
 
+/// The longest a client's stop waits for the transactions under way to finish (their
+/// responses, a TCP_CRR connection's close; a UDP_RR request is lost after its own
+/// time-out): a round trip on any path a test runs on, and what a server that stopped
+/// answering costs the stop. After it, the waits are cut and those transactions are not
+/// counted.
+pub const DRAIN: Duration = Duration::from_secs(1);
+
 /// Where a client stream sends TCP_CRR connections.
 #[derive(Debug, Clone)]
 pub struct Connector {
@@ -270,6 +277,9 @@ pub struct RrEngine {
     cfg: RrConfig,
     shared: Arc<Shared>,
     stop: Arc<AtomicBool>,
+    /// Ends the waits of the transactions under way ([`LoopCtx::cut`]): the stop flag
+    /// itself on a server, a flag of its own on a client, set after its drain.
+    cut: Arc<AtomicBool>,
     threads: Vec<JoinHandle<RrOutcome>>,
     meter: Meter,
     end: Option<(u64, Option<sys::cpu::CpuTimes>)>,
@@ -352,6 +362,10 @@ impl RrEngine {
         let epoch = Instant::now();
         let profiling = crate::engine::profile::Profiling::start(cfg.profile, epoch);
         let stop = Arc::new(AtomicBool::new(false));
+        let cut = match cfg.role {
+            Role::Client => Arc::new(AtomicBool::new(false)),
+            Role::Server => stop.clone(),
+        };
         let n = u16::try_from(sockets.len()).unwrap_or(u16::MAX).max(1);
         let counters: Vec<Arc<RrCounters>> = sockets.iter().map(|_| Arc::default()).collect();
         let crr = cfg.spec.connect_per_transaction && !cfg.spec.udp;
@@ -382,6 +396,7 @@ impl RrEngine {
                 epoch,
                 counters: c,
                 stop: stop.clone(),
+                cut: cut.clone(),
                 baseline: baseline_flag.clone(),
                 spec: cfg.spec.clone(),
                 rate_tps: cfg
@@ -405,13 +420,14 @@ impl RrEngine {
         let watchdog = if watches.is_empty() {
             None
         } else {
-            Some(Watchdog::start(watches, stop.clone())?)
+            Some(Watchdog::start(watches, cut.clone())?)
         };
         let meter = Meter::start("lr-rr-meter", shared.clone(), cfg.interval, cfg.omit, sink)?;
         Ok(RrEngine {
             cfg,
             shared,
             stop,
+            cut,
             threads,
             meter,
             end: None,
@@ -435,7 +451,11 @@ impl RrEngine {
         self.inbox.clone()
     }
 
-    /// Ends the measured window (reads CPU) and tells the loops to stop.
+    /// Ends the measured window (reads CPU) and tells the loops to stop. A client's loops
+    /// start no transaction after it but finish those under way ([`DRAIN`]): so each
+    /// request sent has its response, both ends count the same bytes and transactions, and
+    /// a response queued in the socket is not lost to the shutdown below. The client tells
+    /// the server to stop only after this returns.
     pub fn stop(&mut self) {
         if self.end.is_some() {
             return;
@@ -445,8 +465,16 @@ impl RrEngine {
             self.crr_end = Some(CrrHost::read());
         }
         self.stop.store(true, Relaxed);
-        // TCP_RR loops block in reads with no time-out: shutting the reading side ends them
-        // (the read returns 0 and the loop sees the flag). Nothing is sent to the peer.
+        if self.cfg.role == Role::Client {
+            let deadline = Instant::now() + DRAIN;
+            while Instant::now() < deadline && !self.threads.iter().all(|h| h.is_finished()) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            self.cut.store(true, Relaxed);
+        }
+        // TCP_RR loops block in reads with no time-out (where a shutdown wakes them,
+        // sys::net::SHUTDOWN_WAKES): shutting the reading side ends them (the read returns
+        // 0 and the loop sees the flag). Nothing is sent to the peer.
         for t in self.info.iter().filter_map(|i| i.tcp.as_ref()) {
             let _ = t.shutdown(std::net::Shutdown::Read);
         }
@@ -524,7 +552,7 @@ impl RrEngine {
                 l => (l - 1).saturating_sub(base_ns),
             };
             last = last.max(dur);
-            streams.push(stream_report(info, role, &d, dur));
+            streams.push(stream_report(info, role, &d, dur, &mut warnings));
         }
         let total = total_since(fin, base);
         data.transactions = total.transactions;
@@ -633,8 +661,9 @@ fn stream_report(
     role: StreamRole,
     d: &CounterSnapshot,
     dur: u64,
+    warnings: &mut Vec<String>,
 ) -> StreamReport {
-    let facts = info.tcp.as_ref().map(tcp_facts);
+    let facts = info.tcp.as_ref().map(|t| tcp_facts(t, warnings));
     StreamReport {
         index: info.index,
         role,
@@ -660,11 +689,21 @@ fn stream_report(
     }
 }
 
-fn tcp_facts(t: &TcpStream) -> (Option<u32>, Option<linerate_wire::report::TcpInfoReport>) {
-    (
-        sys::net::opt::mss(&socket2::SockRef::from(t)).ok(),
-        sys::tcp_info::read_tcp_info(t.as_sock()).ok(),
-    )
+/// The connection's MSS and TCP_INFO; TCP_INFO that cannot be read is absent with one
+/// warning for all the streams (the same words as the stream engine's).
+fn tcp_facts(
+    t: &TcpStream,
+    warnings: &mut Vec<String>,
+) -> (Option<u32>, Option<linerate_wire::report::TcpInfoReport>) {
+    let info = sys::tcp_info::read_tcp_info(t.as_sock())
+        .map_err(|e| {
+            let w = format!("TCP_INFO not readable: {e}");
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        })
+        .ok();
+    (sys::net::opt::mss(&socket2::SockRef::from(t)).ok(), info)
 }
 
 fn run_stream(

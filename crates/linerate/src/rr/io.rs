@@ -9,17 +9,24 @@ use std::time::Instant;
 use super::LoopCtx;
 pub(crate) use crate::engine::stream::is_timeout;
 
+/// The read time-out of a loop that would block with none: none where a shutdown ends a
+/// blocked read ([`crate::sys::net::SHUTDOWN_WAKES`]), [`super::POLL`] where it does not,
+/// so that the loop still sees its flags.
+pub fn idle_read_timeout() -> Option<std::time::Duration> {
+    (!crate::sys::net::SHUTDOWN_WAKES).then_some(super::POLL)
+}
+
 /// Fills `buf` with a fixed pattern (never all zeros, so compression on a path shows).
 pub fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i % 251) as u8).collect()
 }
 
-/// Writes all of `buf`, counting each write, retrying on time-outs until `stop`; false if
-/// stopped first.
+/// Writes all of `buf`, counting each write, retrying on time-outs until the waits are cut
+/// ([`LoopCtx::cut`]); false if cut first.
 pub fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<bool> {
     let mut off = 0;
     while off < buf.len() {
-        if ctx.stop.load(Relaxed) {
+        if ctx.cut.load(Relaxed) {
             return Ok(false);
         }
         match w.write(&buf[off..]) {
@@ -43,7 +50,7 @@ pub fn write_all(ctx: &LoopCtx, mut w: &TcpStream, buf: &[u8]) -> io::Result<boo
 /// Writes all of `buf` on a new TCP_CRR connection, counting each write: first without
 /// waiting, since a message that fits the empty send buffer of a new connection then needs
 /// no write time-out (a system call per transaction); what is left, with [`POLL`] write
-/// time-outs as [`write_all`]. False if stopped first.
+/// time-outs as [`write_all`]. False if cut first.
 pub fn write_all_now_first(ctx: &LoopCtx, s: &TcpStream, buf: &[u8]) -> io::Result<bool> {
     let sent = send_now(s, buf)?;
     ctx.wrote(sent);
@@ -66,8 +73,8 @@ fn send_now(s: &TcpStream, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Reads `n` bytes into `rbuf` (reused: pieces of at most its length, each read counted);
-/// false if stopped or past `deadline` first. A peer that closes before is an
-/// `UnexpectedEof` error saying `closed_early`.
+/// false if the waits are cut ([`LoopCtx::cut`]) or past `deadline` first. A peer that
+/// closes before is an `UnexpectedEof` error saying `closed_early`.
 pub fn read_n(
     ctx: &LoopCtx,
     mut r: &TcpStream,
@@ -78,7 +85,7 @@ pub fn read_n(
 ) -> io::Result<bool> {
     let mut got = 0;
     while got < n {
-        if ctx.stop.load(Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if ctx.cut.load(Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(false);
         }
         let want = (n - got).min(rbuf.len());

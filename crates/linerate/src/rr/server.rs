@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use linerate_wire::probe;
 use socket2::SockRef;
 
-use super::io::{is_timeout, pattern, read_n, write_all, write_all_now_first};
+use super::io::{idle_read_timeout, is_timeout, pattern, read_n, write_all, write_all_now_first};
 use super::{LoopCtx, POLL};
 use crate::sys::sockets::{self, SockOpts};
 
@@ -33,8 +33,9 @@ const MAX_WRITE: usize = 1 << 20;
 /// TCP_RR responder on one connection.
 pub fn tcp(ctx: &LoopCtx, s: &TcpStream) -> io::Result<()> {
     // No read time-out (a kernel timer on every blocking read): RrEngine::stop shuts the
-    // socket's reading side, which ends the read with 0.
-    s.set_read_timeout(None)?;
+    // socket's reading side, which ends the read with 0 (where a shutdown does that:
+    // elsewhere the read wakes on its own to see the stop, idle_read_timeout).
+    s.set_read_timeout(idle_read_timeout())?;
     s.set_write_timeout(Some(POLL))?;
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = ctx.spec.response_bytes.max(1) as usize;
@@ -115,6 +116,9 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
     let mut base = false;
     while !ctx.stop.load(Relaxed) {
         ctx.check_baseline(&mut base);
+        if !accept_ready(&l.listener)? {
+            continue;
+        }
         let s = match l.listener.accept() {
             Ok((s, _)) => s,
             Err(_) if ctx.stop.load(Relaxed) => return Ok(()),
@@ -136,7 +140,10 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
         let Some(held) = ctx.watch.hold(&s, Some(deadline), &ctx.stop) else {
             return Ok(());
         };
-        let got = match read_at_least(&s, &mut rbuf[..first], LEN) {
+        if let Some(t) = idle_read_timeout() {
+            s.set_read_timeout(Some(t))?;
+        }
+        let got = match read_at_least(ctx, &s, &mut rbuf[..first], LEN, deadline) {
             Ok(Some(got)) => got,
             _ => continue,
         };
@@ -155,15 +162,38 @@ pub fn crr_listen(ctx: &LoopCtx, l: &super::CrrListener) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether to `accept` now: always where the listener's shutdown ends a blocked accept
+/// ([`crate::sys::net::SHUTDOWN_WAKES`]); elsewhere once a connection waits, looked for
+/// up to [`POLL`] so that the loop still sees the stop.
+fn accept_ready(l: &std::net::TcpListener) -> io::Result<bool> {
+    use crate::sys::net::{self, AsSock};
+    if net::SHUTDOWN_WAKES {
+        return Ok(true);
+    }
+    net::wait_readable(l.as_sock(), POLL)
+}
+
 /// Reads into `buf` until at least `need` bytes are there: how many (at most `buf.len()`),
-/// or None if the peer closes first or the watchdog shuts the connection down.
-fn read_at_least(mut s: &TcpStream, buf: &mut [u8], need: usize) -> io::Result<Option<usize>> {
+/// or None if the peer closes first, the watchdog shuts the connection down, or (where
+/// reads have a time-out: [`idle_read_timeout`]) the test stops or `deadline` passes.
+fn read_at_least(
+    ctx: &LoopCtx,
+    mut s: &TcpStream,
+    buf: &mut [u8],
+    need: usize,
+    deadline: Instant,
+) -> io::Result<Option<usize>> {
     let mut got = 0;
     while got < need {
         match s.read(&mut buf[got..]) {
             Ok(0) => return Ok(None),
             Ok(k) => got += k,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {
+                if ctx.stop.load(Relaxed) || Instant::now() >= deadline {
+                    return Ok(None);
+                }
+            }
             Err(e) => return Err(e),
         }
     }

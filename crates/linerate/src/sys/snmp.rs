@@ -115,6 +115,15 @@ fn read_with(
 /// map. `snmp` must be readable; a missing or unreadable `netstat` or `snmp6` (IPv6
 /// disabled) only gives a warning.
 pub fn read_snmp() -> Result<(SnmpCounters, Vec<String>), SysError> {
+    // Windows: the IP Helper API's TCP and UDP counters, by the same names.
+    if let Some(got) = super::system::protocol_counters() {
+        return got
+            .map(|v| (v.into_iter().collect(), Vec::new()))
+            .map_err(|source| SysError::Io {
+                path: "the host's protocol counters".into(),
+                source,
+            });
+    }
     let mut all = read_with("snmp", |t| parse_snmp_pairs("/proc/net/snmp", t))?;
     let mut warnings = Vec::new();
     match read_with("netstat", |t| parse_snmp_pairs("/proc/net/netstat", t)) {

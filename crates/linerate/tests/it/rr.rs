@@ -48,6 +48,21 @@ fn check_common(rec: &RunRecord, kind: RrKind) {
     assert!(server.totals.tx_bytes >= rr.transactions * u64::from(rr.response_bytes));
 }
 
+/// Both ends counted the same: the client's stop waited for the responses of the requests
+/// it had sent (RrEngine::stop's drain), so every byte one end sent the other read, and each
+/// response the server sent is one of the client's transactions.
+#[track_caller]
+fn both_ends_agree(rec: &RunRecord) {
+    let rr = rec.rr.as_ref().expect("rr summary");
+    let (c, s) = (
+        &rec.client.totals,
+        &rec.server.as_ref().expect("server").totals,
+    );
+    assert_eq!((c.tx_bytes, c.rx_bytes), (s.rx_bytes, s.tx_bytes));
+    assert_eq!(s.tx_bytes, rr.transactions * u64::from(rr.response_bytes));
+    assert_eq!((c.tx_packets, c.rx_packets), (s.rx_packets, s.tx_packets));
+}
+
 #[test]
 fn tcp_rr_counts_transactions_and_latency() {
     let srv = TestServer::start();
@@ -56,7 +71,7 @@ fn tcp_rr_counts_transactions_and_latency() {
     let rr = rec.rr.as_ref().unwrap();
     // One byte each way and one in flight: the client read exactly one byte per transaction.
     assert_eq!(rec.client.totals.rx_bytes, rr.transactions);
-    assert!(rec.client.totals.tx_bytes - rr.transactions <= 1);
+    both_ends_agree(&rec);
     assert!(rec.client.streams[0].tcp_info.is_some());
     assert!(!rec.client.intervals.is_empty());
     assert!(rec
@@ -82,9 +97,9 @@ fn tcp_rr_with_burst_parallel_streams_and_sizes() {
         (100, 3000, 4)
     );
     assert_eq!(rec.client.streams.len(), 2);
-    // At most 4 responses per stream were still in flight when the test stopped.
-    let got = rec.client.totals.rx_bytes;
-    assert!(got >= rr.transactions * 3000 && got < (rr.transactions + 8) * 3000);
+    // The responses still in flight at the stop were read before the server stopped.
+    assert_eq!(rec.client.totals.rx_bytes, rr.transactions * 3000);
+    both_ends_agree(&rec);
 }
 
 #[test]
@@ -94,12 +109,9 @@ fn tcp_crr_opens_a_connection_per_transaction() {
     check_common(&rec, RrKind::TcpCrr);
     let rr = rec.rr.as_ref().unwrap();
     let conns = rr.connections.expect("connections");
-    // One connection per transaction; the last one may have been cut by the stop.
-    assert!(
-        conns >= rr.transactions && conns <= rr.transactions + 1,
-        "{conns} vs {}",
-        rr.transactions
-    );
+    // One connection per transaction; the last one finished before the server stopped.
+    assert_eq!(conns, rr.transactions);
+    both_ends_agree(&rec);
 }
 
 /// The port the client's TCP_CRR connections went to (its streams' remote address).
@@ -211,6 +223,7 @@ fn udp_rr_on_loopback_loses_nothing() {
     let rr = rec.rr.as_ref().unwrap();
     assert_eq!(rr.lost_transactions, Some(0), "{:?}", rec.warnings);
     assert_eq!(rr.lost_percent, Some(0.0));
+    both_ends_agree(&rec);
     assert_eq!(rr.timeout_ms, Some(200));
 }
 

@@ -29,7 +29,10 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Ve
         let Some(s) = tcp_sums(&f.tx_streams()) else {
             continue;
         };
-        if s.retrans == 0 || f.sender.is_none() {
+        let Some(retrans) = s.retrans.filter(|&r| r > 0) else {
+            continue;
+        };
+        if f.sender.is_none() {
             continue;
         }
         let label = crate::model::labels::flow_label(dir);
@@ -40,15 +43,13 @@ pub(super) fn retransmissions(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, nj: &mut Ve
             ));
             continue;
         };
-        if s.retrans > segments {
+        if retrans > segments {
             nj.push(format!(
-                "retransmissions ({label}): TCP_INFO counts more retransmissions ({}) than data \
-                 segments sent ({segments})",
-                s.retrans
+                "retransmissions ({label}): TCP_INFO counts more retransmissions ({retrans}) than \
+                 data segments sent ({segments})"
             ));
             continue;
         }
-        let retrans = s.retrans;
         let p = retrans as f64 / segments as f64;
         if p < RETRANS_SHARE {
             continue;

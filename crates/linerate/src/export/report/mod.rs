@@ -491,7 +491,7 @@ fn streams_table(page: &mut Page, rec: &RunRecord) {
                 format!("{:?}", s.role).to_lowercase(),
                 s.bytes.to_string(),
                 opt(bps.map(|b| format_metric("x_bps", b))),
-                opt(ti.map(|t| t.total_retrans)),
+                opt(ti.and_then(|t| t.total_retrans)),
                 opt(ti.map(|t| t.rtt_us)),
                 opt(ti.map(|t| u64::from(t.snd_cwnd) * u64::from(t.snd_mss))),
                 opt(s.sndbuf_bytes),

@@ -461,7 +461,7 @@ fn our_results(r: &SideReport, elapsed: Duration) -> Results {
                         .tcp_info
                         .as_ref()
                         .filter(|_| s.role == StreamRole::Tx)
-                        .map(|t| u64::from(t.total_retrans)),
+                        .and_then(|t| t.total_retrans.map(u64::from)),
                     jitter_s: rx.and_then(|u| u.jitter_ns).unwrap_or(0) as f64 / 1e9,
                     errors: rx.map_or(0, |u| i64::try_from(u.lost).unwrap_or(i64::MAX)),
                     packets: i64::try_from(s.packets.unwrap_or(0)).unwrap_or(i64::MAX),

@@ -908,7 +908,7 @@ impl Job {
         }
         t.retransmits = crate::sys::tcp_info::read_tcp_info(crate::sys::net::AsSock::as_sock(&st))
             .ok()
-            .map(|i| u64::from(i.total_retrans));
+            .and_then(|i| i.total_retrans.map(u64::from));
         t
     }
 

@@ -114,6 +114,12 @@ pub fn shutdown(s: Sock<'_>, how: Shutdown) -> io::Result<()> {
     shutdown_raw(s.as_raw_fd(), how)
 }
 
+/// Whether a shutdown ends a `recv`, `accept` or `connect` that another thread is blocked
+/// in, and leaves what the reading side had queued readable. Linux: yes (the call returns
+/// 0 or EINVAL at once), so the loops block with no time-out (a kernel timer on each
+/// blocking call) and whoever ends the test shuts their sockets down.
+pub const SHUTDOWN_WAKES: bool = true;
+
 /// shutdown(2) of a raw socket handle that its owner keeps open meanwhile.
 pub fn shutdown_raw(s: RawSock, how: Shutdown) -> io::Result<()> {
     let how = match how {

@@ -10,6 +10,10 @@ use std::io;
 // Audited unsafe: SetThreadAffinityMask; every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod affinity;
+// Audited unsafe: GetTcpStatisticsEx(2), GetUdpStatisticsEx(2), GetModuleHandleW and
+// GetProcAddress; every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+mod counters;
 mod linux_only;
 pub mod mmsg;
 // Audited unsafe: the Winsock calls (WSAPoll, recv, send, shutdown, ioctlsocket); every

@@ -168,6 +168,14 @@ pub fn shutdown(s: Sock<'_>, how: Shutdown) -> io::Result<()> {
     shutdown_raw(s.as_raw_socket(), how)
 }
 
+/// Whether a shutdown ends a `recv`, `accept` or `connect` that another thread is blocked
+/// in, and leaves what the reading side had queued readable. Winsock: no. Under Wine a
+/// `recv` blocked in another thread waits on through `shutdown` (SD_RECEIVE or SD_BOTH)
+/// until data comes, and a `recv` after SD_RECEIVE fails (WSAESHUTDOWN) even with data
+/// queued; Windows's documentation promises neither. So the loops that block wait with
+/// time-outs here and look at their stop flags between them.
+pub const SHUTDOWN_WAKES: bool = false;
+
 /// shutdown of a raw socket handle that its owner keeps open meanwhile.
 pub fn shutdown_raw(s: RawSock, how: Shutdown) -> io::Result<()> {
     let how = match how {

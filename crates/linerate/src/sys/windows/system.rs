@@ -5,6 +5,8 @@
 use std::io;
 use std::net::IpAddr;
 
+pub use super::counters::protocol_counters;
+
 use linerate_wire::report::ProcessCpu;
 use windows_sys::Win32::Foundation::FILETIME;
 use windows_sys::Win32::System::Performance::{QueryPerformanceCounter, QueryPerformanceFrequency};

@@ -90,16 +90,67 @@ pub fn all_acked_after_shutdown(s: Sock<'_>) -> io::Result<bool> {
     Ok(matches!(query(s)?.state, 0 | 6 | 9))
 }
 
-/// Reads SIO_TCP_INFO. Windows gives no RTT variance: the report needs one, so a reading
-/// without it is not made up: `rttvar_us` is the one figure this cannot supply, and the
-/// whole report is refused rather than filled with a guess.
+/// Reads SIO_TCP_INFO ([`report`]).
 pub fn read_tcp_info(s: Sock<'_>) -> io::Result<TcpInfoReport> {
-    let i = query(s)?;
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        format!(
-            "SIO_TCP_INFO gave RTT {} µs, cwnd {} bytes, {} bytes retransmitted, but no RTT variance, which the report needs",
-            i.rtt_us, i.cwnd, i.bytes_retrans
-        ),
-    ))
+    report(&query(s)?)
+}
+
+/// Windows's minimum RTT before any sample (mstcpip.h leaves it at its largest value).
+const NO_RTT: u32 = u32::MAX;
+
+/// TCP_INFO_v0 in the report's fields: the smoothed and minimum RTT, the MSS, the
+/// congestion window (bytes in Windows, whole segments of the MSS here, as Linux gives
+/// it), the peer's window, the bytes retransmitted and the retransmission time-outs
+/// (`TimeoutEpisodes`, as Linux's `tcpi_total_rto`). Windows has no RTT variance and
+/// counts retransmitted bytes, not segments: `rttvar_us` and `total_retrans` are absent,
+/// as are the figures Linux alone gives (pacing and delivery rates, segment counts). No
+/// MSS yet (no handshake) is an error: the window in segments would be made up.
+fn report(i: &TcpInfoV0) -> io::Result<TcpInfoReport> {
+    if i.mss == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "SIO_TCP_INFO gave no MSS (the connection is not established)",
+        ));
+    }
+    Ok(TcpInfoReport {
+        rtt_us: i.rtt_us,
+        rttvar_us: None,
+        snd_cwnd: i.cwnd / i.mss,
+        snd_mss: i.mss,
+        total_retrans: None,
+        snd_wnd_bytes: Some(i.snd_wnd),
+        min_rtt_us: Some(i.min_rtt_us).filter(|&r| r != NO_RTT),
+        bytes_retrans: Some(u64::from(i.bytes_retrans)),
+        total_rto: u16::try_from(i.timeout_episodes).ok(),
+        ..TcpInfoReport::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_info_v0_maps_to_the_report_and_leaves_out_what_windows_lacks() {
+        let i = TcpInfoV0 {
+            mss: 1460,
+            rtt_us: 250,
+            min_rtt_us: NO_RTT,
+            cwnd: 14_600,
+            snd_wnd: 65_535,
+            bytes_retrans: 2920,
+            timeout_episodes: 1,
+            ..TcpInfoV0::default()
+        };
+        let r = report(&i).unwrap();
+        assert_eq!((r.rtt_us, r.snd_mss, r.snd_cwnd), (250, 1460, 10));
+        assert_eq!(
+            (r.rttvar_us, r.total_retrans, r.min_rtt_us),
+            (None, None, None)
+        );
+        assert_eq!((r.bytes_retrans, r.total_rto), (Some(2920), Some(1)));
+        assert_eq!(r.snd_wnd_bytes, Some(65_535));
+        // Before the handshake's MSS is known, no window in segments is made up.
+        assert!(report(&TcpInfoV0 { mss: 0, ..i }).is_err());
+    }
 }
