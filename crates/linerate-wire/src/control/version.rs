@@ -110,6 +110,9 @@ features! {
     /// `fleet_order` / `fleet_report`: third-party tests that an authenticated coordinator
     /// orders from an agent (`serve --fleet-agent`) towards another server.
     FleetOrders = "fleet_orders",
+    /// `RrSpec::bounceback`: bursts of exchanges on a schedule, with a hold at the server
+    /// and TCP_QUICKACK on or off.
+    Bounceback = "bounceback",
 }
 
 impl std::fmt::Display for Feature {
@@ -271,6 +274,7 @@ mod tests {
                 "crr_server_closes",
                 "crr_port",
                 "fleet_orders",
+                "bounceback",
             ]
         );
     }
