@@ -58,6 +58,9 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # The interoperability peer of tests/it/iperf3.rs and iperf3_client.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
+# The side-by-side peer of rr --bounceback (tests/lab/delay.rs): Debian's iperf2 (2.1.8 in
+# bookworm), whose --bounceback linerate's replaces.
+command -v iperf >/dev/null 2>&1 || need+=(iperf)
 # The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and
 # `perf report` from Debian's linux-perf.
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
@@ -242,7 +245,7 @@ LINERATE_LINUX_BIN="$full_bin" bash scripts/wine-test.sh
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=56
+LAB_TESTS=58
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"
