@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use linerate_wire::control::Bounceback;
 
-use super::io::{is_timeout, pattern, read_n, write_all};
+use super::io::{is_timeout, pattern, write_all};
 use super::latency::new_histogram;
 use super::{LoopCtx, RrOutcome, POLL};
 use crate::engine::pacing;
@@ -69,7 +69,8 @@ pub fn client(
     result
 }
 
-/// Reads a whole response; with `quickack`, TCP_QUICKACK again after each read.
+/// Reads a whole response; with `quickack`, TCP_QUICKACK again after each read. False if
+/// the test stopped first (the stop shuts the reading side: the read then returns 0).
 fn read_response(
     ctx: &LoopCtx,
     s: &TcpStream,
@@ -77,9 +78,6 @@ fn read_response(
     rbuf: &mut [u8],
     quickack: bool,
 ) -> io::Result<bool> {
-    if !quickack {
-        return read_n(ctx, s, n, rbuf, None, "the server closed the connection");
-    }
     let mut got = 0;
     let mut r = s;
     while got < n {
@@ -88,6 +86,7 @@ fn read_response(
         }
         let want = (n - got).min(rbuf.len());
         match r.read(&mut rbuf[..want]) {
+            Ok(0) if ctx.stop.load(Relaxed) => return Ok(false),
             Ok(0) => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -97,7 +96,9 @@ fn read_response(
             Ok(k) => {
                 ctx.read(k);
                 got += k;
-                crate::sys::net::set_quickack(s)?;
+                if quickack {
+                    crate::sys::net::set_quickack(s)?;
+                }
             }
             Err(e) if is_timeout(&e) => continue,
             Err(e) => return Err(e),
