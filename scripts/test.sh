@@ -61,6 +61,8 @@ command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # The side-by-side peer of rr --bounceback (tests/lab/delay.rs): Debian's iperf2 (2.1.8 in
 # bookworm), whose --bounceback linerate's replaces.
 command -v iperf >/dev/null 2>&1 || need+=(iperf)
+# The witness of `lab up --delay` (tests/lab/delay.rs): ping's round trips.
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 # The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and
 # `perf report` from Debian's linux-perf.
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
