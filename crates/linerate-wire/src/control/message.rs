@@ -570,7 +570,7 @@ pub struct RrSpec {
     /// Bounceback (feature `bounceback`, TCP only): bursts of one-at-a-time exchanges on a
     /// schedule, with a hold at the server between each request's read and its response.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bounceback: Option<Bounceback>,
+    pub bounceback: Option<Box<Bounceback>>,
 }
 
 /// A bounceback test's shape (iperf2's `--bounceback`): `burst` exchanges one after another,

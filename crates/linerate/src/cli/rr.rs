@@ -223,7 +223,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         udp: a.udp,
         timeout_ms: if a.udp { timeout_ms } else { 0 },
         target_tps: a.rate,
-        bounceback,
+        bounceback: bounceback.map(Box::new),
     });
     Ok(StreamPlan {
         host: a.host.clone(),

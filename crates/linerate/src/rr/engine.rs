@@ -679,7 +679,7 @@ fn run_stream(
                 .push(format!("could not pin an RR thread: {e}"));
         }
     }
-    let bounceback = ctx.spec.bounceback;
+    let bounceback = ctx.spec.bounceback.as_deref().copied();
     if ctx.rate_tps.is_some() || bounceback.is_some() {
         // Paced sends (and bounceback's bursts and holds) sleep until their slot; the default 50 µs timer slack would make every
         // one of them late by that much, which the latency from the intended send would show.

@@ -58,7 +58,7 @@ pub fn summarize(
         request_bytes: spec.request_bytes,
         response_bytes: spec.response_bytes,
         burst: spec.burst.max(1),
-        bounceback: spec.bounceback,
+        bounceback: spec.bounceback.as_deref().copied(),
         target_tps: spec.target_tps,
         timeout_ms: udp.then_some(spec.timeout_ms),
         transactions: data.transactions,
