@@ -58,8 +58,11 @@ command -v tcpdump >/dev/null 2>&1 || need+=(tcpdump)
 # The interoperability peer of tests/it/iperf3.rs and iperf3_client.rs (Debian's iperf3, 3.12 in bookworm):
 # those tests fail without it.
 command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
-# iperf2 2.1.8 (Debian's `iperf`): the multicast peer of tests/lab/multicast.rs.
+# iperf2 2.1.8 (Debian's `iperf`): the side-by-side peer of multicast (tests/lab/multicast.rs)
+# and of rr --bounceback (tests/lab/delay.rs), whose flags linerate's replace.
 command -v iperf >/dev/null 2>&1 || need+=(iperf)
+# The witness of `lab up --delay` (tests/lab/delay.rs): ping's round trips.
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
 # The witness of --profile (tests/lab/profile.rs): `perf record -e cpu-clock -a` and
 # `perf report` from Debian's linux-perf.
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
@@ -253,7 +256,7 @@ echo "scripts/test.sh: linerate.exe imports $(bash scripts/win-imports.sh target
 # The tests that need root (network namespaces, packet capture): the `lab` test target of
 # linerate and of linerate-lab, every test in it. Fewer than LAB_TESTS fails the run, so a
 # lab test cannot silently stop running; raise it when you add one.
-LAB_TESTS=60
+LAB_TESTS=62
 lab_log=$(mktemp)
 cleanup_files+=("$lab_log")
 stage "lab tests"

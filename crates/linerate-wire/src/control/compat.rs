@@ -48,6 +48,7 @@ mod tests {
                         | Feature::FleetOrders
                         | Feature::Multicast
                         | Feature::Quic
+                        | Feature::Bounceback
                 )
             })
             .collect();
@@ -60,8 +61,8 @@ mod tests {
         // This build's hello lists more names at the end (`device_counters`, for `--dut`;
         // `profile`, for `--profile`; `copy_modes`, for `--zerocopy`, `--sendfile`,
         // `--no-rx-copy`; `crr_server_closes` and `crr_port`, for TCP_CRR; `fleet_orders`, for
-        // `fleet run`; `multicast`, for `udp GROUP --receivers`; `quic`, for `linerate quic`),
-        // which an older peer ignores as unknown.
+        // `fleet run`; `multicast`, for `udp GROUP --receivers`; `quic`, for `linerate quic`;
+        // `bounceback`, for `rr --bounceback`), which an older peer ignores as unknown.
         let now = Message::Hello(Hello {
             protocol: ProtocolVersion { major: 1, minor: 3 },
             software: "linerate 0.1.0".into(),
@@ -71,7 +72,7 @@ mod tests {
             serde_json::to_string(&now).unwrap(),
             HELLO_1_3.replace(
                 r#""hooks"]"#,
-                r#""hooks","device_counters","profile","copy_modes","crr_server_closes","crr_port","fleet_orders","multicast","quic"]"#,
+                r#""hooks","device_counters","profile","copy_modes","crr_server_closes","crr_port","fleet_orders","multicast","quic","bounceback"]"#,
             )
         );
         let Message::Hello(old) = serde_json::from_str(HELLO_1_0).unwrap() else {

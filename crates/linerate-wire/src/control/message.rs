@@ -563,6 +563,25 @@ pub struct RrSpec {
     /// the responses come back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_tps: Option<u64>,
+    /// Bounceback (feature `bounceback`, TCP only): bursts of one-at-a-time exchanges on a
+    /// schedule, with a hold at the server between each request's read and its response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounceback: Option<Box<Bounceback>>,
+}
+
+/// A bounceback test's shape (iperf2's `--bounceback`): `burst` exchanges one after another,
+/// a burst every `period_ns`; the server holds each response `hold_ns` after reading its
+/// request, and sets TCP_QUICKACK after each read when `quickack` is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Bounceback {
+    /// Exchanges per burst.
+    pub burst: u32,
+    /// From one burst's start to the next's, ns (0: the next burst starts at once).
+    pub period_ns: u64,
+    /// The server's hold between reading a request and writing its response, ns.
+    pub hold_ns: u64,
+    /// Both ends set TCP_QUICKACK after every read (no delayed ACKs).
+    pub quickack: bool,
 }
 
 fn one() -> u32 {

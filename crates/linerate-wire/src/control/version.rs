@@ -116,6 +116,9 @@ features! {
     /// QUIC stream tests (`Transport::Quic`): the server opens a UDP port of the test's
     /// own with a self-signed certificate and gives both in [`super::Accept::quic`].
     Quic = "quic",
+    /// `RrSpec::bounceback`: bursts of exchanges on a schedule, with a hold at the server
+    /// and TCP_QUICKACK on or off.
+    Bounceback = "bounceback",
 }
 
 impl std::fmt::Display for Feature {
@@ -279,6 +282,7 @@ mod tests {
                 "fleet_orders",
                 "multicast",
                 "quic",
+                "bounceback",
             ]
         );
     }

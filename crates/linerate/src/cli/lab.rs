@@ -17,7 +17,7 @@ pub struct LabArgs {
 pub enum LabCommand {
     /// Create a lab (an existing lab of the same name is removed first).
     #[command(
-        after_help = "Examples:\n  linerate lab up demo                              # hosts a and b on one link\n  linerate lab up edge --topology router            # a - r - b, r forwards\n  linerate lab up slow --topology router --rate 20M --loss 0.5%\n  linerate lab up up --rate 10M --rate-dir to-b          # shape a -> b only\n  linerate lab up jumbo --mtu 9000"
+        after_help = "Examples:\n  linerate lab up demo                              # hosts a and b on one link\n  linerate lab up edge --topology router            # a - r - b, r forwards\n  linerate lab up slow --topology router --rate 20M --loss 0.5%\n  linerate lab up up --rate 10M --rate-dir to-b          # shape a -> b only\n  linerate lab up jumbo --mtu 9000\n  linerate lab up far --topology router --delay 10ms   # 10 ms each way through r"
     )]
     Up(LabUpArgs),
     /// Remove a lab and everything it made (nothing to do if it does not exist).
@@ -27,6 +27,18 @@ pub enum LabCommand {
     },
     /// List the labs on this machine with their hosts and addresses.
     List,
+    /// The delay line of `lab up --delay` (run in the router namespace by `lab up` itself).
+    #[command(hide = true)]
+    DelayLine {
+        /// Lab name.
+        name: String,
+        /// The delay each packet is held.
+        #[arg(long, value_parser = units::parse_duration)]
+        delay: std::time::Duration,
+        /// Packets held at most.
+        #[arg(long)]
+        queue: usize,
+    },
     /// Run a command on a lab host; its exit status is passed through.
     #[command(
         after_help = "Examples:\n  linerate lab exec demo b -- linerate serve\n  linerate lab exec demo a -- linerate tcp 198.19.0.2"
@@ -77,6 +89,13 @@ pub struct LabUpArgs {
     /// MTU of every link (1280 to 65535).
     #[arg(long)]
     pub mtu: Option<u32>,
+    /// Hold every packet this long in each direction (e.g. 10ms) in the router, by a delay
+    /// line of linerate's own (a TUN device in r; no netem needed). Router topology only.
+    #[arg(long, value_parser = units::parse_duration)]
+    pub delay: Option<std::time::Duration>,
+    /// Packets the delay line holds at most; more are dropped and counted.
+    #[arg(long, requires = "delay", default_value_t = 10_000)]
+    pub delay_queue: usize,
 }
 
 /// A loss given as a fraction (`0.01`) or a percentage (`1%`), as a fraction.

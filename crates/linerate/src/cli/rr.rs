@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use linerate_wire::control::{Direction, RrSpec, Transport};
+use linerate_wire::control::{Bounceback, Direction, RrSpec, Transport};
 
 use clap::Args as ClapArgs;
 
@@ -43,6 +43,27 @@ pub struct RrArgs {
     /// from each request's intended send time, so stalls are not hidden.
     #[arg(long, value_name = "TPS", value_parser = parse_count)]
     pub rate: Option<u64>,
+    /// Bounceback (iperf2's --bounceback[=N]): bursts of N exchanges (default 10) on one TCP
+    /// connection, each request written after the previous response is in; a burst every
+    /// --bounceback-period. Latency per exchange, exchanges per second.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "10", conflicts_with_all = ["udp", "connect", "rate"])]
+    pub bounceback: Option<u32>,
+    /// Bounceback: from one burst's start to the next's (iperf2's --bounceback-period; 0:
+    /// back to back).
+    #[arg(long, default_value = "1s", value_parser = units::parse_duration, requires = "bounceback")]
+    pub bounceback_period: std::time::Duration,
+    /// Bounceback: the server holds each response this long after reading its request
+    /// (iperf2's --bounceback-hold, e.g. 5ms).
+    #[arg(long, default_value = "0", value_parser = units::parse_duration, requires = "bounceback")]
+    pub bounceback_hold: std::time::Duration,
+    /// Bounceback: neither end sets TCP_QUICKACK (iperf2's --bounceback-no-quickack), so
+    /// delayed ACKs can show.
+    #[arg(long, requires = "bounceback")]
+    pub bounceback_no_quickack: bool,
+    /// Leave Nagle's algorithm on (no TCP_NODELAY): with --bounceback-no-quickack and a
+    /// request over one segment, a delayed-ACK stall shows.
+    #[arg(long, conflicts_with = "udp")]
+    pub nagle: bool,
     /// Parallel streams.
     #[arg(short = 'P', long, default_value_t = 1)]
     pub parallel: u16,
@@ -191,8 +212,9 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
     spec.server_rcvbuf = a.remote_buffer;
     // Latency tests turn Nagle off: with --burst, Nagle and delayed ACKs would hold requests
     // back by tens of milliseconds. With one transaction in flight it changes nothing.
-    spec.nodelay = !a.udp;
+    spec.nodelay = !a.udp && !a.nagle;
     spec.profile = a.profile.spec()?;
+    let bounceback = bounceback(a)?;
     spec.rr = Some(RrSpec {
         request_bytes: req,
         response_bytes: resp,
@@ -201,6 +223,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         udp: a.udp,
         timeout_ms: if a.udp { timeout_ms } else { 0 },
         target_tps: a.rate,
+        bounceback: bounceback.map(Box::new),
     });
     Ok(StreamPlan {
         host: a.host.clone(),
@@ -209,7 +232,7 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         local: SockOpts {
             sndbuf: a.local_buffer,
             rcvbuf: a.local_buffer,
-            nodelay: !a.udp,
+            nodelay: !a.udp && !a.nagle,
             ..SockOpts::default()
         },
         client_cpu,
@@ -218,6 +241,43 @@ pub fn rr_plan(a: &RrArgs) -> Result<StreamPlan, UsageError> {
         auth: a.auth.credentials()?,
         max_time: None,
     })
+}
+
+/// `--bounceback` and its options: a burst of 1 to MAX_BURST exchanges, a hold under 10 s,
+/// and a period no shorter than the burst could take at the hold alone.
+fn bounceback(a: &RrArgs) -> Result<Option<Bounceback>, UsageError> {
+    let Some(burst) = a.bounceback else {
+        return Ok(None);
+    };
+    let max = crate::session::server::policy::limits::MAX_BURST;
+    if burst == 0 || burst > max {
+        return Err(UsageError(format!(
+            "--bounceback {burst}: use 1 to {max} exchanges per burst"
+        )));
+    }
+    if a.burst != 1 {
+        return Err(UsageError("--burst pipelines requests; a bounceback sends one at a time: use --bounceback N for its burst".into()));
+    }
+    let hold_ns = u64::try_from(a.bounceback_hold.as_nanos()).unwrap_or(u64::MAX);
+    if a.bounceback_hold > Duration::from_secs(10) {
+        return Err(UsageError(format!(
+            "--bounceback-hold {:?}: hold at most 10s",
+            a.bounceback_hold
+        )));
+    }
+    let period_ns = u64::try_from(a.bounceback_period.as_nanos()).unwrap_or(u64::MAX);
+    if period_ns > 0 && period_ns < hold_ns.saturating_mul(u64::from(burst)) {
+        return Err(UsageError(format!(
+            "--bounceback-period {:?} is shorter than a burst: {burst} exchanges held {:?} each take longer; lengthen the period or use 0 (back to back)",
+            a.bounceback_period, a.bounceback_hold
+        )));
+    }
+    Ok(Some(Bounceback {
+        burst,
+        period_ns,
+        hold_ns,
+        quickack: !a.bounceback_no_quickack,
+    }))
 }
 
 /// The checks between flags that the plan does not hold: `--capture` records one test, so

@@ -39,6 +39,15 @@ pub fn table(rec: &RunRecord, rr: &RrSummary) -> String {
         rec.started_at,
         if rec.interrupted { " (interrupted)" } else { "" },
     );
+    if let Some(bb) = &rr.bounceback {
+        out.push_str(&format!(
+            "bounceback: bursts of {} exchanges every {}, server hold {}, TCP_QUICKACK {}\n\n",
+            bb.burst,
+            format_duration_ns(bb.period_ns),
+            format_duration_ns(bb.hold_ns),
+            if bb.quickack { "on" } else { "off" }
+        ));
+    }
     let mut head = vec!["transactions", "per second"];
     let mut row = vec![
         rr.transactions.to_string(),
@@ -292,6 +301,7 @@ pub fn netperf(rec: &RunRecord, rr: &RrSummary) -> String {
         RrKind::TcpRr => "TCP REQUEST/RESPONSE",
         RrKind::TcpCrr => "TCP Connect/Request/Response",
         RrKind::UdpRr => "UDP REQUEST/RESPONSE",
+        RrKind::TcpBounceback => "TCP BOUNCEBACK",
     };
     let mut out = format!(
         "MIGRATED {title} TEST from {any} ({any}) port 0 {family} to {host} () port 0 {family} : first burst {}\n",

@@ -523,6 +523,7 @@ pub(crate) fn tcp_rr() -> RunRecord {
         request_bytes: 1,
         response_bytes: 1,
         burst: 1,
+        bounceback: None,
         target_tps: None,
         timeout_ms: None,
         transactions: n,

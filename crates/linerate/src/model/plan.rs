@@ -286,6 +286,7 @@ mod tests {
             udp: false,
             timeout_ms: 0,
             target_tps: None,
+            bounceback: None,
         });
         assert!(stream_slots(&s, Role::Client).is_empty());
         if let Some(r) = s.rr.as_mut() {

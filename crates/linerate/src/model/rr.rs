@@ -13,6 +13,8 @@
 //! * percentiles are HdrHistogram's `value_at_quantile` with 3 significant digits (values
 //!   within 0.1 % are equivalent), min/max/mean/stddev from the same histogram (stddev is the
 //!   population deviation HdrHistogram computes, absent with fewer than 2 samples);
+//! * a bounceback's exchange is a transaction: its latency runs from the request's write to
+//!   its response's last byte, the server's hold included;
 //! * service demand per transaction (netperf's `calc_service_demand` for RR tests):
 //!   utilisation (fraction of all CPUs) × CPU count × window µs / transactions, µs of CPU
 //!   per transaction, for each end, both over the client's transaction count.
@@ -30,6 +32,9 @@ pub enum RrKind {
     TcpCrr,
     /// UDP datagrams (netperf UDP_RR).
     UdpRr,
+    /// Bursts of one-at-a-time exchanges on one TCP connection, on a schedule, with a hold
+    /// at the server (iperf2's bounceback).
+    TcpBounceback,
 }
 
 impl RrKind {
@@ -39,6 +44,7 @@ impl RrKind {
             RrKind::TcpRr => "TCP_RR",
             RrKind::TcpCrr => "TCP_CRR",
             RrKind::UdpRr => "UDP_RR",
+            RrKind::TcpBounceback => "TCP_BOUNCEBACK",
         }
     }
 }
@@ -92,6 +98,11 @@ pub struct RrSummary {
     pub response_bytes: u32,
     /// Transactions in flight per stream.
     pub burst: u32,
+    /// Bounceback: exchanges per burst, the period between bursts' starts, the server's hold
+    /// (each exchange's latency includes it) and whether TCP_QUICKACK was set. Its
+    /// transactions are the exchanges, `transactions_per_sec` the exchanges per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounceback: Option<linerate_wire::control::Bounceback>,
     /// Target rate over all streams, transactions per second, when one was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_tps: Option<u64>,

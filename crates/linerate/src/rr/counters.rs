@@ -167,6 +167,7 @@ impl LoopCtx {
                 udp: false,
                 timeout_ms: 0,
                 target_tps: None,
+                bounceback: None,
             },
             rate_tps: None,
             watch: Arc::default(),

@@ -720,8 +720,9 @@ fn run_stream(
                 .push(format!("could not pin an RR thread: {e}"));
         }
     }
-    if ctx.rate_tps.is_some() {
-        // Paced sends sleep until their slot; the default 50 µs timer slack would make every
+    let bounceback = ctx.spec.bounceback.as_deref().copied();
+    if ctx.rate_tps.is_some() || bounceback.is_some() {
+        // Paced sends (and bounceback's bursts and holds) sleep until their slot; the default 50 µs timer slack would make every
         // one of them late by that much, which the latency from the intended send would show.
         sys::process::fine_timer_slack();
     }
@@ -729,8 +730,14 @@ fn run_stream(
     // no area to update on each return (see sys::rseq). Failing that, it only costs speed.
     let _ = sys::rseq::leave();
     let r = match (role, &socket, queue) {
-        (Role::Client, s, _) => client::run(&ctx, s, &mut out),
-        (Role::Server, RrSocket::Tcp(t), _) => server::tcp(&ctx, t),
+        (Role::Client, s, _) => match (s, &bounceback) {
+            (RrSocket::Tcp(t), Some(bb)) => super::bounceback::client(&ctx, t, bb, &mut out),
+            _ => client::run(&ctx, s, &mut out),
+        },
+        (Role::Server, RrSocket::Tcp(t), _) => match &bounceback {
+            Some(bb) => super::bounceback::server(&ctx, t, bb),
+            None => server::tcp(&ctx, t),
+        },
         (Role::Server, RrSocket::Udp(u), _) => server::udp(&ctx, u),
         (Role::Server, RrSocket::Accept(opts), Some(q)) => server::crr(&ctx, &q, opts),
         (Role::Server, RrSocket::Listen(l), _) => server::crr_listen(&ctx, l),

@@ -15,6 +15,7 @@
 //! through a bounded queue ([`CRR_QUEUE`]); a connection that finds the queue full is closed
 //! and counted, so a client cannot make the server hold more than that per stream.
 
+pub mod bounceback;
 pub mod client;
 pub mod counters;
 pub mod engine;

@@ -10,7 +10,9 @@ use crate::model::rr::{service_demand_us_per_tran, RrKind, RrSummary};
 
 /// The kind of test a spec asks for.
 pub fn kind(spec: &RrSpec) -> RrKind {
-    if spec.udp {
+    if spec.bounceback.is_some() {
+        RrKind::TcpBounceback
+    } else if spec.udp {
         RrKind::UdpRr
     } else if spec.connect_per_transaction {
         RrKind::TcpCrr
@@ -56,6 +58,7 @@ pub fn summarize(
         request_bytes: spec.request_bytes,
         response_bytes: spec.response_bytes,
         burst: spec.burst.max(1),
+        bounceback: spec.bounceback.as_deref().copied(),
         target_tps: spec.target_tps,
         timeout_ms: udp.then_some(spec.timeout_ms),
         transactions: data.transactions,
@@ -89,6 +92,7 @@ mod tests {
             udp: false,
             timeout_ms: 0,
             target_tps: None,
+            bounceback: None,
         };
         assert_eq!(kind(&spec), RrKind::TcpRr);
         spec.connect_per_transaction = true;

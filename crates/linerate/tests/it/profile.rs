@@ -144,6 +144,7 @@ fn an_rr_test_is_profiled_at_both_ends() {
         udp: false,
         timeout_ms: 0,
         target_tps: None,
+        bounceback: None,
     });
     s.profile = Some(ProfileSpec {
         frequency_hz: 99,

@@ -395,3 +395,73 @@ fn link_rate_reaches_every_trial() {
     );
     assert!(text.contains("trials of udp"), "{text}");
 }
+
+/// Bounceback: bursts of 5 exchanges every 200 ms, each response held 1 ms at the server.
+/// The test ends 100 ms after the last burst's start, in the gap between bursts, so the two
+/// ends agree exactly: every request the client wrote the server read (TCP's bytes at both
+/// ends), answered and the client read back, and each exchange is one transaction at each
+/// end. Every exchange took at least the hold.
+#[test]
+fn bounceback_exchanges_agree_at_both_ends() {
+    let srv = TestServer::start();
+    let rec = rr(
+        &srv,
+        &[
+            "-t",
+            "1.1",
+            "--bounceback",
+            "5",
+            "--bounceback-period",
+            "200ms",
+            "--bounceback-hold",
+            "1ms",
+            "-r",
+            "100,3000",
+        ],
+    );
+    let rr = rec.rr.as_ref().expect("rr summary");
+    assert_eq!(rr.kind, RrKind::TcpBounceback);
+    let bb = rr.bounceback.expect("bounceback shape");
+    assert_eq!(
+        (bb.burst, bb.period_ns, bb.hold_ns, bb.quickack),
+        (5, 200_000_000, 1_000_000, true)
+    );
+    let n = rr.transactions;
+    assert!(
+        (25..=30).contains(&n),
+        "{n} exchanges in 6 bursts of 5 (the last may be late)"
+    );
+    let server = rec.server.as_ref().expect("server report");
+    assert_eq!(rec.client.totals.tx_bytes, n * 100, "requests written");
+    assert_eq!(server.totals.rx_bytes, n * 100, "requests the server read");
+    assert_eq!(
+        server.totals.tx_bytes,
+        n * 3000,
+        "responses the server wrote"
+    );
+    assert_eq!(rec.client.totals.rx_bytes, n * 3000, "responses read back");
+    let l = rr.latency.as_ref().expect("latency");
+    assert_eq!(l.count, n);
+    assert!(
+        l.min_ns >= 1_000_000,
+        "an exchange shorter than the hold: {l:?}"
+    );
+    assert!(
+        l.p50_ns <= l.p90_ns
+            && l.p90_ns <= l.p99_ns
+            && l.p99_ns <= l.p99_9_ns
+            && l.p99_9_ns <= l.max_ns
+    );
+    assert!(l.stddev_ns.is_some());
+    let out = run_usage_error(&[
+        "rr",
+        "127.0.0.1",
+        "--bounceback",
+        "10",
+        "--bounceback-hold",
+        "10ms",
+        "--bounceback-period",
+        "50ms",
+    ]);
+    assert!(out.contains("shorter than a burst"), "{out}");
+}

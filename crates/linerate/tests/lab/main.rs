@@ -12,6 +12,7 @@ mod check;
 mod common;
 mod conntrack;
 mod counters;
+mod delay;
 mod diagnose;
 mod dut;
 mod fleet;

@@ -12,7 +12,7 @@
 //! | `window_oversized` | a requested buffer ≥ [`WINDOW_OVERSIZED_FACTOR`] × BDP | plan, TCP_INFO min RTT |
 //! | `queueing_delay` | a `--latency` probe's loaded median ≥ [`QUEUE_DELAY_FACTOR`] × its idle one and ≥ [`QUEUE_DELAY_MIN_NS`] longer | the TCP_RR and UDP_RR probes, the loaded flows' TCP_INFO RTT |
 //! | `retransmission_bound` | retransmitted ≥ [`RETRANS_SHARE`] of data segments and the rate ≥ [`MATHIS_EXPLAINS_FRACTION`] of the Mathis bound | TCP_INFO `total_retrans`, `data_segs_out` |
-//! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments | receiver's `TcpExt.DelayedACKs` |
+//! | `delayed_ack_stalls` | delayed-ACK timer fired for ≥ [`DELAYED_ACK_SHARE`] of segments; or a bounceback with TCP_QUICKACK off whose median exchange, less the hold, is ≥ 0.9 × 40 ms with ≥ 0.5 delayed ACKs per exchange (`bounceback.rs`) | receiver's `TcpExt.DelayedACKs`; the exchanges' latency histogram |
 //! | `interrupt_bound` | ≥ [`IRQS_PER_1000_PACKETS`] interrupts per 1000 packets and ≥ [`IRQ_CPUS`] CPUs in irq+softirq | host counters, /proc/stat |
 //! | `softirq_bound` | busiest CPU ≥ [`CPU_ONE_BUSY_PERCENT`], ≥ [`SOFTIRQ_DOMINANT_PERCENT`] of it softirq | /proc/stat |
 //! | `tester_limited` | linerate's threads ≥ [`THREAD_SATURATED_PERCENT`] of a CPU each while CPUs were idle, or the pace was missed; never on a one-CPU host, where the CPU that ran linerate is the system under test (`cpu_bound`) | rusage |
@@ -25,6 +25,7 @@
 //! | `device_drops` | ≥ [`MIN_DROPS`] packets dropped, missed or overrun at the device's ingress | the device's interface counters |
 
 mod blocked;
+mod bounceback;
 mod conntrack;
 mod cpu;
 mod drops;
@@ -45,6 +46,7 @@ use super::facts::{
 use super::{Confidence, Evidence, Verdict, VerdictKind};
 use crate::model::units::{format_bps, format_bytes};
 use blocked::sender_blocked;
+use bounceback::bounceback_stalls;
 use conntrack::conntrack_drops;
 use cpu::{cpu, interrupts, missed_pace, threads_saturated};
 use drops::receiver_drops;
@@ -240,6 +242,7 @@ pub(crate) fn run_all(ctx: &Ctx<'_>, out: &mut Vec<Verdict>, not_judged: &mut Ve
     window(ctx, out, not_judged);
     retransmissions(ctx, out, not_judged);
     delayed_acks(ctx, out, not_judged);
+    bounceback_stalls(ctx, out);
     trace_findings(ctx, out);
     // A paced test that met its pace was limited by the pace: busy CPUs (other processes
     // included) did not hold it back, so no CPU verdict is claimed.

@@ -54,6 +54,7 @@ pub fn probe_plan(load: &StreamPlan, udp: bool, duration_ms: u64, omit_ms: u64) 
         udp,
         timeout_ms: if udp { PROBE_UDP_TIMEOUT_MS } else { 0 },
         target_tps: Some(PROBE_RATE_TPS),
+        bounceback: None,
     });
     let mut local = crate::model::plan::SockOpts {
         nodelay: !udp,

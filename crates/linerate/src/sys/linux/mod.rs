@@ -35,6 +35,9 @@ pub mod rseq;
 #[allow(unsafe_code)]
 pub mod supervise;
 pub mod system;
+// Audited unsafe: the TUNSETIFF ioctl of the lab's delay line; every block has a `// SAFETY:` comment.
+#[allow(unsafe_code)]
+pub mod tun;
 // Audited unsafe: getsockopt(TCP_INFO); every block has a `// SAFETY:` comment.
 #[allow(unsafe_code)]
 pub mod tcp_info;

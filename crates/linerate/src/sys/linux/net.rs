@@ -136,6 +136,12 @@ pub fn set_udp_gso(s: &impl AsFd, segment: usize) -> io::Result<()> {
     Ok(socket::setsockopt(s, sockopt::UdpGsoSegment, &segment)?)
 }
 
+/// TCP_QUICKACK: the ACKs now due leave at once instead of after the delayed-ACK timer. The
+/// kernel clears it again by itself, so a loop sets it after every read.
+pub fn set_quickack(s: &impl AsFd) -> io::Result<()> {
+    socket2::SockRef::from(s).set_quickack(true)
+}
+
 /// UDP GRO: the kernel may hand over several datagrams coalesced in one receive. True if
 /// the socket took it.
 pub fn enable_udp_gro(s: &impl AsFd) -> bool {

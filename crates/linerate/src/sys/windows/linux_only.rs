@@ -350,3 +350,71 @@ pub mod zerocopy {
         Ok(())
     }
 }
+
+/// The lab's delay line: a TUN device and an absolute-deadline timer.
+pub mod tun {
+    use super::Never;
+    use std::io;
+
+    /// A TUN device: never made here.
+    pub struct Tun(Never);
+
+    impl Tun {
+        /// Refused: TUN devices and network namespaces are Linux's.
+        pub fn open(_name: &str) -> io::Result<Tun> {
+            Err(crate::sys::os::needs_linux("the lab's delay line (TUN)"))
+        }
+        /// Unreachable.
+        pub fn recv(&mut self, _buf: &mut [u8]) -> io::Result<Option<usize>> {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn send(&mut self, _packet: &[u8]) -> io::Result<()> {
+            match self.0 {}
+        }
+    }
+
+    /// A deadline timer: never made here.
+    pub struct Deadline(Never);
+
+    impl Deadline {
+        /// Refused.
+        pub fn new() -> io::Result<Deadline> {
+            Err(crate::sys::os::needs_linux(
+                "the lab's delay line (timerfd)",
+            ))
+        }
+        /// Unreachable.
+        pub fn arm(&self, _at_ns: u64) -> io::Result<()> {
+            match self.0 {}
+        }
+        /// Unreachable.
+        pub fn disarm(&self) -> io::Result<()> {
+            match self.0 {}
+        }
+    }
+
+    /// What [`wait`] saw ready.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+    pub struct Ready {
+        /// Packets wait on the device.
+        pub packets: bool,
+        /// The deadline passed.
+        pub deadline: bool,
+    }
+
+    /// Unreachable: no [`Tun`] exists here.
+    pub fn wait(tun: &Tun, _timer: &Deadline, _timeout_ms: u16) -> io::Result<Ready> {
+        match tun.0 {}
+    }
+
+    /// Not used here.
+    pub fn now_ns() -> u64 {
+        0
+    }
+
+    /// Refused.
+    pub fn tighten_timer_slack() -> io::Result<()> {
+        Err(crate::sys::os::needs_linux("timer slack"))
+    }
+}

@@ -34,7 +34,7 @@ pub mod tcp_info;
 
 #[cfg(any(test, panic = "abort"))]
 pub use linux_only::supervise;
-pub use linux_only::{afpacket, capture, ethtool, perf, rseq, xdp, zerocopy};
+pub use linux_only::{afpacket, capture, ethtool, perf, rseq, tun, xdp, zerocopy};
 
 /// The error of what only Linux can do: `what` "needs Linux".
 pub(crate) fn needs_linux(what: &str) -> io::Error {

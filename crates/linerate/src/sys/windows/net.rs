@@ -198,6 +198,11 @@ pub fn set_udp_gso(_s: &impl AsSocket, segment: usize) -> io::Result<()> {
     Err(super::needs_linux("UDP GSO"))
 }
 
+/// TCP_QUICKACK is Linux's: refused here.
+pub fn set_quickack(_s: &impl AsSocket) -> io::Result<()> {
+    Err(super::needs_linux("TCP_QUICKACK"))
+}
+
 /// UDP GRO is Linux's: never on here.
 pub fn enable_udp_gro(_s: &impl AsSocket) -> bool {
     false

@@ -1135,6 +1135,14 @@ fn awaited(phase: &Phase) -> Option<&'static str> {
 /// `--bidir`) with `--no-rx-copy`, and does not offer `copy_modes`. An old server would
 /// ignore the fields it does not know and copy silently, so the test is refused.
 pub fn copy_modes_refusal(spec: &TestSpec, features: Features) -> Option<String> {
+    if spec.rr.as_ref().is_some_and(|r| r.bounceback.is_some())
+        && !features.has(Feature::Bounceback)
+    {
+        return Some(
+            "does not offer --bounceback (no 'bounceback' feature): upgrade linerate on the server"
+                .into(),
+        );
+    }
     if features.has(Feature::CopyModes) || spec.rr.is_some() {
         return None;
     }

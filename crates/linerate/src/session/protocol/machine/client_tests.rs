@@ -391,6 +391,7 @@ fn an_rr_test_needs_a_server_that_offers_it() {
         udp: false,
         timeout_ms: 0,
         target_tps: None,
+        bounceback: None,
     });
     m.request_test(t0, s);
     let e = failure(&m);

@@ -1286,6 +1286,7 @@ fn log_line(spec: &TestSpec, report: &SideReport, interrupted: bool) -> String {
                 crate::model::rr::RrKind::TcpRr => "tcp_rr".to_string(),
                 crate::model::rr::RrKind::TcpCrr => "tcp_crr".to_string(),
                 crate::model::rr::RrKind::UdpRr => "udp_rr".to_string(),
+                crate::model::rr::RrKind::TcpBounceback => "tcp_bounceback".to_string(),
             },
             format!("req={} resp={}", rr.request_bytes, rr.response_bytes),
         ),

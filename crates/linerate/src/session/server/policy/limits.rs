@@ -20,6 +20,10 @@ use crate::model::plan::stream_slots;
 
 /// Largest UDP payload over IPv4.
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// Longest hold a server makes between a bounceback's request and its response, ns
+/// (`--bounceback-hold`): 10 s.
+pub const MAX_HOLD_NS: u64 = 10_000_000_000;
+
 /// Most requests in flight per stream a server accepts (`--burst`).
 pub const MAX_BURST: u32 = 1024;
 /// Longest UDP time-out a server accepts, ms.
@@ -232,6 +236,23 @@ pub fn validate_rr(rr: &RrSpec, limits: &ServerLimits) -> Result<(), Refusal> {
     }
     if rr.target_tps == Some(0) {
         return bad("a target rate of 0 transactions/s is not a rate: leave --rate out".into());
+    }
+    if let Some(bb) = &rr.bounceback {
+        if rr.udp || rr.connect_per_transaction || rr.burst != 1 || rr.target_tps.is_some() {
+            return bad("a bounceback runs over one TCP connection, one exchange at a time: drop --udp, --connect, --burst and --rate".into());
+        }
+        if bb.burst == 0 || bb.burst > MAX_BURST {
+            return bad(format!(
+                "bounceback burst {} is outside 1..={MAX_BURST} (--bounceback N)",
+                bb.burst
+            ));
+        }
+        if bb.hold_ns > MAX_HOLD_NS {
+            return bad(format!(
+                "bounceback hold {} ns is over {MAX_HOLD_NS} ns (--bounceback-hold)",
+                bb.hold_ns
+            ));
+        }
     }
     Ok(())
 }
@@ -564,6 +585,7 @@ mod tests {
             udp: false,
             timeout_ms: 0,
             target_tps: None,
+            bounceback: None,
         }
     }
 

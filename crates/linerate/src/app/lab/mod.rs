@@ -2,6 +2,7 @@
 //! that linerate can be tried on one machine; the integration tests use the same code.
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use linerate_lab::topology::{self, plan, Topology};
 use linerate_lab::{netns, Lab, LabOptions, ShapedWays, Shaping, ShapingKind};
@@ -10,6 +11,8 @@ use super::write_out;
 use crate::cli::lab::{LabArgs, LabCommand, LabUpArgs};
 use crate::cli::UsageError;
 
+pub mod delay;
+
 /// Runs a `linerate lab` subcommand.
 pub fn command(a: &LabArgs) -> anyhow::Result<ExitCode> {
     crate::cli::linux_only("linerate lab (network namespaces)")?;
@@ -17,6 +20,9 @@ pub fn command(a: &LabArgs) -> anyhow::Result<ExitCode> {
         LabCommand::Up(u) => up(u),
         LabCommand::Down { name } => down(name),
         LabCommand::List => list(),
+        LabCommand::DelayLine { name, delay, queue } => {
+            delay::run(name, *delay, *queue).map(|()| ExitCode::SUCCESS)
+        }
         LabCommand::Exec {
             name,
             host,
@@ -151,16 +157,81 @@ pub fn describe(p: &topology::Plan, opts: &LabOptions) -> String {
 
 fn up(u: &LabUpArgs) -> anyhow::Result<ExitCode> {
     let (topo, opts) = options(u)?;
+    let delay = delay_option(u, topo)?;
     // Re-creating a lab: end what still runs in the old one, or it would live on unseen.
     if let Some(old) = Lab::list()?.into_iter().find(|l| l.name == u.name) {
         linerate_lab::cmd::require_privileges()?;
         stop_processes(&u.name, &old.hosts);
     }
     let lab = Lab::up(&u.name, topo, &opts)?;
-    let text = describe(lab.plan(), &opts);
+    let mut text = describe(lab.plan(), &opts);
+    if let Some(d) = delay {
+        // On an error `lab` is dropped, which deletes it: no lab without its delay.
+        start_delay_line(&lab, d, u.delay_queue)?;
+        text.push_str(&format!(
+            "  delayed {} ms each way in r (the delay line's {} device, queue {} packets, counters in {})\n",
+            d.as_secs_f64() * 1e3,
+            delay::DEVICE,
+            u.delay_queue,
+            delay::stats_path(&u.name).display()
+        ));
+    }
     lab.detach();
     write_out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--delay`, refused where it cannot apply: in a pair (there is no router to hold packets),
+/// zero, over 10 s, or with an empty queue.
+fn delay_option(u: &LabUpArgs, topo: Topology) -> Result<Option<Duration>, UsageError> {
+    let Some(d) = u.delay else { return Ok(None) };
+    if topo != Topology::Router {
+        return Err(UsageError(
+            "--delay needs a router to hold the packets: add --topology router".into(),
+        ));
+    }
+    if d.is_zero() || d > Duration::from_secs(10) {
+        return Err(UsageError(format!(
+            "--delay {d:?}: give a delay above 0 and at most 10s (e.g. 10ms), or leave it out"
+        )));
+    }
+    if u.delay_queue == 0 {
+        return Err(UsageError(
+            "--delay-queue 0 holds nothing: give a number of packets such as 1000".into(),
+        ));
+    }
+    Ok(Some(d))
+}
+
+/// Starts `linerate lab delay-line` in the lab's router namespace, in a process group of its
+/// own so that it outlives this command, and waits for its `ready`.
+fn start_delay_line(lab: &Lab, d: Duration, queue: usize) -> anyhow::Result<()> {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let exe = std::env::current_exe()?;
+    let mut cmd = lab.command("r", exe)?;
+    cmd.args(["lab", "delay-line", lab.name(), "--delay"])
+        .arg(format!("{}us", d.as_nanos() as f64 / 1e3))
+        .args(["--queue", &queue.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd.spawn()?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        std::io::BufReader::new(out).read_line(&mut line)?;
+    }
+    if line.trim() == "ready" {
+        return Ok(());
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output()?;
+    anyhow::bail!(
+        "the delay line did not start: {}",
+        String::from_utf8_lossy(&out.stderr).trim()
+    )
 }
 
 fn down(name: &str) -> anyhow::Result<ExitCode> {
@@ -174,6 +245,7 @@ fn down(name: &str) -> anyhow::Result<ExitCode> {
         }
     }
     Lab::down_by_name(name)?;
+    let _ = std::fs::remove_file(delay::stats_path(name));
     if lab.is_some() {
         write_out(&format!("lab {name} removed\n"))?;
     } else {
