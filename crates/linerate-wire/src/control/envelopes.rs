@@ -6,6 +6,7 @@ use crate::control::{self, Message};
 use crate::device::{CountersRequest, DeviceSnapshot, IfaceSnapshot};
 use crate::doctor::{DoctorReport, DoctorRequest, Finding, Severity};
 use crate::hooks::HookRequest;
+use crate::multicast::{McastJoin, McastReport, McastStop};
 
 #[test]
 fn a_hook_request_is_tagged_and_round_trips() {
@@ -71,4 +72,27 @@ fn doctor_messages_are_tagged_and_round_trip() {
         let back = control::decode_body(&frame[control::FRAME_HEADER_LEN..]).unwrap();
         assert_eq!(back, msg);
     }
+}
+
+#[test]
+fn multicast_messages_are_tagged_and_round_trip() {
+    let m = Message::McastJoin(McastJoin {
+        group: "239.1.2.3".parse().unwrap(),
+        port: 5001,
+        source: None,
+        duration_ms: 1000,
+        len: 1400,
+    });
+    let text = serde_json::to_string(&m).unwrap();
+    assert!(text.starts_with(r#"{"type":"mcast_join","data":{"group":"239.1.2.3""#));
+    assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), m);
+    let r = Message::McastReport(Box::new(McastReport {
+        datagrams: 5,
+        ..McastReport::default()
+    }));
+    let text = serde_json::to_string(&r).unwrap();
+    assert_eq!(serde_json::from_str::<Message>(&text).unwrap(), r);
+    let s = Message::McastStop(McastStop { sent: 9 });
+    let text = serde_json::to_string(&s).unwrap();
+    assert_eq!(text, r#"{"type":"mcast_stop","data":{"sent":9}}"#);
 }

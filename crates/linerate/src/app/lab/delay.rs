@@ -177,8 +177,7 @@ fn route_through_device(name: &str) -> anyhow::Result<()> {
 /// The namespace this process is in, as its inode: the line ends when the lab's namespace
 /// file no longer names it (deleted or re-created).
 fn own_netns_inode() -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/ns/net").ok().map(|m| m.ino())
+    crate::sys::tun::netns_inode()
 }
 
 /// `linerate lab delay-line NAME`: runs the delay line in the router namespace this process

@@ -216,8 +216,7 @@ fn start_delay_line(lab: &Lab, d: Duration, queue: usize) -> anyhow::Result<()> 
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::sys::process::own_group(&mut cmd);
     let mut child = cmd.spawn()?;
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {

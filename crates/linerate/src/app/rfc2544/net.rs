@@ -279,16 +279,21 @@ fn tx_path(side: Option<&SideReport>) -> Option<TxPath> {
         .find_map(|s| s.tx_path)
 }
 
-/// Turns a run record into a trial outcome (pure; see the module docs).
-pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<TrialOutcome> {
-    let mut warnings = rec.warnings.clone();
-    let same_clock = match (
+/// Whether both ends ran on one kernel (one boot id): then they share a clock.
+fn same_clock(rec: &RunRecord) -> bool {
+    match (
         rec.client.host.boot_id.as_deref(),
         rec.server.as_ref().and_then(|s| s.host.boot_id.as_deref()),
     ) {
         (Some(a), Some(b)) => a == b,
         _ => false,
-    };
+    }
+}
+
+/// Turns a run record into a trial outcome (pure; see the module docs).
+pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<TrialOutcome> {
+    let mut warnings = rec.warnings.clone();
+    let same_clock = same_clock(rec);
     let mut ways = Vec::new();
     let mut names = std::collections::BTreeMap::new();
     for f in &rec.summary.flows {
@@ -363,12 +368,7 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
             sender_cpu_percent: sender_cpu.and_then(|e| e.tool_cpu_percent),
             delay,
             tx_path: tx_path(sender),
-            raw_tx: sender.and_then(|s| {
-                s.streams
-                    .iter()
-                    .filter(|s| s.role == StreamRole::Tx)
-                    .find_map(|s| s.raw_tx)
-            }),
+            raw_tx: raw_tx(sender),
             iface_tx_packets: tx.filter(|_| !shared).map(|t| t.1),
             iface_rx_packets: rx.filter(|_| !shared).map(|r| r.2),
         });
@@ -385,6 +385,16 @@ pub fn outcome(rec: &RunRecord, payload: u32, ip: IpVersion) -> anyhow::Result<T
     let mut o = trial_mod::checked(ways, warnings, &name);
     o.dut = rec.dut.clone();
     Ok(o)
+}
+
+/// The kernel path the sending end's raw frames took (AF_XDP or the AF_PACKET ring).
+fn raw_tx(sender: Option<&SideReport>) -> Option<linerate_wire::report::RawTx> {
+    sender.and_then(|s| {
+        s.streams
+            .iter()
+            .filter(|s| s.role == StreamRole::Tx)
+            .find_map(|s| s.raw_tx)
+    })
 }
 
 /// `--profile`: both ends' profiles of the trial. An end

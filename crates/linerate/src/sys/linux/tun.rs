@@ -149,3 +149,10 @@ pub fn now_ns() -> u64 {
 pub fn tighten_timer_slack() -> io::Result<()> {
     nix::sys::prctl::set_timerslack(1).map_err(io::Error::from)
 }
+
+/// The network namespace this process is in, as its inode (/proc/self/ns/net): the delay
+/// line ends when the lab's namespace file no longer names it.
+pub fn netns_inode() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/net").ok().map(|m| m.ino())
+}

@@ -374,6 +374,11 @@ pub mod tun {
         }
     }
 
+    /// No network namespaces here.
+    pub fn netns_inode() -> Option<u64> {
+        None
+    }
+
     /// A deadline timer: never made here.
     pub struct Deadline(Never);
 
