@@ -589,6 +589,26 @@ fn tcp_connections_and_streams_ready_come_in_any_order() {
     assert_eq!(m.poll_timeout(), Some(t0 + limit));
 }
 
+/// The board's core has no QUIC stack: a QUIC test is refused in one line that says which
+/// build has it, and the connection closed.
+#[cfg(not(feature = "quic"))]
+#[test]
+fn a_build_without_quic_refuses_a_quic_test_and_says_which_build_has_it() {
+    let t0 = Instant::now();
+    let mut m = welcomed(t0, FEATURES);
+    let mut spec = default_spec(Transport::Quic, Direction::Both, 1000, 1000);
+    spec.quic_connections = Some(1);
+    m.handle(t0, msg(Message::TestRequest(TestRequest { spec })));
+    let got = drain(&mut m);
+    assert!(
+        matches!(&got[..], [Action::Send(Message::Error(e)), Action::Close]
+            if e.code == ErrorCode::BadRequest && e.message.contains("no QUIC") && !e.message.contains('\n')),
+        "{got:?}"
+    );
+}
+
+// QUIC is the workstation build's (Cargo.toml's `quic` feature); the board's core refuses it.
+#[cfg(feature = "quic")]
 #[test]
 fn a_quic_test_gives_its_port_and_collects_its_streams_as_connections() {
     let t0 = Instant::now();
