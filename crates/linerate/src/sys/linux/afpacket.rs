@@ -77,7 +77,13 @@ pub struct Completed {
     pub dropped: usize,
 }
 
-fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
+/// setsockopt(2) of a fixed-size option (AF_PACKET's here, AF_XDP's in sys/linux/xdp.rs).
+pub(super) fn setsockopt<T>(
+    fd: &OwnedFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: &T,
+) -> io::Result<()> {
     // SAFETY: `v` points to a live `T` of the stated size for the duration of the call.
     let rc = unsafe {
         libc::setsockopt(

@@ -29,7 +29,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::afpacket::Completed;
+use super::afpacket::{setsockopt, Completed};
 
 /// Chunks frames are sent from (and TX and completion ring entries).
 pub const TX_FRAMES: usize = 512;
@@ -182,24 +182,6 @@ unsafe impl Send for XdpTx {}
 // atomically; every write to the mappings needs `&mut XdpTx`.
 unsafe impl Sync for XdpTx {}
 
-fn setsockopt<T>(fd: &OwnedFd, name: libc::c_int, v: &T) -> io::Result<()> {
-    // SAFETY: `v` points to a live `T` of the stated size for the duration of the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            libc::SOL_XDP,
-            name,
-            (v as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// The UMEM's chunk size for frames of `max_frame` bytes: 2 KiB, or a 4 KiB page for
 /// larger frames (aligned chunks are a power of two from 2 KiB to a page); none above.
 pub fn chunk_size(max_frame: usize) -> Option<usize> {
@@ -269,12 +251,14 @@ impl XdpTx {
         reg.addr = umem.ptr as u64;
         reg.len = umem.len as u64;
         reg.chunk_size = chunk as u32;
-        setsockopt(&fd, libc::XDP_UMEM_REG, &reg).map_err(at("UMEM registration"))?;
+        setsockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg)
+            .map_err(at("UMEM registration"))?;
         let n = TX_FRAMES as libc::c_int;
         let rx_n = RX_FRAMES as libc::c_int;
-        setsockopt(&fd, libc::XDP_UMEM_FILL_RING, &rx_n).map_err(at("fill ring"))?;
-        setsockopt(&fd, libc::XDP_UMEM_COMPLETION_RING, &n).map_err(at("completion ring"))?;
-        setsockopt(&fd, libc::XDP_TX_RING, &n).map_err(at("TX ring"))?;
+        setsockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_FILL_RING, &rx_n).map_err(at("fill ring"))?;
+        setsockopt(&fd, libc::SOL_XDP, libc::XDP_UMEM_COMPLETION_RING, &n)
+            .map_err(at("completion ring"))?;
+        setsockopt(&fd, libc::SOL_XDP, libc::XDP_TX_RING, &n).map_err(at("TX ring"))?;
         let off = mmap_offsets(&fd).map_err(at("ring offsets"))?;
         let tx = Ring::map(
             &fd,
