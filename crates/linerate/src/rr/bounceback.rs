@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use linerate_wire::control::Bounceback;
 
-use super::io::{is_timeout, pattern, write_all};
+use super::io::{idle_read_timeout, is_timeout, pattern, write_all};
 use super::latency::new_histogram;
 use super::{LoopCtx, RrOutcome, POLL};
 use crate::engine::pacing;
@@ -124,8 +124,10 @@ fn sleep_until(ctx: &LoopCtx, at_ns: u64) -> bool {
 /// The server loop of a bounceback test on `s`: read a whole request, hold, write its
 /// response; one transaction per response written.
 pub fn server(ctx: &LoopCtx, s: &TcpStream, bb: &Bounceback) -> io::Result<()> {
-    // No read time-out: RrEngine::stop shuts the reading side, which ends the read with 0.
-    s.set_read_timeout(None)?;
+    // RrEngine::stop shuts the reading side, which ends the read with 0 where a shutdown
+    // wakes a blocked read; where it does not (Winsock), the read waits POLL at a time, as
+    // the other RR servers' do.
+    s.set_read_timeout(idle_read_timeout())?;
     s.set_write_timeout(Some(POLL))?;
     let req = ctx.spec.request_bytes.max(1) as usize;
     let resp = pattern(ctx.spec.response_bytes.max(1) as usize);
